@@ -1,0 +1,76 @@
+//! Memory: the process's resident high-water mark (Linux), reset between models so each
+//! result reports its own peak, and an estimate of what a run will need.
+
+use cnnbench_engine::Mode;
+use cnnbench_graph::Graph;
+
+/// Resets the kernel's resident-set high-water mark for this process (Linux ≥ 4.0,
+/// `echo 5 > /proc/self/clear_refs`). Returns whether it worked.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's resident-set high-water mark in bytes (`VmHWM`), where the OS reports it.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// A deliberately rough upper estimate of the bytes a run needs, from the Graph alone:
+/// weights (plus gradients, plus momentum in step mode) and activations. Training keeps
+/// every node's output for backward and allocates a gradient of the same size; inference
+/// holds only a few activations at a time.
+pub fn estimate_bytes(graph: &Graph, mode: Mode, batch: usize) -> u64 {
+    const F32: u64 = 4;
+    let weights = (graph.params() + graph.buffers()) * F32;
+    let largest = graph
+        .nodes()
+        .iter()
+        .map(|n| n.shape.elements())
+        .max()
+        .unwrap_or(0);
+    let batch = batch as u64;
+    match mode {
+        Mode::Infer => weights + 3 * largest * batch * F32,
+        Mode::Train => 2 * weights + 2 * graph.activation_elements() * batch * F32,
+        Mode::Step => 3 * weights + 2 * graph.activation_elements() * batch * F32,
+    }
+}
+
+/// The largest batch whose estimate fits in `available` bytes (0 if not even 1 fits).
+pub fn largest_batch_that_fits(graph: &Graph, mode: Mode, available: u64) -> usize {
+    let (mut lo, mut hi) = (0usize, 1usize);
+    while hi < 1 << 20 && estimate_bytes(graph, mode, hi) <= available {
+        lo = hi;
+        hi *= 2;
+    }
+    // Invariant: estimate(lo) fits (or lo == 0), estimate(hi) does not.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if estimate_bytes(graph, mode, mid) <= available {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_rss_is_read_and_resettable_on_linux() {
+        if cfg!(target_os = "linux") {
+            let peak = peak_rss().expect("VmHWM in /proc/self/status");
+            assert!(peak > 0);
+            assert!(reset_peak_rss());
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Pieces several subcommands share: image sizes, model resolution, tables, numbers.
+
+use anyhow::{anyhow, Context, Result};
+use cnnbench_graph::Graph;
+use comfy_table::{presets, ContentArrangement, Table};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::str::FromStr;
+
+/// `224` or `HxW` (e.g. `299x299`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageSize {
+    pub height: usize,
+    pub width: usize,
+}
+
+impl FromStr for ImageSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))
+        };
+        match s.split_once(['x', 'X', '×']) {
+            Some((h, w)) => Ok(ImageSize {
+                height: parse(h)?,
+                width: parse(w)?,
+            }),
+            None => {
+                let n = parse(s)?;
+                Ok(ImageSize {
+                    height: n,
+                    width: n,
+                })
+            }
+        }
+    }
+}
+
+/// A zoo model by name (any alias), at `size` if given, else its default input.
+pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {
+    let entry = cnnbench_zoo::find(name).ok_or_else(|| {
+        anyhow!(cnnbench_zoo::ZooError::Unknown {
+            name: name.to_string(),
+            suggestions: cnnbench_zoo::suggest(name),
+        })
+    })?;
+    let [c, h, w] = entry.default_input;
+    let input = size.map_or([c, h, w], |s| [c, s.height, s.width]);
+    (entry.build)(input).map_err(|e| {
+        anyhow!(
+            "{} cannot take a {}×{} image: {e}",
+            entry.name,
+            input[1],
+            input[2]
+        )
+    })
+}
+
+/// A model file, resized if asked.
+pub fn file_model(path: &Path, size: Option<ImageSize>) -> Result<Graph> {
+    let graph = Graph::load(path).with_context(|| format!("cannot use {}", path.display()))?;
+    match size {
+        None => Ok(graph),
+        Some(s) => {
+            let [c, _, _] = graph.input_shape();
+            graph.with_input([c, s.height, s.width]).map_err(|e| {
+                anyhow!(
+                    "{} cannot take a {}×{} image: {e}",
+                    graph.name(),
+                    s.height,
+                    s.width
+                )
+            })
+        }
+    }
+}
+
+/// A table that looks good on a terminal and is markdown when piped into a file.
+pub fn new_table(headers: &[&str]) -> Table {
+    let mut table = Table::new();
+    if std::io::stdout().is_terminal() {
+        table
+            .load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+    } else {
+        table.load_preset(presets::ASCII_MARKDOWN);
+    }
+    table.set_header(headers.to_vec());
+    table
+}
+
+/// Right-aligns the given columns.
+pub fn align_right(table: &mut Table, columns: &[usize]) {
+    for &i in columns {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+}
+
+/// 25557032 → "25,557,032".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Bytes in binary units, e.g. "2.25 GiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_sizes_parse() {
+        assert_eq!(
+            "224".parse::<ImageSize>().unwrap(),
+            ImageSize {
+                height: 224,
+                width: 224
+            }
+        );
+        assert_eq!(
+            "299x300".parse::<ImageSize>().unwrap(),
+            ImageSize {
+                height: 299,
+                width: 300
+            }
+        );
+        assert!("0".parse::<ImageSize>().is_err());
+        assert!("abc".parse::<ImageSize>().is_err());
+        assert!("3x".parse::<ImageSize>().is_err());
+    }
+
+    #[test]
+    fn numbers_format() {
+        assert_eq!(thousands(25557032), "25,557,032");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024 / 2), "1.50 GiB");
+    }
+}

@@ -1,0 +1,155 @@
+//! `cnnbench compare BASE NEW`: which differences between two sets of results are
+//! real. Ratios of medians with bootstrap 95% confidence intervals, verdicts against
+//! a noise threshold, a geometric-mean summary, and an exit status for CI.
+
+use super::report::{aliases, emit, load, ZooCatalog};
+use anyhow::bail;
+use cnnbench_report::catalog::Cached;
+use cnnbench_report::group::{self, Duplicates, Stat};
+use cnnbench_report::{CompareOptions, Comparison};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Pairs results by model, input, mode, device and engine; what is left, by model
+alone when each side has one such result (a new machine or engine).
+Verdicts: `faster`/`slower` when the 95% interval of new/base lies beyond the noise
+threshold, else `no change`.
+
+Examples:
+  cnnbench compare results-main/ results-branch/
+  cnnbench compare base.json new.json --threshold 5
+  cnnbench compare main/ pr/ --fail-on-regression 10   # exit 1 on a >10% slowdown"
+)]
+pub struct CompareArgs {
+    /// The results to compare against: a file or a folder.
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The new results: a file or a folder.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Noise threshold in percent: smaller changes are `no change`.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub threshold: f64,
+    /// Exit with status 1 when a pair is slower by more than PCT percent with 95% confidence.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// The time compared.
+    #[arg(long, value_enum, default_value_t = QuantityArg::Total)]
+    pub quantity: QuantityArg,
+    /// Output format [default: pretty on a terminal, markdown when piped].
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<CompareFormat>,
+    /// Write to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// TOML file of display names ([devices], [models]).
+    #[arg(long, value_name = "FILE")]
+    pub aliases: Option<PathBuf>,
+    /// Fail on a file that is not a result instead of skipping it with a warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// Bootstrap resamples per pair.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub resamples: usize,
+    /// Seed of the bootstrap (the same seed prints the same intervals).
+    #[arg(long, default_value_t = 0x00c0_ffee)]
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum QuantityArg {
+    Total,
+    Forward,
+    Backward,
+    Update,
+}
+
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Pretty,
+    Markdown,
+    Json,
+    Csv,
+}
+
+fn percent(name: &str, v: f64) -> anyhow::Result<f64> {
+    if !v.is_finite() || v < 0.0 {
+        bail!("{name} must be a percentage of 0 or more, e.g. 5 for 5%");
+    }
+    Ok(v / 100.0)
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let threshold = percent("--threshold", args.threshold)?;
+    let fail = args
+        .fail_on_regression
+        .map(|v| percent("--fail-on-regression", v))
+        .transpose()?;
+    if args.resamples < 100 {
+        bail!("--resamples must be at least 100 (10000 is the default)");
+    }
+    let aliases = aliases(args.aliases.as_deref())?;
+    let catalog = Cached::new(&ZooCatalog);
+    let mut sides = Vec::new();
+    for (name, path) in [("BASE", &args.base), ("NEW", &args.new)] {
+        let records = load(std::slice::from_ref(path), args.strict)
+            .map_err(|e| anyhow::anyhow!("{name}: {e:#}"))?;
+        let mut notes = Vec::new();
+        sides.push(group::group(
+            records,
+            &aliases,
+            &catalog,
+            Duplicates::Pool,
+            Stat::Median,
+            &mut notes,
+        ));
+    }
+    let quantity = match args.quantity {
+        QuantityArg::Total => "total",
+        QuantityArg::Forward => "forward",
+        QuantityArg::Backward => "backward",
+        QuantityArg::Update => "update",
+    };
+    let opts = CompareOptions {
+        threshold,
+        quantity: quantity.into(),
+        resamples: args.resamples,
+        seed: args.seed,
+        fail_on_regression: fail,
+    };
+    let cmp: Comparison = cnnbench_report::compare::compare(&sides[0], &sides[1], &opts);
+    for w in &cmp.warnings {
+        eprintln!("warning: {w}");
+    }
+    let format = match args.format {
+        Some(f) => f,
+        None if args.output.is_none() && std::io::stdout().is_terminal() => CompareFormat::Pretty,
+        None => CompareFormat::Markdown,
+    };
+    let text = match format {
+        CompareFormat::Pretty => cmp.pretty(),
+        CompareFormat::Markdown => cmp.markdown(),
+        CompareFormat::Json => cmp.json()?,
+        CompareFormat::Csv => cmp.csv(),
+    };
+    emit(&text, args.output.as_deref())?;
+    if cmp.pairs.is_empty() {
+        bail!(
+            "no result in {} has a counterpart in {}: they share no model, input and mode",
+            args.base.display(),
+            args.new.display()
+        );
+    }
+    if cmp.failed() {
+        let n = cmp.pairs.iter().filter(|p| p.regression).count();
+        eprintln!(
+            "error: {n} result(s) slower than BASE by more than {}% with 95% confidence (--fail-on-regression)",
+            args.fail_on_regression.unwrap_or(0.0)
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

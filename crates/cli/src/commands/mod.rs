@@ -1,0 +1,8 @@
+//! One file per subcommand.
+
+pub mod common;
+pub mod compare;
+pub mod engines;
+pub mod models;
+pub mod report;
+pub mod run;

@@ -1,0 +1,47 @@
+//! `cnnbench`: benchmark convolutional networks. This binary only wires the crates
+//! together: the zoo and model files give Graphs, engines run them, the harness times
+//! them, the report reads the results.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cnnbench", version, about = "Benchmark convolutional networks: forward, backward and training-step times on CPUs and GPUs", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the model zoo, or show one model's per-layer summary.
+    Models(commands::models::ModelsArgs),
+    /// Benchmark models on an engine; prints a table and writes one result JSON per model.
+    Run(commands::run::RunArgs),
+    /// Tables, speed-ups, CSV/JSON/HTML and charts from result files (ours and the original suite's).
+    Report(commands::report::ReportArgs),
+    /// Compare two sets of results: ratios with confidence intervals and verdicts.
+    Compare(commands::compare::CompareArgs),
+    /// List the engines this build can run on this machine, and why not the others.
+    Engines,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Models(args) => commands::models::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Engines => commands::engines::run(),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

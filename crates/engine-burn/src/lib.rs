@@ -1,0 +1,278 @@
+//! The default engine, `burn-flex`: burn 0.22's pure-Rust `flex` CPU backend with
+//! autodiff. It needs nothing but cargo, so every cnnbench build can run benchmarks.
+//!
+//! The Graph is lowered once into a list of steps (one per node) with burn modules for
+//! the parameterised ops; a forward pass interprets the steps in order and drops each
+//! intermediate tensor right after its last reader, so memory use is that of the network,
+//! not of the interpreter.
+
+mod lower;
+
+pub use lower::{NetParams, Network, Value};
+
+use anyhow::{anyhow, Context, Result};
+use burn::module::Module;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::tensor::Gradients;
+use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use cnnbench_engine::{Engine, EngineInfo, Mode, Precision, Session, SessionConfig};
+use cnnbench_graph::Graph;
+use std::collections::BTreeMap;
+
+/// The engine's name on the command line and in result files.
+pub const ENGINE_NAME: &str = "burn-flex";
+/// The burn version this engine is built against (pinned in Cargo.toml).
+pub const BURN_VERSION: &str = "0.22.1";
+/// Learning rate of the SGD step in `step` mode (the value does not change the timing).
+const LEARNING_RATE: f64 = 0.01;
+const MOMENTUM: f64 = 0.9;
+
+/// burn with the flex CPU backend. Its thread pool is rayon's global pool, which can be
+/// sized once per process.
+pub struct BurnFlexEngine {
+    threads: usize,
+}
+
+impl BurnFlexEngine {
+    /// Sizes the thread pool (`None`: all cores). The pool is global to the process: a
+    /// second engine asking for a different size is an error, never a silent change.
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        if let Some(n) = threads {
+            if n == 0 {
+                return Err(anyhow!("--threads must be at least 1"));
+            }
+            let built = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build_global();
+            if built.is_err() && rayon::current_num_threads() != n {
+                return Err(anyhow!(
+                    "the thread pool already has {} threads in this process and cannot be resized to {n}",
+                    rayon::current_num_threads()
+                ));
+            }
+        }
+        Ok(Self {
+            threads: rayon::current_num_threads(),
+        })
+    }
+}
+
+impl Engine for BurnFlexEngine {
+    fn info(&self) -> EngineInfo {
+        let mut libraries = BTreeMap::new();
+        libraries.insert("burn".to_string(), BURN_VERSION.to_string());
+        EngineInfo {
+            name: ENGINE_NAME.into(),
+            framework: "burn".into(),
+            framework_version: BURN_VERSION.into(),
+            backend: "flex".into(),
+            device: "cpu".into(),
+            device_name: cnnbench_engine::host_cpu_name(),
+            threads: self.threads,
+            libraries,
+            settings: BTreeMap::new(),
+        }
+    }
+
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        if config.precision != Precision::F32 {
+            return Err(anyhow!(
+                "{ENGINE_NAME} runs in f32 only; --precision {} needs the torch engines",
+                config.precision.as_str()
+            ));
+        }
+        if config.batch_size == 0 {
+            return Err(anyhow!("the batch size must be at least 1"));
+        }
+        Ok(Box::new(BurnSession::new(graph, config)?))
+    }
+}
+
+/// Device for a mode: training and steps record autodiff graphs, inference does not
+/// (so batch norm uses running statistics and dropout is the identity).
+pub fn device_for(mode: Mode) -> Device {
+    let base = Device::flex();
+    match mode {
+        Mode::Train | Mode::Step => base.autodiff(),
+        Mode::Infer => base,
+    }
+}
+
+struct BurnSession {
+    device: Device,
+    mode: Mode,
+    batch: usize,
+    input_shape: [usize; 3],
+    network: Network,
+    /// Taken out while the optimizer owns the parameters.
+    params: Option<NetParams>,
+    optimizer: ModuleOptimizer,
+    rng: SplitMix64,
+    input: Option<Tensor<4>>,
+    labels: Option<Tensor<1, Int>>,
+    output: Option<Value>,
+    loss: Option<Tensor<1>>,
+    output_grad: Option<Value>,
+    grads: Option<Gradients>,
+}
+
+impl BurnSession {
+    fn new(graph: &Graph, config: &SessionConfig) -> Result<Self> {
+        let device = device_for(config.mode);
+        device.seed(config.seed);
+        let (network, params) = Network::lower(graph, &device)?;
+        if config.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
+            return Err(anyhow!(
+                "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
+                graph.name(),
+                graph.output_shape()
+            ));
+        }
+        let optimizer = SgdConfig::new()
+            .with_momentum(Some(MomentumConfig::new().with_momentum(MOMENTUM)))
+            .init();
+        Ok(Self {
+            device,
+            mode: config.mode,
+            batch: config.batch_size,
+            input_shape: graph.input_shape(),
+            network,
+            params: Some(params),
+            optimizer,
+            rng: SplitMix64(config.seed ^ 0x5eed),
+            input: None,
+            labels: None,
+            output: None,
+            loss: None,
+            output_grad: None,
+            grads: None,
+        })
+    }
+
+    fn params(&self) -> Result<&NetParams> {
+        self.params
+            .as_ref()
+            .ok_or_else(|| anyhow!("the parameters were lost in a failed optimizer step"))
+    }
+}
+
+impl Session for BurnSession {
+    fn prepare_batch(&mut self) -> Result<()> {
+        // Free the previous pass's graph and gradients outside the timed region.
+        self.output = None;
+        self.loss = None;
+        self.output_grad = None;
+        self.grads = None;
+        let [c, h, w] = self.input_shape;
+        self.input = Some(Tensor::random(
+            [self.batch, c, h, w],
+            Distribution::Normal(0.0, 1.0),
+            &self.device,
+        ));
+        if self.mode == Mode::Step {
+            let classes = self.network.output_features().max(1) as u64;
+            let labels: Vec<i64> = (0..self.batch)
+                .map(|_| (self.rng.next() % classes) as i64)
+                .collect();
+            self.labels = Some(Tensor::from_data(
+                TensorData::new(labels, [self.batch]),
+                &self.device,
+            ));
+        }
+        Ok(())
+    }
+
+    fn forward(&mut self) -> Result<()> {
+        let input = self
+            .input
+            .take()
+            .context("forward called before prepare_batch")?;
+        let output = self.network.forward(self.params()?, input)?;
+        if self.mode == Mode::Step {
+            let logits = output.into_flat()?;
+            let labels = self.labels.take().context("no labels for the step")?;
+            let log_probs = burn::tensor::activation::log_softmax(logits, 1);
+            let picked = log_probs.gather(1, labels.unsqueeze_dim(1));
+            self.loss = Some(picked.mean().neg());
+        } else {
+            self.output = Some(output);
+        }
+        Ok(())
+    }
+
+    fn prepare_output_grad(&mut self) -> Result<()> {
+        let output = self.output.as_ref().context("no output to backpropagate")?;
+        self.output_grad = Some(output.random_like(&self.device));
+        Ok(())
+    }
+
+    fn backward(&mut self) -> Result<()> {
+        let grads = match self.mode {
+            Mode::Infer => return Err(anyhow!("inference mode has no backward pass")),
+            Mode::Step => self
+                .loss
+                .take()
+                .context("no loss: run forward first")?
+                .backward(),
+            Mode::Train => {
+                let output = self.output.take().context("no output: run forward first")?;
+                let grad = self
+                    .output_grad
+                    .take()
+                    .context("no upstream gradient: run prepare_output_grad first")?;
+                // Backpropagating sum(output ⊙ grad) hands `grad` to the output node, as
+                // `output.backward(grad)` does in PyTorch.
+                output.dot_sum(grad)?.backward()
+            }
+        };
+        self.grads = Some(grads);
+        Ok(())
+    }
+
+    fn update(&mut self) -> Result<()> {
+        let grads = self
+            .grads
+            .take()
+            .context("no gradients: run backward first")?;
+        let params = self.params.take().context("parameters missing")?;
+        let grads = GradientsParams::from_grads(grads, &params);
+        self.params = Some(self.optimizer.step(LEARNING_RATE, params, grads));
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.device
+            .sync()
+            .map_err(|e| anyhow!("burn device sync failed: {e:?}"))
+    }
+}
+
+/// A small, seedable generator for labels (outside every timed region).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Number of trainable parameters burn allocated (running statistics excluded), so tests
+/// can check the lowering against the Graph's count.
+pub fn trainable_params(params: &NetParams) -> usize {
+    struct Count(usize);
+    impl burn::module::ModuleVisitor for Count {
+        fn visit_float<const D: usize>(&mut self, p: &burn::module::Param<Tensor<D>>) {
+            if p.is_require_grad() {
+                self.0 += p.val().shape().num_elements();
+            }
+        }
+    }
+    let mut count = Count(0);
+    params.visit(&mut count);
+    count.0
+}

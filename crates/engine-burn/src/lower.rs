@@ -1,0 +1,317 @@
+//! Lowering of Graph nodes onto burn modules and tensor ops, and the interpreter that
+//! runs them.
+
+use anyhow::{anyhow, Result};
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::relu;
+use burn::tensor::module::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
+use burn::tensor::ops::{AvgPoolOptions, MaxPoolOptions};
+use burn::tensor::{Device, Distribution, Tensor};
+use cnnbench_graph::{Graph, Op, Pad2d, Source};
+
+/// The trainable state of a lowered network: one burn module per parameterised node.
+#[derive(Module, Debug)]
+pub struct NetParams {
+    pub convs: Vec<Conv2d>,
+    pub norms: Vec<BatchNorm>,
+    pub linears: Vec<Linear>,
+}
+
+/// A tensor flowing between nodes: a batch of feature maps or of flat vectors.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Map(Tensor<4>),
+    Flat(Tensor<2>),
+}
+
+impl Value {
+    pub fn into_map(self) -> Result<Tensor<4>> {
+        match self {
+            Value::Map(t) => Ok(t),
+            Value::Flat(t) => Err(anyhow!(
+                "expected a feature map, got a flat tensor {:?}",
+                t.dims()
+            )),
+        }
+    }
+    pub fn into_flat(self) -> Result<Tensor<2>> {
+        match self {
+            Value::Flat(t) => Ok(t),
+            Value::Map(t) => Ok(t.flatten(1, 3)),
+        }
+    }
+    pub fn dims(&self) -> Vec<usize> {
+        match self {
+            Value::Map(t) => t.dims().to_vec(),
+            Value::Flat(t) => t.dims().to_vec(),
+        }
+    }
+    /// A standard-normal tensor of the same shape (an upstream gradient).
+    pub fn random_like(&self, device: &Device) -> Value {
+        let normal = Distribution::Normal(0.0, 1.0);
+        match self {
+            Value::Map(t) => Value::Map(Tensor::random(t.dims(), normal, device)),
+            Value::Flat(t) => Value::Flat(Tensor::random(t.dims(), normal, device)),
+        }
+    }
+    /// Σ self ⊙ other, as a one-element tensor.
+    pub fn dot_sum(self, other: Value) -> Result<Tensor<1>> {
+        match (self, other) {
+            (Value::Map(a), Value::Map(b)) => Ok((a * b).sum()),
+            (Value::Flat(a), Value::Flat(b)) => Ok((a * b).sum()),
+            _ => Err(anyhow!("gradient and output have different ranks")),
+        }
+    }
+}
+
+enum Lowered {
+    Conv(usize),
+    Norm(usize),
+    Linear(usize),
+    Relu,
+    Lrn {
+        size: usize,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    },
+    MaxPool(MaxPoolOptions<2>),
+    AvgPool(AvgPoolOptions<2>),
+    AdaptiveAvgPool([usize; 2]),
+    Dropout(f64),
+    Flatten,
+    Concat,
+    Add,
+}
+
+struct Step {
+    name: String,
+    op: Lowered,
+    inputs: Vec<Source>,
+    /// Nodes whose last reader is this step: their values are dropped after it runs.
+    frees: Vec<usize>,
+}
+
+/// A Graph lowered for burn: the steps to interpret, without the parameters (which live
+/// in [`NetParams`] so an optimizer can own them).
+pub struct Network {
+    steps: Vec<Step>,
+    output: usize,
+    output_features: usize,
+}
+
+fn pad_pairs(p: Pad2d) -> [(usize, usize); 2] {
+    [(p.top, p.bottom), (p.left, p.right)]
+}
+
+impl Network {
+    /// Lowers every node; parameters are initialised on `device` with burn's defaults
+    /// (Kaiming-uniform convolutions and linear layers, unit batch-norm scale).
+    pub fn lower(graph: &Graph, device: &Device) -> Result<(Network, NetParams)> {
+        let mut params = NetParams {
+            convs: Vec::new(),
+            norms: Vec::new(),
+            linears: Vec::new(),
+        };
+        let last_uses = graph.last_uses();
+        let mut frees: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
+        for (node, &last) in last_uses.iter().enumerate() {
+            if last != usize::MAX {
+                frees[last].push(node);
+            }
+        }
+        let mut steps = Vec::with_capacity(graph.nodes().len());
+        for (node, frees) in graph.nodes().iter().zip(frees) {
+            let op = match &node.op {
+                Op::Conv2d(c) => {
+                    let conv =
+                        Conv2dConfig::new([c.in_channels, c.out_channels], c.kernel.as_array())
+                            .with_stride(c.stride.as_array())
+                            .with_dilation(c.dilation.as_array())
+                            .with_groups(c.groups)
+                            .with_padding(PaddingConfig2d::Explicit(
+                                c.padding.top,
+                                c.padding.left,
+                                c.padding.bottom,
+                                c.padding.right,
+                            ))
+                            .with_bias(c.bias)
+                            .init(device);
+                    params.convs.push(conv);
+                    Lowered::Conv(params.convs.len() - 1)
+                }
+                Op::BatchNorm2d(b) => {
+                    let mut norm = BatchNormConfig::new(b.num_features)
+                        .with_epsilon(b.eps)
+                        .with_momentum(b.momentum)
+                        .init(device);
+                    if !b.affine {
+                        norm.gamma = norm.gamma.set_require_grad(false);
+                        norm.beta = norm.beta.set_require_grad(false);
+                    }
+                    params.norms.push(norm);
+                    Lowered::Norm(params.norms.len() - 1)
+                }
+                Op::Linear(l) => {
+                    let linear = LinearConfig::new(l.in_features, l.out_features)
+                        .with_bias(l.bias)
+                        .init(device);
+                    params.linears.push(linear);
+                    Lowered::Linear(params.linears.len() - 1)
+                }
+                Op::Relu(_) => Lowered::Relu,
+                Op::LocalResponseNorm(l) => Lowered::Lrn {
+                    size: l.size,
+                    alpha: l.alpha,
+                    beta: l.beta,
+                    k: l.k,
+                },
+                Op::MaxPool2d(p) => Lowered::MaxPool(
+                    MaxPoolOptions::new(p.kernel.as_array())
+                        .with_stride(p.effective_stride().as_array())
+                        .with_padding_pairs(pad_pairs(p.padding))
+                        .with_ceil_mode(p.ceil_mode),
+                ),
+                Op::AvgPool2d(p) => Lowered::AvgPool(
+                    AvgPoolOptions::new(p.kernel.as_array())
+                        .with_stride(p.effective_stride().as_array())
+                        .with_padding_pairs(pad_pairs(p.padding))
+                        .with_ceil_mode(p.ceil_mode)
+                        .with_count_include_pad(p.count_include_pad),
+                ),
+                Op::AdaptiveAvgPool2d(p) => Lowered::AdaptiveAvgPool(p.output.as_array()),
+                Op::Dropout(d) => Lowered::Dropout(d.p),
+                Op::Flatten(_) => Lowered::Flatten,
+                Op::Concat(_) => Lowered::Concat,
+                Op::Add(_) => Lowered::Add,
+            };
+            steps.push(Step {
+                name: node.name.clone(),
+                op,
+                inputs: node.inputs.clone(),
+                frees,
+            });
+        }
+        let network = Network {
+            steps,
+            output: graph.output_index(),
+            output_features: graph.output_shape().elements() as usize,
+        };
+        Ok((network, params))
+    }
+
+    /// Elements of one example's output (the number of classes for a classifier).
+    pub fn output_features(&self) -> usize {
+        self.output_features
+    }
+
+    /// Runs the network on a batch `[N, C, H, W]`. Layers train when `input` lives on an
+    /// autodiff device and evaluate otherwise.
+    pub fn forward(&self, params: &NetParams, input: Tensor<4>) -> Result<Value> {
+        let training = input.device().is_autodiff();
+        let input = Value::Map(input);
+        let mut values: Vec<Option<Value>> = vec![None; self.steps.len()];
+        for (i, step) in self.steps.iter().enumerate() {
+            let fetch = |s: &Source| -> Result<Value> {
+                match s {
+                    Source::Input => Ok(input.clone()),
+                    Source::Node(j) => values[*j]
+                        .clone()
+                        .ok_or_else(|| anyhow!("node \"{}\" read a freed value", step.name)),
+                }
+            };
+            let first = fetch(&step.inputs[0])?;
+            let out = match &step.op {
+                Lowered::Conv(k) => Value::Map(params.convs[*k].forward(first.into_map()?)),
+                Lowered::Norm(k) => Value::Map(params.norms[*k].forward(first.into_map()?)),
+                Lowered::Linear(k) => Value::Flat(params.linears[*k].forward(first.into_flat()?)),
+                Lowered::Relu => match first {
+                    Value::Map(t) => Value::Map(relu(t)),
+                    Value::Flat(t) => Value::Flat(relu(t)),
+                },
+                Lowered::Lrn {
+                    size,
+                    alpha,
+                    beta,
+                    k,
+                } => Value::Map(local_response_norm(
+                    first.into_map()?,
+                    *size,
+                    *alpha,
+                    *beta,
+                    *k,
+                )),
+                Lowered::MaxPool(o) => Value::Map(max_pool2d(first.into_map()?, o.clone())),
+                Lowered::AvgPool(o) => Value::Map(avg_pool2d(first.into_map()?, o.clone())),
+                Lowered::AdaptiveAvgPool(size) => {
+                    Value::Map(adaptive_avg_pool2d(first.into_map()?, *size))
+                }
+                Lowered::Dropout(p) => {
+                    if training && *p > 0.0 {
+                        match first {
+                            Value::Map(t) => Value::Map(dropout(t, *p)),
+                            Value::Flat(t) => Value::Flat(dropout(t, *p)),
+                        }
+                    } else {
+                        first
+                    }
+                }
+                Lowered::Flatten => Value::Flat(first.into_flat()?),
+                Lowered::Concat => {
+                    let mut maps = vec![first.into_map()?];
+                    for s in &step.inputs[1..] {
+                        maps.push(fetch(s)?.into_map()?);
+                    }
+                    Value::Map(Tensor::cat(maps, 1))
+                }
+                Lowered::Add => {
+                    let mut acc = first;
+                    for s in &step.inputs[1..] {
+                        acc = match (acc, fetch(s)?) {
+                            (Value::Map(a), Value::Map(b)) => Value::Map(a + b),
+                            (Value::Flat(a), Value::Flat(b)) => Value::Flat(a + b),
+                            _ => {
+                                return Err(anyhow!(
+                                    "node \"{}\" adds tensors of different ranks",
+                                    step.name
+                                ))
+                            }
+                        };
+                    }
+                    acc
+                }
+            };
+            values[i] = Some(out);
+            for &j in &step.frees {
+                values[j] = None;
+            }
+        }
+        values[self.output]
+            .take()
+            .ok_or_else(|| anyhow!("the output node produced no value"))
+    }
+}
+
+/// Inverted dropout: zero each element with probability `p`, scale the rest by 1/(1−p).
+fn dropout<const D: usize>(x: Tensor<D>, p: f64) -> Tensor<D> {
+    let keep = 1.0 - p;
+    let mask = x.random_like(Distribution::Bernoulli(keep));
+    x * mask * (1.0 / keep)
+}
+
+/// Cross-channel LRN as PyTorch composes `local_response_norm` (and as Caffe defines it):
+/// `x / (k + alpha · mean_{window of size}(x²))^beta`, the window centred on the channel
+/// and zero-padded at the ends.
+fn local_response_norm(x: Tensor<4>, size: usize, alpha: f64, beta: f64, k: f64) -> Tensor<4> {
+    let [n, c, h, w] = x.dims();
+    let squares = (x.clone() * x.clone()).reshape([n, 1, c, h * w]);
+    let window = AvgPoolOptions::new([size, 1])
+        .with_stride([1, 1])
+        .with_padding_pairs([(size / 2, (size - 1) / 2), (0, 0)])
+        .with_count_include_pad(true);
+    let mean = avg_pool2d(squares, window).reshape([n, c, h, w]);
+    let denominator = (mean * alpha + k).powf_scalar(beta);
+    x / denominator
+}

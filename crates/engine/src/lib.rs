@@ -1,0 +1,159 @@
+//! The engine interface. An [`Engine`] turns a [`Graph`] into a [`Session`] on one
+//! device; the harness drives the session and owns the clock. Engines never read the
+//! clock, so every engine is timed the same way.
+
+use cnnbench_graph::Graph;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What one benchmark pass does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The original suite's method: training-mode layers, forward then backward from a
+    /// random upstream gradient, timed apart. No optimizer.
+    Train,
+    /// Evaluation-mode layers, no autograd, forward only.
+    Infer,
+    /// A full training step: forward with cross-entropy against random labels, backward,
+    /// SGD-with-momentum update.
+    Step,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Train => "train",
+            Mode::Infer => "infer",
+            Mode::Step => "step",
+        }
+    }
+    /// The timed phases of one pass, in order. `total` is their sum.
+    pub fn phases(self) -> &'static [Phase] {
+        match self {
+            Mode::Train => &[Phase::Forward, Phase::Backward],
+            Mode::Infer => &[Phase::Forward],
+            Mode::Step => &[Phase::Forward, Phase::Backward, Phase::Update],
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A timed part of a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    Forward,
+    Backward,
+    Update,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Update => "update",
+        }
+    }
+}
+
+/// Numeric precision of the computation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+}
+
+/// How a session is set up. The engine must honour every field or refuse.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionConfig {
+    pub mode: Mode,
+    pub batch_size: usize,
+    /// Seeds weights, inputs, gradients and labels.
+    pub seed: u64,
+    pub precision: Precision,
+}
+
+/// What an engine reports about itself for the result file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    /// Name as given on the command line, e.g. `burn-flex`.
+    pub name: String,
+    /// The framework, e.g. `burn` or `libtorch`.
+    pub framework: String,
+    pub framework_version: String,
+    /// The backend within the framework, e.g. `flex` or `cuda`.
+    pub backend: String,
+    /// `cpu` or `cuda:N`.
+    pub device: String,
+    /// The device's own name (CPU model or GPU name).
+    pub device_name: String,
+    /// Size of the engine's thread pool.
+    pub threads: usize,
+    /// Versions of libraries that matter for speed (cuDNN, CUDA, MKL, …).
+    #[serde(default)]
+    pub libraries: BTreeMap<String, String>,
+    /// Engine-specific settings that change the numbers (cudnn on/off, TF32, …).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A compiled network on one device, with the state a pass needs (current input,
+/// output, upstream gradient). Every method except `sync` may be asynchronous on devices
+/// that queue work; the harness calls `sync` around every timed region.
+pub trait Session {
+    /// Untimed: draw a fresh random input batch (and labels, in step mode).
+    fn prepare_batch(&mut self) -> anyhow::Result<()>;
+    /// Timed: the forward pass (in step mode, including the loss).
+    fn forward(&mut self) -> anyhow::Result<()>;
+    /// Untimed: draw a random upstream gradient of the output's shape (train mode).
+    fn prepare_output_grad(&mut self) -> anyhow::Result<()>;
+    /// Timed: backpropagate to every parameter (and the input's producer).
+    fn backward(&mut self) -> anyhow::Result<()>;
+    /// Timed: apply the optimizer update (step mode).
+    fn update(&mut self) -> anyhow::Result<()>;
+    /// Blocks until the device has finished all queued work.
+    fn sync(&mut self) -> anyhow::Result<()>;
+    /// Peak memory the device allocated since the last reset, where the device tracks it.
+    fn device_peak_memory(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// A way to run graphs on one kind of device.
+pub trait Engine {
+    fn info(&self) -> EngineInfo;
+    /// Lowers `graph` for `config`; fails with a clear message for an op or setting the
+    /// engine does not support.
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>>;
+}
+
+/// The host CPU's model name, as CPU engines report their device.
+pub fn host_cpu_name() -> String {
+    let mut system = sysinfo::System::new();
+    system.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+    system
+        .cpus()
+        .first()
+        .map(|c| c.brand().trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH))
+}

@@ -1,0 +1,20 @@
+//! The framework-neutral description of a convolutional network (the Graph IR).
+//!
+//! A [`Graph`] is a validated DAG of typed [`Op`]s with one image input. It knows every
+//! node's output shape, its parameter count, MACs and depth without any engine, and it
+//! round-trips through a versioned JSON model file. Engines lower a `Graph`; nobody
+//! writes a model twice.
+
+mod builder;
+mod error;
+mod geometry;
+mod graph;
+mod model_file;
+pub mod ops;
+
+pub use builder::{GraphBuilder, T};
+pub use error::GraphError;
+pub use geometry::{Hw, Pad2d, Shape};
+pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
+pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
+pub use ops::Op;

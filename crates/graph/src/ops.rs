@@ -1,0 +1,799 @@
+//! The operator set of the IR: each op's parameters, validation, shape inference and counts.
+//!
+//! Adding an op means adding a variant here and handling it in [`Op::infer`] and the
+//! counting methods; nothing else in the graph crate changes. Engines match on [`Op`].
+
+use crate::geometry::{Hw, Pad2d, Shape};
+use serde::{Deserialize, Serialize};
+
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn one_hw() -> Hw {
+    Hw::square(1)
+}
+fn bn_eps() -> f64 {
+    1e-5
+}
+fn bn_momentum() -> f64 {
+    0.1
+}
+fn lrn_alpha() -> f64 {
+    1e-4
+}
+fn lrn_beta() -> f64 {
+    0.75
+}
+fn lrn_k() -> f64 {
+    1.0
+}
+fn half() -> f64 {
+    0.5
+}
+
+/// 2-D convolution (cross-correlation), PyTorch semantics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conv2d {
+    /// Input channels. [`crate::GraphBuilder`] fills this in from the input's shape.
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub kernel: Hw,
+    #[serde(default = "one_hw")]
+    pub stride: Hw,
+    #[serde(default)]
+    pub padding: Pad2d,
+    #[serde(default = "one_hw")]
+    pub dilation: Hw,
+    #[serde(default = "one")]
+    pub groups: usize,
+    #[serde(default = "yes")]
+    pub bias: bool,
+}
+
+impl Conv2d {
+    /// A convolution with stride 1, no padding, one group and a bias; the builder fills in
+    /// `in_channels`.
+    pub fn new(out_channels: usize, kernel: impl Into<Hw>) -> Self {
+        Self {
+            in_channels: 0,
+            out_channels,
+            kernel: kernel.into(),
+            stride: Hw::square(1),
+            padding: Pad2d::default(),
+            dilation: Hw::square(1),
+            groups: 1,
+            bias: true,
+        }
+    }
+    pub fn stride(mut self, s: impl Into<Hw>) -> Self {
+        self.stride = s.into();
+        self
+    }
+    pub fn padding(mut self, p: impl Into<Pad2d>) -> Self {
+        self.padding = p.into();
+        self
+    }
+    pub fn dilation(mut self, d: impl Into<Hw>) -> Self {
+        self.dilation = d.into();
+        self
+    }
+    pub fn groups(mut self, g: usize) -> Self {
+        self.groups = g;
+        self
+    }
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
+/// Batch normalisation over the channel axis of a feature map.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchNorm2d {
+    pub num_features: usize,
+    #[serde(default = "bn_eps")]
+    pub eps: f64,
+    #[serde(default = "bn_momentum")]
+    pub momentum: f64,
+    /// Learned scale and shift (γ, β).
+    #[serde(default = "yes")]
+    pub affine: bool,
+}
+
+impl BatchNorm2d {
+    /// PyTorch's defaults: eps 1e-5, momentum 0.1, affine.
+    pub fn new(num_features: usize) -> Self {
+        Self {
+            num_features,
+            eps: bn_eps(),
+            momentum: bn_momentum(),
+            affine: true,
+        }
+    }
+}
+
+/// Local response normalisation across channels (AlexNet, GoogLeNet), with Caffe/Torch
+/// semantics: `x / (k + alpha/size · Σ_{window} x²)^beta`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalResponseNorm {
+    pub size: usize,
+    #[serde(default = "lrn_alpha")]
+    pub alpha: f64,
+    #[serde(default = "lrn_beta")]
+    pub beta: f64,
+    #[serde(default = "lrn_k")]
+    pub k: f64,
+}
+
+/// Max pooling, PyTorch semantics (padding with -∞, ceil mode drops windows that start
+/// in the right padding).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxPool2d {
+    pub kernel: Hw,
+    /// Defaults to the kernel size, as in PyTorch.
+    #[serde(default)]
+    pub stride: Option<Hw>,
+    #[serde(default)]
+    pub padding: Pad2d,
+    #[serde(default)]
+    pub ceil_mode: bool,
+}
+
+impl MaxPool2d {
+    pub fn new(kernel: impl Into<Hw>, stride: impl Into<Hw>) -> Self {
+        Self {
+            kernel: kernel.into(),
+            stride: Some(stride.into()),
+            padding: Pad2d::default(),
+            ceil_mode: false,
+        }
+    }
+    pub fn padding(mut self, p: impl Into<Pad2d>) -> Self {
+        self.padding = p.into();
+        self
+    }
+    pub fn ceil_mode(mut self, on: bool) -> Self {
+        self.ceil_mode = on;
+        self
+    }
+    pub fn effective_stride(&self) -> Hw {
+        self.stride.unwrap_or(self.kernel)
+    }
+}
+
+/// Average pooling, PyTorch semantics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AvgPool2d {
+    pub kernel: Hw,
+    #[serde(default)]
+    pub stride: Option<Hw>,
+    #[serde(default)]
+    pub padding: Pad2d,
+    #[serde(default)]
+    pub ceil_mode: bool,
+    /// Whether zero padding counts in the divisor (PyTorch's default: yes).
+    #[serde(default = "yes")]
+    pub count_include_pad: bool,
+}
+
+impl AvgPool2d {
+    pub fn new(kernel: impl Into<Hw>, stride: impl Into<Hw>) -> Self {
+        Self {
+            kernel: kernel.into(),
+            stride: Some(stride.into()),
+            padding: Pad2d::default(),
+            ceil_mode: false,
+            count_include_pad: true,
+        }
+    }
+    pub fn effective_stride(&self) -> Hw {
+        self.stride.unwrap_or(self.kernel)
+    }
+}
+
+/// Average pooling to a fixed output size, whatever the input size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveAvgPool2d {
+    pub output: Hw,
+}
+
+/// Dropout: active in training, identity in inference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dropout {
+    #[serde(default = "half")]
+    pub p: f64,
+}
+
+/// Fully connected layer over a flat vector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Linear {
+    /// Input features. [`crate::GraphBuilder`] fills this in from the input's shape.
+    pub in_features: usize,
+    pub out_features: usize,
+    #[serde(default = "yes")]
+    pub bias: bool,
+}
+
+impl Linear {
+    pub fn new(out_features: usize) -> Self {
+        Self {
+            in_features: 0,
+            out_features,
+            bias: true,
+        }
+    }
+}
+
+/// Ops without parameters carry an empty struct, so that unknown fields are still rejected.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// One operation of the network. The JSON form is tagged by `"op"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Conv2d(Conv2d),
+    #[serde(rename = "batch_norm2d")]
+    BatchNorm2d(BatchNorm2d),
+    Relu(NoParams),
+    LocalResponseNorm(LocalResponseNorm),
+    #[serde(rename = "max_pool2d")]
+    MaxPool2d(MaxPool2d),
+    #[serde(rename = "avg_pool2d")]
+    AvgPool2d(AvgPool2d),
+    #[serde(rename = "adaptive_avg_pool2d")]
+    AdaptiveAvgPool2d(AdaptiveAvgPool2d),
+    Dropout(Dropout),
+    Flatten(NoParams),
+    Linear(Linear),
+    /// Concatenation along the channel axis.
+    Concat(NoParams),
+    /// Element-wise sum of inputs of identical shape.
+    Add(NoParams),
+}
+
+/// Every op's JSON tag, for error messages that list what is supported.
+pub const OP_TAGS: &[&str] = &[
+    "conv2d",
+    "batch_norm2d",
+    "relu",
+    "local_response_norm",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
+    "dropout",
+    "flatten",
+    "linear",
+    "concat",
+    "add",
+];
+
+/// Why an op cannot be applied to its inputs (the graph adds the node's name).
+pub type OpResult<T> = Result<T, String>;
+
+impl Op {
+    /// The JSON tag, e.g. `conv2d`.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Op::Conv2d(_) => "conv2d",
+            Op::BatchNorm2d(_) => "batch_norm2d",
+            Op::Relu(_) => "relu",
+            Op::LocalResponseNorm(_) => "local_response_norm",
+            Op::MaxPool2d(_) => "max_pool2d",
+            Op::AvgPool2d(_) => "avg_pool2d",
+            Op::AdaptiveAvgPool2d(_) => "adaptive_avg_pool2d",
+            Op::Dropout(_) => "dropout",
+            Op::Flatten(_) => "flatten",
+            Op::Linear(_) => "linear",
+            Op::Concat(_) => "concat",
+            Op::Add(_) => "add",
+        }
+    }
+
+    /// A short human description of the op and its settings for per-layer summaries.
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Conv2d(c) => {
+                let mut s = format!("Conv2d {}→{} k{}", c.in_channels, c.out_channels, c.kernel);
+                if c.stride != Hw::square(1) {
+                    s += &format!(" s{}", c.stride);
+                }
+                if !c.padding.is_zero() {
+                    s += &format!(" p{}", c.padding);
+                }
+                if c.dilation != Hw::square(1) {
+                    s += &format!(" d{}", c.dilation);
+                }
+                if c.groups != 1 {
+                    s += &format!(" g{}", c.groups);
+                }
+                s
+            }
+            Op::BatchNorm2d(b) => format!("BatchNorm2d {}", b.num_features),
+            Op::Relu(_) => "ReLU".into(),
+            Op::LocalResponseNorm(l) => format!("LRN size {}", l.size),
+            Op::MaxPool2d(p) => pool_description(
+                "MaxPool2d",
+                p.kernel,
+                p.effective_stride(),
+                p.padding,
+                p.ceil_mode,
+            ),
+            Op::AvgPool2d(p) => pool_description(
+                "AvgPool2d",
+                p.kernel,
+                p.effective_stride(),
+                p.padding,
+                p.ceil_mode,
+            ),
+            Op::AdaptiveAvgPool2d(p) => format!("AdaptiveAvgPool2d {}", p.output),
+            Op::Dropout(d) => format!("Dropout p={}", d.p),
+            Op::Flatten(_) => "Flatten".into(),
+            Op::Linear(l) => format!("Linear {}→{}", l.in_features, l.out_features),
+            Op::Concat(_) => "Concat".into(),
+            Op::Add(_) => "Add".into(),
+        }
+    }
+
+    /// How many inputs the op takes: `(min, max)`.
+    pub fn arity(&self) -> (usize, usize) {
+        match self {
+            Op::Concat(_) | Op::Add(_) => (2, usize::MAX),
+            _ => (1, 1),
+        }
+    }
+
+    /// Fills in the fields that the builder derives from the input shape.
+    pub(crate) fn adapt_to_input(&mut self, input: &Shape) {
+        match self {
+            Op::Conv2d(c) => {
+                if let Some((ch, _, _)) = input.as_chw() {
+                    c.in_channels = ch;
+                }
+            }
+            Op::Linear(l) => {
+                if let Some(f) = input.as_flat() {
+                    l.in_features = f;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Checks the op's own parameters, independent of its inputs.
+    pub fn validate(&self) -> OpResult<()> {
+        fn positive(what: &str, v: usize) -> OpResult<()> {
+            if v == 0 {
+                Err(format!("{what} must be at least 1"))
+            } else {
+                Ok(())
+            }
+        }
+        fn positive_hw(what: &str, v: Hw) -> OpResult<()> {
+            if v.h == 0 || v.w == 0 {
+                Err(format!(
+                    "{what} must be at least 1 in both dimensions, got {v}"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        fn pool_padding(kernel: Hw, padding: Pad2d) -> OpResult<()> {
+            if padding.top.max(padding.bottom) * 2 > kernel.h
+                || padding.left.max(padding.right) * 2 > kernel.w
+            {
+                Err(format!(
+                    "pooling padding {padding} is more than half the kernel {kernel}"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        fn finite(what: &str, v: f64) -> OpResult<()> {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(format!("{what} must be a finite number"))
+            }
+        }
+        match self {
+            Op::Conv2d(c) => {
+                positive("in_channels", c.in_channels)?;
+                positive("out_channels", c.out_channels)?;
+                positive_hw("kernel", c.kernel)?;
+                positive_hw("stride", c.stride)?;
+                positive_hw("dilation", c.dilation)?;
+                positive("groups", c.groups)?;
+                if c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0 {
+                    return Err(format!(
+                        "groups {} must divide in_channels {} and out_channels {}",
+                        c.groups, c.in_channels, c.out_channels
+                    ));
+                }
+                Ok(())
+            }
+            Op::BatchNorm2d(b) => {
+                positive("num_features", b.num_features)?;
+                finite("momentum", b.momentum)?;
+                if !(b.eps > 0.0 && b.eps.is_finite()) {
+                    return Err("eps must be a positive number".into());
+                }
+                Ok(())
+            }
+            Op::LocalResponseNorm(l) => {
+                positive("size", l.size)?;
+                finite("alpha", l.alpha)?;
+                finite("beta", l.beta)?;
+                finite("k", l.k)
+            }
+            Op::MaxPool2d(p) => {
+                positive_hw("kernel", p.kernel)?;
+                positive_hw("stride", p.effective_stride())?;
+                pool_padding(p.kernel, p.padding)
+            }
+            Op::AvgPool2d(p) => {
+                positive_hw("kernel", p.kernel)?;
+                positive_hw("stride", p.effective_stride())?;
+                pool_padding(p.kernel, p.padding)
+            }
+            Op::AdaptiveAvgPool2d(p) => positive_hw("output", p.output),
+            Op::Dropout(d) => {
+                if (0.0..1.0).contains(&d.p) {
+                    Ok(())
+                } else {
+                    Err(format!("dropout probability {} must be in [0, 1)", d.p))
+                }
+            }
+            Op::Linear(l) => {
+                positive("in_features", l.in_features)?;
+                positive("out_features", l.out_features)
+            }
+            Op::Relu(_) | Op::Flatten(_) | Op::Concat(_) | Op::Add(_) => Ok(()),
+        }
+    }
+
+    /// The output shape for these input shapes, or why the inputs do not fit.
+    pub fn infer(&self, inputs: &[&Shape]) -> OpResult<Shape> {
+        let first = inputs.first().ok_or("has no input")?;
+        let feature_map = |what: &str| {
+            first
+                .as_chw()
+                .ok_or_else(|| format!("{what} needs a C×H×W feature map, got {first}"))
+        };
+        match self {
+            Op::Conv2d(c) => {
+                let (ch, h, w) = feature_map("conv2d")?;
+                if ch != c.in_channels {
+                    return Err(format!(
+                        "expects {} input channels, got {ch} (input {first})",
+                        c.in_channels
+                    ));
+                }
+                let oh = window_count(
+                    h,
+                    c.kernel.h,
+                    c.stride.h,
+                    c.dilation.h,
+                    c.padding.top,
+                    c.padding.bottom,
+                    false,
+                );
+                let ow = window_count(
+                    w,
+                    c.kernel.w,
+                    c.stride.w,
+                    c.dilation.w,
+                    c.padding.left,
+                    c.padding.right,
+                    false,
+                );
+                spatial_result(c.out_channels, oh, ow, first)
+            }
+            Op::BatchNorm2d(b) => {
+                let (ch, _, _) = feature_map("batch_norm2d")?;
+                if ch != b.num_features {
+                    return Err(format!(
+                        "expects {} channels, got {ch} (input {first})",
+                        b.num_features
+                    ));
+                }
+                Ok((*first).clone())
+            }
+            Op::LocalResponseNorm(_) => {
+                feature_map("local_response_norm")?;
+                Ok((*first).clone())
+            }
+            Op::MaxPool2d(p) => {
+                let (ch, h, w) = feature_map("max_pool2d")?;
+                let s = p.effective_stride();
+                let oh = window_count(
+                    h,
+                    p.kernel.h,
+                    s.h,
+                    1,
+                    p.padding.top,
+                    p.padding.bottom,
+                    p.ceil_mode,
+                );
+                let ow = window_count(
+                    w,
+                    p.kernel.w,
+                    s.w,
+                    1,
+                    p.padding.left,
+                    p.padding.right,
+                    p.ceil_mode,
+                );
+                spatial_result(ch, oh, ow, first)
+            }
+            Op::AvgPool2d(p) => {
+                let (ch, h, w) = feature_map("avg_pool2d")?;
+                let s = p.effective_stride();
+                let oh = window_count(
+                    h,
+                    p.kernel.h,
+                    s.h,
+                    1,
+                    p.padding.top,
+                    p.padding.bottom,
+                    p.ceil_mode,
+                );
+                let ow = window_count(
+                    w,
+                    p.kernel.w,
+                    s.w,
+                    1,
+                    p.padding.left,
+                    p.padding.right,
+                    p.ceil_mode,
+                );
+                spatial_result(ch, oh, ow, first)
+            }
+            Op::AdaptiveAvgPool2d(p) => {
+                let (ch, _, _) = feature_map("adaptive_avg_pool2d")?;
+                Ok(Shape::chw(ch, p.output.h, p.output.w))
+            }
+            Op::Relu(_) | Op::Dropout(_) => Ok((*first).clone()),
+            Op::Flatten(_) => Ok(Shape::flat(first.elements() as usize)),
+            Op::Linear(l) => {
+                let f = first.as_flat().ok_or_else(|| {
+                    format!("linear needs a flat vector, got {first} (add a flatten node)")
+                })?;
+                if f != l.in_features {
+                    return Err(format!("expects {} input features, got {f}", l.in_features));
+                }
+                Ok(Shape::flat(l.out_features))
+            }
+            Op::Concat(_) => {
+                let mut channels = 0;
+                let (_, h, w) = feature_map("concat")?;
+                for s in inputs {
+                    match s.as_chw() {
+                        Some((c, sh, sw)) if sh == h && sw == w => channels += c,
+                        _ => {
+                            return Err(format!(
+                                "concatenates along channels, so every input needs spatial size {h}×{w}; got {}",
+                                list_shapes(inputs)
+                            ))
+                        }
+                    }
+                }
+                Ok(Shape::chw(channels, h, w))
+            }
+            Op::Add(_) => {
+                if inputs.iter().any(|s| *s != *first) {
+                    return Err(format!(
+                        "adds inputs of different shapes: {}",
+                        list_shapes(inputs)
+                    ));
+                }
+                Ok((*first).clone())
+            }
+        }
+    }
+
+    /// Trainable parameters (batch-norm running statistics are buffers, not parameters).
+    pub fn params(&self) -> u64 {
+        match self {
+            Op::Conv2d(c) => {
+                let weights = c.out_channels * (c.in_channels / c.groups) * c.kernel.h * c.kernel.w;
+                (weights + if c.bias { c.out_channels } else { 0 }) as u64
+            }
+            Op::BatchNorm2d(b) if b.affine => 2 * b.num_features as u64,
+            Op::Linear(l) => {
+                (l.in_features * l.out_features + if l.bias { l.out_features } else { 0 }) as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// Non-trainable state that still occupies memory (batch-norm running mean and variance).
+    pub fn buffers(&self) -> u64 {
+        match self {
+            Op::BatchNorm2d(b) => 2 * b.num_features as u64,
+            _ => 0,
+        }
+    }
+
+    /// Multiply-accumulates for one example, by the fvcore/torchvision convention:
+    /// convolutions and linear layers only.
+    pub fn macs(&self, output: &Shape) -> u64 {
+        match self {
+            Op::Conv2d(c) => {
+                let spatial = output.elements(); // Cout·Hout·Wout
+                spatial * ((c.in_channels / c.groups) * c.kernel.h * c.kernel.w) as u64
+            }
+            Op::Linear(l) => (l.in_features * l.out_features) as u64,
+            _ => 0,
+        }
+    }
+
+    /// Whether the op counts as a layer for the network's depth (the "Layers" column).
+    pub fn counts_for_depth(&self) -> bool {
+        matches!(self, Op::Conv2d(_) | Op::Linear(_))
+    }
+}
+
+fn pool_description(name: &str, kernel: Hw, stride: Hw, padding: Pad2d, ceil_mode: bool) -> String {
+    let mut s = format!("{name} k{kernel} s{stride}");
+    if !padding.is_zero() {
+        s += &format!(" p{padding}");
+    }
+    if ceil_mode {
+        s += " ceil";
+    }
+    s
+}
+
+fn list_shapes(inputs: &[&Shape]) -> String {
+    inputs
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn spatial_result(channels: usize, oh: i64, ow: i64, input: &Shape) -> OpResult<Shape> {
+    if oh < 1 || ow < 1 {
+        return Err(format!(
+            "input {input} is too small: the output would be {oh}×{ow}; use a larger image size"
+        ));
+    }
+    Ok(Shape::chw(channels, oh as usize, ow as usize))
+}
+
+/// Number of sliding-window positions along one axis, as PyTorch computes it (in ceil
+/// mode a last window that would start in the right padding is dropped).
+pub fn window_count(
+    size: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pad_before: usize,
+    pad_after: usize,
+    ceil_mode: bool,
+) -> i64 {
+    let span = (size + pad_before + pad_after) as i64 - (dilation * (kernel - 1)) as i64 - 1;
+    let stride = stride as i64;
+    // PyTorch: floor((span + (ceil ? stride - 1 : 0)) / stride) + 1, zero when negative.
+    let numerator = if ceil_mode { span + stride - 1 } else { span };
+    if numerator < 0 {
+        return 0;
+    }
+    let mut out = numerator / stride + 1;
+    if ceil_mode && (out - 1) * stride >= (size + pad_before) as i64 {
+        out -= 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_count_matches_pytorch_formulas() {
+        // conv 7x7/2 pad 3 on 224 -> 112
+        assert_eq!(window_count(224, 7, 2, 1, 3, 3, false), 112);
+        // maxpool 3/2 pad 1 on 112 -> 56
+        assert_eq!(window_count(112, 3, 2, 1, 1, 1, false), 56);
+        // Caffe AlexNet: pool 3/2 ceil on 55 -> 27, on 13 -> 6
+        assert_eq!(window_count(55, 3, 2, 1, 0, 0, true), 27);
+        assert_eq!(window_count(13, 3, 2, 1, 0, 0, true), 6);
+        // GoogLeNet: pool 3/2 ceil on 112 -> 56 (floor would give 55)
+        assert_eq!(window_count(112, 3, 2, 1, 0, 0, true), 56);
+        assert_eq!(window_count(112, 3, 2, 1, 0, 0, false), 55);
+        // ceil mode never starts a window in the right padding
+        assert_eq!(window_count(5, 2, 2, 1, 1, 1, true), 3);
+        // dilation 2: effective kernel 5
+        assert_eq!(window_count(10, 3, 1, 2, 0, 0, false), 6);
+        // too small
+        assert_eq!(window_count(2, 3, 1, 1, 0, 0, false), 0);
+        // ceil mode keeps a partial window on an input smaller than the kernel (PyTorch
+        // gives 1 for a 2x2/2 ceil-mode pool on 1x1)
+        assert_eq!(window_count(1, 2, 2, 1, 0, 0, true), 1);
+        assert_eq!(window_count(1, 2, 2, 1, 0, 0, false), 0);
+    }
+
+    #[test]
+    fn conv_counts() {
+        let mut c = Conv2d::new(64, 7).stride(2).padding(3).bias(false);
+        c.in_channels = 3;
+        let op = Op::Conv2d(c);
+        let out = op.infer(&[&Shape::chw(3, 224, 224)]).unwrap();
+        assert_eq!(out, Shape::chw(64, 112, 112));
+        assert_eq!(op.params(), 64 * 3 * 49);
+        assert_eq!(op.macs(&out), 64 * 112 * 112 * 3 * 49);
+    }
+
+    #[test]
+    fn grouped_conv_counts_and_validation() {
+        let mut c = Conv2d::new(256, 5).padding(2).groups(2);
+        c.in_channels = 96;
+        let op = Op::Conv2d(c.clone());
+        assert_eq!(op.params(), 256 * 48 * 25 + 256);
+        let out = op.infer(&[&Shape::chw(96, 27, 27)]).unwrap();
+        assert_eq!(op.macs(&out), 256 * 27 * 27 * 48 * 25);
+        c.groups = 5;
+        let err = Op::Conv2d(c).validate().unwrap_err();
+        assert!(err.contains("groups 5 must divide"), "{err}");
+    }
+
+    #[test]
+    fn shape_errors_say_what_is_wrong() {
+        let add = Op::Add(NoParams {});
+        let err = add
+            .infer(&[&Shape::chw(64, 8, 8), &Shape::chw(32, 8, 8)])
+            .unwrap_err();
+        assert!(err.contains("different shapes"), "{err}");
+        let cat = Op::Concat(NoParams {});
+        let err = cat
+            .infer(&[&Shape::chw(64, 8, 8), &Shape::chw(32, 4, 4)])
+            .unwrap_err();
+        assert!(err.contains("spatial size"), "{err}");
+        let lin = Op::Linear(Linear {
+            in_features: 10,
+            out_features: 2,
+            bias: true,
+        });
+        let err = lin.infer(&[&Shape::flat(12)]).unwrap_err();
+        assert!(err.contains("expects 10 input features, got 12"), "{err}");
+        let pool = Op::MaxPool2d(MaxPool2d::new(3, 2));
+        let err = pool.infer(&[&Shape::chw(8, 2, 2)]).unwrap_err();
+        assert!(err.contains("too small"), "{err}");
+    }
+
+    #[test]
+    fn batch_norm_params_exclude_running_stats() {
+        let bn = Op::BatchNorm2d(BatchNorm2d::new(64));
+        assert_eq!(bn.params(), 128);
+        assert_eq!(bn.buffers(), 128);
+    }
+
+    #[test]
+    fn every_tag_is_listed() {
+        let ops = [
+            Op::Relu(NoParams {}),
+            Op::Flatten(NoParams {}),
+            Op::Concat(NoParams {}),
+            Op::Add(NoParams {}),
+        ];
+        for op in ops {
+            assert!(OP_TAGS.contains(&op.tag()));
+            let json = serde_json::to_value(&op).unwrap();
+            assert_eq!(json["op"], op.tag());
+        }
+    }
+}

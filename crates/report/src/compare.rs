@@ -1,0 +1,629 @@
+//! `compare BASE NEW`: pairs rows across two sets of results and says which
+//! differences are real: the ratio of medians with a bootstrap 95% confidence
+//! interval, a verdict against a noise threshold, and a geometric-mean summary.
+
+use crate::fmt::natural_cmp;
+use crate::group::{input_desc, Entry, TableKey};
+use cnnbench_bench::stats::quantile;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// Changes smaller than this fraction (0.02 = 2%) are noise.
+    pub threshold: f64,
+    /// The quantity compared: `total` (default), `forward`, `backward` or `update`.
+    pub quantity: String,
+    /// Bootstrap resamples per pair.
+    pub resamples: usize,
+    /// Seed of the bootstrap, so a comparison prints the same every time.
+    pub seed: u64,
+    /// `--fail-on-regression`: a fraction (0.05 = 5%).
+    pub fail_on_regression: Option<f64>,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            threshold: 0.02,
+            quantity: "total".into(),
+            resamples: 10_000,
+            seed: 0x00c0_ffee,
+            fail_on_regression: None,
+        }
+    }
+}
+
+/// What a pair's numbers support.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// NEW is faster by more than the threshold, with 95% confidence.
+    Faster,
+    /// NEW is slower by more than the threshold, with 95% confidence.
+    Slower,
+    /// The interval reaches inside the noise threshold.
+    NoChange,
+    /// A side has fewer than 2 samples: no interval can be had.
+    TooFewSamples,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoChange => "no change",
+            Verdict::TooFewSamples => "too few samples",
+        }
+    }
+}
+
+/// One model measured in both sets.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    pub model: String,
+    pub input: String,
+    pub mode: String,
+    pub base_config: String,
+    pub new_config: String,
+    pub base_median_ms: f64,
+    pub new_median_ms: f64,
+    pub base_samples: usize,
+    pub new_samples: usize,
+    /// Median of NEW / median of BASE: below 1 NEW is faster.
+    pub ratio: f64,
+    pub ci95: [f64; 2],
+    pub verdict: Verdict,
+    /// Slower than `--fail-on-regression` allows, with confidence.
+    pub regression: bool,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub quantity: String,
+    pub threshold: f64,
+    pub fail_on_regression: Option<f64>,
+    pub pairs: Vec<Pair>,
+    /// Geometric mean of the ratios and its bootstrap 95% interval.
+    pub geomean: Option<f64>,
+    pub geomean_ci95: Option<[f64; 2]>,
+    pub only_in_base: Vec<String>,
+    pub only_in_new: Vec<String>,
+    /// Machine or software differences between the sets.
+    pub warnings: Vec<String>,
+}
+
+/// SplitMix64: small, fast and good enough for resampling indices.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile(v, 0.5)
+}
+
+/// Bootstrap distribution of median(new) / median(base), `resamples` draws.
+pub fn bootstrap_ratios(base: &[f64], new: &[f64], resamples: usize, rng: &mut Rng) -> Vec<f64> {
+    let mut a = vec![0.0; base.len()];
+    let mut b = vec![0.0; new.len()];
+    let mut out = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for x in a.iter_mut() {
+            *x = base[rng.below(base.len())];
+        }
+        for x in b.iter_mut() {
+            *x = new[rng.below(new.len())];
+        }
+        let (ma, mb) = (median(&mut a), median(&mut b));
+        if ma > 0.0 {
+            out.push(mb / ma);
+        }
+    }
+    out
+}
+
+fn interval(mut v: Vec<f64>) -> [f64; 2] {
+    v.sort_by(f64::total_cmp);
+    [quantile(&v, 0.025), quantile(&v, 0.975)]
+}
+
+/// The verdict for an interval of ratios against a noise threshold.
+pub fn verdict(ci: [f64; 2], threshold: f64) -> Verdict {
+    if ci[0] > 1.0 + threshold {
+        Verdict::Slower
+    } else if ci[1] < 1.0 - threshold {
+        Verdict::Faster
+    } else {
+        Verdict::NoChange
+    }
+}
+
+fn model_name(e: &Entry) -> String {
+    e.legacy_label
+        .clone()
+        .unwrap_or_else(|| e.model_name.clone())
+}
+
+fn describe(e: &Entry) -> String {
+    format!(
+        "{} ({}, {}) on {}",
+        model_name(e),
+        input_desc(&e.table),
+        e.table.mode,
+        e.config_name()
+    )
+}
+
+type StrictKey = (TableKey, String, Option<String>, String);
+
+fn strict_key(e: &Entry) -> StrictKey {
+    (
+        e.table.clone(),
+        e.config.device_name.clone(),
+        e.config.label.clone(),
+        e.config.engine.name.clone(),
+    )
+}
+
+/// Pairs rows: first by model, input, mode, device and engine; what is left, by
+/// model, input and mode alone where each side has exactly one such row (a change
+/// of machine or engine).
+fn pair_up(base: &[Entry], new: &[Entry]) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
+    let mut pairs = Vec::new();
+    let mut used_b = vec![false; base.len()];
+    let mut used_n = vec![false; new.len()];
+    let mut by_key: HashMap<StrictKey, (Vec<usize>, Vec<usize>)> = HashMap::new();
+    for (i, e) in base.iter().enumerate() {
+        by_key.entry(strict_key(e)).or_default().0.push(i);
+    }
+    for (i, e) in new.iter().enumerate() {
+        by_key.entry(strict_key(e)).or_default().1.push(i);
+    }
+    for (b, n) in by_key.values() {
+        if b.len() == 1 && n.len() == 1 {
+            pairs.push((b[0], n[0]));
+            used_b[b[0]] = true;
+            used_n[n[0]] = true;
+        }
+    }
+    let mut by_table: HashMap<TableKey, (Vec<usize>, Vec<usize>)> = HashMap::new();
+    for (i, e) in base.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
+        by_table.entry(e.table.clone()).or_default().0.push(i);
+    }
+    for (i, e) in new.iter().enumerate().filter(|(i, _)| !used_n[*i]) {
+        by_table.entry(e.table.clone()).or_default().1.push(i);
+    }
+    for (b, n) in by_table.values() {
+        if b.len() == 1 && n.len() == 1 {
+            pairs.push((b[0], n[0]));
+            used_b[b[0]] = true;
+            used_n[n[0]] = true;
+        }
+    }
+    let only_b = (0..base.len()).filter(|&i| !used_b[i]).collect();
+    let only_n = (0..new.len()).filter(|&i| !used_n[i]).collect();
+    (pairs, only_b, only_n)
+}
+
+/// One line per kind of difference between the machines or software of the pairs.
+fn differences(base: &[Entry], new: &[Entry], pairs: &[(usize, usize)]) -> Vec<String> {
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut note = |what: &str, a: String, b: String| {
+        if a != b {
+            let item = (what.to_string(), a, b);
+            if !seen.contains(&item) {
+                seen.push(item);
+            }
+        }
+    };
+    for &(i, j) in pairs {
+        let (a, b) = (&base[i], &new[j]);
+        note("device", a.device.clone(), b.device.clone());
+        let (ga, gb) = (&a.config.engine, &b.config.engine);
+        note("engine", ga.name.clone(), gb.name.clone());
+        note(
+            "framework version",
+            format!("{} {}", ga.framework, ga.framework_version),
+            format!("{} {}", gb.framework, gb.framework_version),
+        );
+        let libs = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        note("libraries", libs(&ga.libraries), libs(&gb.libraries));
+        note("settings", libs(&ga.settings), libs(&gb.settings));
+        note(
+            "precision",
+            ga.precision.as_str().into(),
+            gb.precision.as_str().into(),
+        );
+        note(
+            "threads",
+            ga.threads_requested
+                .map_or("default".into(), |t| t.to_string()),
+            gb.threads_requested
+                .map_or("default".into(), |t| t.to_string()),
+        );
+        if let (Some(ma), Some(mb)) = (a.machines.first(), b.machines.first()) {
+            note("CPU", ma.cpu.clone(), mb.cpu.clone());
+            note(
+                "operating system",
+                format!("{} {}", ma.os, ma.kernel),
+                format!("{} {}", mb.os, mb.kernel),
+            );
+            note(
+                "memory",
+                format!("{} GiB", ma.memory_bytes >> 30),
+                format!("{} GiB", mb.memory_bytes >> 30),
+            );
+        }
+        note(
+            "cnnbench version",
+            a.tool_versions.join(", "),
+            b.tool_versions.join(", "),
+        );
+    }
+    seen.into_iter()
+        .map(|(what, a, b)| {
+            let show = |s: String| {
+                if s.trim().is_empty() {
+                    "(none)".to_string()
+                } else {
+                    s
+                }
+            };
+            format!(
+                "the {what} differs: BASE {} vs NEW {}; the difference in speed may come from it",
+                show(a),
+                show(b)
+            )
+        })
+        .collect()
+}
+
+/// Compares two sets of rows.
+pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparison {
+    let (pairs, only_b, only_n) = pair_up(base, new);
+    let warnings = differences(base, new, &pairs);
+    let mut rng = Rng::new(opts.seed);
+    let mut out = Vec::new();
+    let mut boots: Vec<Vec<f64>> = Vec::new();
+    let q = opts.quantity.as_str();
+    let mut missing = Vec::new();
+    for &(i, j) in &pairs {
+        let (a, b) = (&base[i], &new[j]);
+        let (Some(sa), Some(sb)) = (a.samples.get(q), b.samples.get(q)) else {
+            missing.push(describe(a));
+            continue;
+        };
+        let (ma, mb) = (median(&mut sa.clone()), median(&mut sb.clone()));
+        if ma <= 0.0 {
+            missing.push(describe(a));
+            continue;
+        }
+        let ratio = mb / ma;
+        let (ci, v) = if sa.len() < 2 || sb.len() < 2 {
+            ([ratio, ratio], Verdict::TooFewSamples)
+        } else {
+            let boot = bootstrap_ratios(sa, sb, opts.resamples.max(100), &mut rng);
+            let ci = interval(boot.clone());
+            boots.push(boot.iter().map(|r| r.ln()).collect());
+            (ci, verdict(ci, opts.threshold))
+        };
+        let regression =
+            v != Verdict::TooFewSamples && opts.fail_on_regression.is_some_and(|p| ci[0] > 1.0 + p);
+        out.push(Pair {
+            model: model_name(a),
+            input: input_desc(&a.table),
+            mode: a.table.mode.to_string(),
+            base_config: a.config_name(),
+            new_config: b.config_name(),
+            base_median_ms: ma * 1000.0,
+            new_median_ms: mb * 1000.0,
+            base_samples: sa.len(),
+            new_samples: sb.len(),
+            ratio,
+            ci95: ci,
+            verdict: v,
+            regression,
+        });
+    }
+    out.sort_by(|x, y| {
+        natural_cmp(&x.model, &y.model)
+            .then(x.input.cmp(&y.input))
+            .then(x.base_config.cmp(&y.base_config))
+    });
+    let geomean = (!out.is_empty())
+        .then(|| (out.iter().map(|p| p.ratio.ln()).sum::<f64>() / out.len() as f64).exp());
+    // The bootstrap of the geometric mean combines the pairs' draws index by index.
+    let geomean_ci95 = (!boots.is_empty() && boots.len() == out.len()).then(|| {
+        let n = boots.iter().map(Vec::len).min().unwrap_or(0);
+        let g: Vec<f64> = (0..n)
+            .map(|k| (boots.iter().map(|b| b[k]).sum::<f64>() / boots.len() as f64).exp())
+            .collect();
+        interval(g)
+    });
+    let mut warnings = warnings;
+    for m in missing {
+        warnings.push(format!("{m}: no `{q}` samples on one side, not compared"));
+    }
+    let mut only_in_base: Vec<String> = only_b.into_iter().map(|i| describe(&base[i])).collect();
+    let mut only_in_new: Vec<String> = only_n.into_iter().map(|i| describe(&new[i])).collect();
+    only_in_base.sort_by(|a, b| natural_cmp(a, b));
+    only_in_new.sort_by(|a, b| natural_cmp(a, b));
+    Comparison {
+        quantity: opts.quantity.clone(),
+        threshold: opts.threshold,
+        fail_on_regression: opts.fail_on_regression,
+        pairs: out,
+        geomean,
+        geomean_ci95,
+        only_in_base,
+        only_in_new,
+        warnings,
+    }
+}
+
+fn pct(r: f64) -> String {
+    format!("{:+.1}%", (r - 1.0) * 100.0)
+}
+
+impl Comparison {
+    /// Whether `--fail-on-regression` was crossed.
+    pub fn failed(&self) -> bool {
+        self.pairs.iter().any(|p| p.regression)
+    }
+
+    /// Header and cells of the pair table.
+    pub fn cells(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let same_config = self.pairs.iter().all(|p| p.base_config == p.new_config);
+        let head: Vec<String> = [
+            "Model",
+            "Input",
+            "Configuration",
+            "Base (ms)",
+            "New (ms)",
+            "New/Base",
+            "95% CI",
+            "Change",
+            "Verdict",
+        ]
+        .map(String::from)
+        .to_vec();
+        let rows = self
+            .pairs
+            .iter()
+            .map(|p| {
+                let config = if same_config || p.base_config == p.new_config {
+                    p.base_config.clone()
+                } else {
+                    format!("{} → {}", p.base_config, p.new_config)
+                };
+                let mut verdict = p.verdict.as_str().to_string();
+                if p.regression {
+                    verdict.push_str(" (regression)");
+                }
+                vec![
+                    p.model.clone(),
+                    format!("{}, {}", p.input, p.mode),
+                    config,
+                    format!("{:.2}", p.base_median_ms),
+                    format!("{:.2}", p.new_median_ms),
+                    format!("{:.3}", p.ratio),
+                    format!("{:.3}–{:.3}", p.ci95[0], p.ci95[1]),
+                    pct(p.ratio),
+                    verdict,
+                ]
+            })
+            .collect();
+        (head, rows)
+    }
+
+    /// The closing lines: geometric mean, verdict counts, unmatched rows.
+    pub fn summary(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let count = |v: Verdict| self.pairs.iter().filter(|p| p.verdict == v).count();
+        if let Some(g) = self.geomean {
+            let ci = self.geomean_ci95.map_or(String::new(), |c| {
+                format!(" (95% CI {:.3}–{:.3})", c[0], c[1])
+            });
+            let direction = if (g - 1.0).abs() < 0.0005 {
+                "NEW is as fast as BASE".to_string()
+            } else if g < 1.0 {
+                format!(
+                    "NEW is {:.1}% faster ({:.2}x speed-up)",
+                    (1.0 - g) * 100.0,
+                    1.0 / g
+                )
+            } else {
+                format!(
+                    "NEW is {:.1}% slower ({:.2}x slow-down)",
+                    (g - 1.0) * 100.0,
+                    g
+                )
+            };
+            out.push(format!(
+                "Geometric mean of new/base ({} time, medians) over {} pairs: {:.3}{ci}: {direction}.",
+                self.quantity,
+                self.pairs.len(),
+                g
+            ));
+            let mut counts = format!(
+                "{} faster, {} slower, {} no change (noise threshold ±{}%)",
+                count(Verdict::Faster),
+                count(Verdict::Slower),
+                count(Verdict::NoChange),
+                trim_num(self.threshold * 100.0)
+            );
+            let few = count(Verdict::TooFewSamples);
+            if few > 0 {
+                counts.push_str(&format!(", {few} with too few samples to tell"));
+            }
+            out.push(counts + ".");
+        } else {
+            out.push("No result in BASE has a counterpart in NEW: nothing to compare.".into());
+        }
+        if !self.only_in_base.is_empty() {
+            out.push(format!(
+                "Only in BASE ({}): {}",
+                self.only_in_base.len(),
+                self.only_in_base.join("; ")
+            ));
+        }
+        if !self.only_in_new.is_empty() {
+            out.push(format!(
+                "Only in NEW ({}): {}",
+                self.only_in_new.len(),
+                self.only_in_new.join("; ")
+            ));
+        }
+        if let Some(p) = self.fail_on_regression {
+            let bad: Vec<&Pair> = self.pairs.iter().filter(|x| x.regression).collect();
+            if bad.is_empty() {
+                out.push(format!(
+                    "No pair is slower by more than {}% with 95% confidence.",
+                    trim_num(p * 100.0)
+                ));
+            } else {
+                out.push(format!(
+                    "REGRESSION: {} pair(s) slower by more than {}% with 95% confidence: {}",
+                    bad.len(),
+                    trim_num(p * 100.0),
+                    bad.iter()
+                        .map(|x| format!("{} on {} ({})", x.model, x.new_config, pct(x.ratio)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+        }
+        out
+    }
+
+    /// Markdown: the table and the summary lines.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        if !self.pairs.is_empty() {
+            let (h, r) = self.cells();
+            out.push_str(&crate::export::markdown_table(&h, &r));
+            out.push('\n');
+        }
+        for l in self.summary() {
+            let _ = writeln!(out, "{l}\n");
+        }
+        out.trim_end().to_string() + "\n"
+    }
+
+    /// A terminal table and the summary lines.
+    pub fn pretty(&self) -> String {
+        let mut out = String::new();
+        if !self.pairs.is_empty() {
+            let (h, r) = self.cells();
+            out.push_str(&crate::export::pretty_table(&h, &r));
+            out.push_str("\n\n");
+        }
+        for l in self.summary() {
+            let _ = writeln!(out, "{l}");
+        }
+        out
+    }
+
+    /// Machine-readable.
+    pub fn json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// One row per pair.
+    pub fn csv(&self) -> String {
+        let mut out = String::from(
+            "model,input,mode,base_config,new_config,base_median_ms,new_median_ms,base_samples,new_samples,ratio,ci95_low,ci95_high,verdict,regression\n",
+        );
+        for p in &self.pairs {
+            let f = |s: &str| crate::export::csv_field(s);
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{:.6},{:.6},{},{},{:.6},{:.6},{:.6},{},{}",
+                f(&p.model),
+                f(&p.input),
+                p.mode,
+                f(&p.base_config),
+                f(&p.new_config),
+                p.base_median_ms,
+                p.new_median_ms,
+                p.base_samples,
+                p.new_samples,
+                p.ratio,
+                p.ci95[0],
+                p.ci95[1],
+                p.verdict.as_str(),
+                p.regression
+            );
+        }
+        out
+    }
+}
+
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_uniform_enough() {
+        let mut r = Rng::new(1);
+        let mut counts = [0usize; 10];
+        for _ in 0..100_000 {
+            counts[r.below(10)] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn verdicts_respect_the_threshold() {
+        assert_eq!(verdict([1.05, 1.10], 0.02), Verdict::Slower);
+        assert_eq!(verdict([0.90, 0.95], 0.02), Verdict::Faster);
+        assert_eq!(verdict([0.99, 1.01], 0.02), Verdict::NoChange);
+        // Significant but within the noise threshold.
+        assert_eq!(verdict([1.005, 1.015], 0.02), Verdict::NoChange);
+    }
+
+    #[test]
+    fn bootstrap_interval_brackets_the_true_ratio() {
+        let base: Vec<f64> = (0..30)
+            .map(|i| 1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0))
+            .collect();
+        let new: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
+        let mut rng = Rng::new(7);
+        let ci = interval(bootstrap_ratios(&base, &new, 2000, &mut rng));
+        assert!(ci[0] <= 1.2 && 1.2 <= ci[1], "{ci:?}");
+        assert!(ci[1] - ci[0] < 0.1, "{ci:?}");
+    }
+}

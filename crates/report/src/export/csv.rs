@@ -1,0 +1,130 @@
+//! CSV: one row per result with every statistic in milliseconds, for spreadsheets.
+
+use super::json::rows;
+use super::Exporter;
+use crate::record::QUANTITIES;
+use crate::report::Report;
+use std::collections::BTreeMap;
+
+pub struct CsvExporter;
+
+/// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.6}"))
+}
+
+fn joined(m: &BTreeMap<String, String>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The stable column list, so scripts can rely on it.
+pub const CSV_COLUMNS_HEAD: &[&str] = &[
+    "model",
+    "model_label",
+    "batch_size",
+    "channels",
+    "image_height",
+    "image_width",
+    "mode",
+    "device",
+    "device_name",
+    "engine",
+    "framework",
+    "framework_version",
+    "backend",
+    "libraries",
+    "settings",
+    "precision",
+    "threads_requested",
+    "origin",
+    "runs",
+    "passes",
+    "stat",
+];
+
+impl Exporter for CsvExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        let mut head: Vec<String> = CSV_COLUMNS_HEAD.iter().map(|s| s.to_string()).collect();
+        for q in QUANTITIES {
+            for s in ["mean", "median", "std", "min", "max"] {
+                head.push(format!("{q}_{s}_ms"));
+            }
+        }
+        for c in [
+            "images_per_s",
+            "gflops_per_s",
+            "params",
+            "macs",
+            "peak_rss_bytes",
+            "device_peak_bytes",
+        ] {
+            head.push(c.into());
+        }
+        let mut out = head.join(",");
+        out.push('\n');
+        for r in rows(report) {
+            let mut cells = vec![
+                r.model,
+                r.model_label,
+                r.batch_size.to_string(),
+                r.channels.to_string(),
+                r.image_height.to_string(),
+                r.image_width.to_string(),
+                r.mode,
+                r.device,
+                r.device_name,
+                r.engine,
+                r.framework,
+                r.framework_version,
+                r.backend,
+                joined(&r.libraries),
+                joined(&r.settings),
+                r.precision,
+                r.threads_requested.map_or(String::new(), |t| t.to_string()),
+                format!("{:?}", r.origin).to_lowercase(),
+                r.runs.to_string(),
+                r.quantities
+                    .get("total")
+                    .map_or(String::new(), |q| q.count.to_string()),
+                r.stat,
+            ];
+            for q in QUANTITIES {
+                let s = r.quantities.get(q);
+                cells.push(num(s.map(|s| s.mean_ms)));
+                cells.push(num(s.map(|s| s.median_ms)));
+                cells.push(num(s.map(|s| s.std_ms)));
+                cells.push(num(s.map(|s| s.min_ms)));
+                cells.push(num(s.map(|s| s.max_ms)));
+            }
+            cells.push(num(r.images_per_s));
+            cells.push(num(r.gflops_per_s));
+            for v in [r.params, r.macs, r.peak_rss_bytes, r.device_peak_bytes] {
+                cells.push(v.map_or(String::new(), |v| v.to_string()));
+            }
+            out.push_str(&cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quoting() {
+        assert_eq!(super::field("a,b"), "\"a,b\"");
+        assert_eq!(super::field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(super::field("plain"), "plain");
+    }
+}

@@ -1,0 +1,78 @@
+//! Markdown: per-model tables in the original README's style, pasteable into a README.
+
+use super::{is_text_column, Exporter};
+use crate::report::Report;
+use std::fmt::Write;
+
+pub struct MarkdownExporter;
+
+/// A markdown table: `|a|b|`, `|---|---:|`, rows.
+pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::new();
+    out.push('|');
+    for h in head {
+        out.push_str(&esc(h));
+        out.push('|');
+    }
+    out.push_str("\n|");
+    for h in head {
+        out.push_str(if is_text_column(h) { "---|" } else { "---:|" });
+    }
+    out.push('\n');
+    for r in rows {
+        out.push('|');
+        for c in r {
+            out.push_str(&esc(c));
+            out.push('|');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+impl Exporter for MarkdownExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        let mut out = String::new();
+        if !report.overview.is_empty() {
+            let (head, rows) = report.overview_cells();
+            writeln!(out, "## Models\n")?;
+            out.push_str(&table(&head, &rows));
+            writeln!(
+                out,
+                "\nSpeed: the fastest total time ({}) of a forward and backward pass measured for the model.\n",
+                report.stat.as_str()
+            )?;
+        }
+        for t in &report.tables {
+            let (head, rows) = report.cells(t);
+            writeln!(out, "## {}\n{}\n", t.title, report.subtitle(t))?;
+            out.push_str(&table(&head, &rows));
+            out.push('\n');
+        }
+        if report.speedups_requested {
+            writeln!(out, "## Speed-ups\n")?;
+            if report.speedups.is_empty() {
+                writeln!(
+                    out,
+                    "No two configurations share enough models for a speed-up."
+                )?;
+            }
+            for s in &report.speedups {
+                writeln!(out, "- {}", s.sentence())?;
+            }
+            out.push('\n');
+        }
+        if !report.notes.is_empty() {
+            writeln!(out, "Notes:\n")?;
+            for n in &report.notes {
+                writeln!(out, "- {n}")?;
+            }
+            out.push('\n');
+        }
+        while out.ends_with("\n\n") {
+            out.pop();
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,63 @@
+//! Box-drawn tables for a terminal (comfy-table), the default when stdout is one.
+
+use super::{is_text_column, Exporter};
+use crate::report::Report;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, ContentArrangement, Table};
+use std::fmt::Write;
+
+pub struct PrettyExporter;
+
+/// A comfy table with numbers right-aligned.
+pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(head);
+    for r in rows {
+        t.add_row(r);
+    }
+    for (i, h) in head.iter().enumerate() {
+        if !is_text_column(h) {
+            if let Some(c) = t.column_mut(i) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+    }
+    t.to_string()
+}
+
+impl Exporter for PrettyExporter {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        let mut out = String::new();
+        if !report.overview.is_empty() {
+            let (head, rows) = report.overview_cells();
+            writeln!(out, "Models (fastest total, {})", report.stat.as_str())?;
+            writeln!(out, "{}\n", table(&head, &rows))?;
+        }
+        for t in &report.tables {
+            let (head, rows) = report.cells(t);
+            writeln!(out, "{}  {}", t.title, report.subtitle(t))?;
+            writeln!(out, "{}\n", table(&head, &rows))?;
+        }
+        if report.speedups_requested {
+            writeln!(out, "Speed-ups ({} total time)", report.stat.as_str())?;
+            if report.speedups.is_empty() {
+                writeln!(
+                    out,
+                    "  No two configurations share enough models for a speed-up."
+                )?;
+            }
+            for s in &report.speedups {
+                writeln!(out, "  {}", s.sentence())?;
+            }
+            out.push('\n');
+        }
+        for n in &report.notes {
+            writeln!(out, "note: {n}")?;
+        }
+        while out.ends_with("\n\n") {
+            out.pop();
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,347 @@
+//! Keys and pooling. Runs of the same model, input, mode, device and software are
+//! one row: by default their samples are pooled and the row says how many runs it
+//! holds; `--duplicates` chooses otherwise.
+
+use crate::aliases::Aliases;
+use crate::catalog::ModelCatalog;
+use crate::record::{EngineDesc, Origin, Record};
+use chrono::{DateTime, Utc};
+use cnnbench_bench::result::MachineInfo;
+use cnnbench_bench::stats::Summary;
+use cnnbench_engine::Mode;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+/// The statistic that stands for a quantity in tables and speed-ups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stat {
+    Mean,
+    Median,
+    Min,
+}
+
+impl Stat {
+    /// The statistic of samples. The mean sums in sample order, as the original
+    /// suite's script did, so legacy tables match it to the last digit.
+    pub fn of(self, samples: &[f64]) -> f64 {
+        if samples.is_empty() {
+            return f64::NAN;
+        }
+        match self {
+            Stat::Mean => samples.iter().sum::<f64>() / samples.len() as f64,
+            Stat::Median => {
+                let mut s = samples.to_vec();
+                s.sort_by(f64::total_cmp);
+                cnnbench_bench::stats::quantile(&s, 0.5)
+            }
+            Stat::Min => samples.iter().copied().fold(f64::INFINITY, f64::min),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stat::Mean => "mean",
+            Stat::Median => "median",
+            Stat::Min => "min",
+        }
+    }
+}
+
+/// What to do with several runs of the same configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Duplicates {
+    /// One row with every run's samples (the default).
+    Pool,
+    /// One row per run.
+    Separate,
+    /// The run with the lowest total (by the report's statistic).
+    Fastest,
+    /// The most recent run (by its start time, else the file's modification time).
+    Latest,
+}
+
+/// The software and hardware a row was measured on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConfigKey {
+    pub device_name: String,
+    pub label: Option<String>,
+    pub engine: EngineDesc,
+}
+
+/// What is measured: one table per key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TableKey {
+    pub model_id: String,
+    pub input: [usize; 3],
+    pub batch_size: usize,
+    pub mode: Mode,
+}
+
+/// One row: a configuration's runs of one model, pooled or chosen.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub table: TableKey,
+    pub config: ConfigKey,
+    /// The model's display name (alias, else the name in the files).
+    pub model_name: String,
+    /// The original suite's name for the model, when a row holds legacy runs.
+    pub legacy_label: Option<String>,
+    /// The device's display name (after aliases), with the run label if any.
+    pub device: String,
+    pub origin: Origin,
+    pub runs: usize,
+    pub sources: Vec<PathBuf>,
+    /// Raw samples in seconds, runs concatenated in file order.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    pub summaries: BTreeMap<String, Summary>,
+    pub machines: Vec<MachineInfo>,
+    pub tool_versions: Vec<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub params: Option<u64>,
+    pub macs: Option<u64>,
+    pub depth: Option<usize>,
+    pub peak_rss_bytes: Option<u64>,
+    pub device_peak_bytes: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+impl Entry {
+    /// Device and software in one name, e.g. `GTX 1080 Ti · torch7 cuDNN 5.1.10`.
+    pub fn config_name(&self) -> String {
+        format!("{} · {}", self.device, self.engine_label())
+    }
+
+    pub fn engine_label(&self) -> String {
+        self.config.engine.label()
+    }
+
+    /// The statistic of a quantity in seconds, if the row has that quantity.
+    pub fn value(&self, quantity: &str, stat: Stat) -> Option<f64> {
+        self.samples.get(quantity).map(|s| stat.of(s))
+    }
+
+    /// Sample standard deviation of a quantity in seconds.
+    pub fn std(&self, quantity: &str) -> Option<f64> {
+        self.summaries.get(quantity).map(|s| s.std)
+    }
+
+    /// Images per second from the statistic of the total time of a pass.
+    pub fn images_per_s(&self, stat: Stat) -> Option<f64> {
+        let t = self.value("total", stat)?;
+        (t > 0.0).then(|| self.table.batch_size as f64 / t)
+    }
+
+    /// Achieved GFLOP/s (forward 2·MACs per example, backward twice that).
+    pub fn gflops_per_s(&self, stat: Stat) -> Option<f64> {
+        let macs = self.macs?;
+        let t = self.value("total", stat)?;
+        let flops =
+            cnnbench_bench::result::flops_per_pass(self.table.mode, macs, self.table.batch_size);
+        (t > 0.0).then(|| flops / t / 1e9)
+    }
+
+    /// The cuDNN column of the original layout: the version, or `None`.
+    pub fn cudnn_column(&self) -> String {
+        self.config
+            .engine
+            .cudnn_version()
+            .unwrap_or("None")
+            .to_string()
+    }
+}
+
+/// Groups records into rows. `notes` receives one line per row that holds several
+/// runs, saying what was done with them.
+pub fn group(
+    records: Vec<Record>,
+    aliases: &Aliases,
+    catalog: &dyn ModelCatalog,
+    duplicates: Duplicates,
+    stat: Stat,
+    notes: &mut Vec<String>,
+) -> Vec<Entry> {
+    let mut order: Vec<(TableKey, ConfigKey)> = Vec::new();
+    let mut groups: HashMap<(TableKey, ConfigKey), Vec<Record>> = HashMap::new();
+    for mut r in records {
+        if let Some(c) = catalog.canonical_name(&r.model_id) {
+            r.model_id = c;
+        }
+        let key = (
+            TableKey {
+                model_id: r.model_id.clone(),
+                input: r.input,
+                batch_size: r.batch_size,
+                mode: r.mode,
+            },
+            ConfigKey {
+                device_name: r.device_name.clone(),
+                label: r.label.clone(),
+                engine: r.engine.clone(),
+            },
+        );
+        let g = groups.entry(key.clone()).or_default();
+        if g.is_empty() {
+            order.push(key);
+        }
+        g.push(r);
+    }
+    let mut out = Vec::new();
+    for key in order {
+        let Some(runs) = groups.remove(&key) else {
+            continue;
+        };
+        let n = runs.len();
+        let chosen: Vec<Vec<Record>> = if n == 1 {
+            vec![runs]
+        } else {
+            match duplicates {
+                Duplicates::Pool => vec![runs],
+                Duplicates::Separate => runs.into_iter().map(|r| vec![r]).collect(),
+                Duplicates::Fastest => {
+                    let best = runs
+                        .into_iter()
+                        .min_by(|a, b| {
+                            let ta = a.samples.get("total").map_or(f64::INFINITY, |s| stat.of(s));
+                            let tb = b.samples.get("total").map_or(f64::INFINITY, |s| stat.of(s));
+                            ta.total_cmp(&tb)
+                        })
+                        .into_iter()
+                        .collect();
+                    vec![best]
+                }
+                Duplicates::Latest => {
+                    let latest = runs.into_iter().max_by_key(|r| {
+                        r.started_at.or_else(|| {
+                            std::fs::metadata(&r.path)
+                                .and_then(|m| m.modified())
+                                .ok()
+                                .map(DateTime::<Utc>::from)
+                        })
+                    });
+                    vec![latest.into_iter().collect()]
+                }
+            }
+        };
+        let mut made: Vec<Entry> = chosen
+            .into_iter()
+            .filter_map(|rs| make_entry(&key, rs, aliases, catalog))
+            .collect();
+        if n > 1 {
+            if let Some(e) = made.first() {
+                let what = format!(
+                    "{} ({}) on {}",
+                    e.model_name,
+                    input_desc(&key.0),
+                    e.config_name()
+                );
+                let files: Vec<String> = made
+                    .iter()
+                    .flat_map(|e| e.sources.iter())
+                    .map(|p| p.display().to_string())
+                    .collect();
+                notes.push(match duplicates {
+                    Duplicates::Pool => format!(
+                        "{what}: {n} runs pooled ({} samples); --duplicates separate shows them apart",
+                        e.samples.get("total").map_or(0, Vec::len)
+                    ),
+                    Duplicates::Separate => format!("{what}: {n} runs shown as separate rows"),
+                    Duplicates::Fastest => format!("{what}: fastest of {n} runs kept ({})", files.join(", ")),
+                    Duplicates::Latest => format!("{what}: latest of {n} runs kept ({})", files.join(", ")),
+                });
+            }
+        }
+        out.append(&mut made);
+    }
+    out
+}
+
+/// `16 x 3 x 224 x 224`, as the original wrote inputs.
+pub fn input_desc(k: &TableKey) -> String {
+    format!(
+        "{} x {} x {} x {}",
+        k.batch_size, k.input[0], k.input[1], k.input[2]
+    )
+}
+
+fn make_entry(
+    key: &(TableKey, ConfigKey),
+    runs: Vec<Record>,
+    aliases: &Aliases,
+    catalog: &dyn ModelCatalog,
+) -> Option<Entry> {
+    let first = runs.first()?;
+    let (table, config) = key.clone();
+    let legacy_label = runs
+        .iter()
+        .find(|r| r.origin == Origin::Legacy)
+        .map(|r| r.model_label.clone());
+    let model_name = aliases
+        .model(&first.model_label, &table.model_id)
+        .map(str::to_string)
+        .unwrap_or_else(|| table.model_id.clone());
+    let mut device = aliases.device(&config.device_name).to_string();
+    if let Some(l) = &config.label {
+        device = format!("{device} ({l})");
+    }
+    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut machines: Vec<MachineInfo> = Vec::new();
+    let mut tool_versions: Vec<String> = Vec::new();
+    let mut warnings = Vec::new();
+    for r in &runs {
+        for (q, s) in &r.samples {
+            samples.entry(q.clone()).or_default().extend_from_slice(s);
+        }
+        if let Some(m) = &r.machine {
+            if !machines.contains(m) {
+                machines.push(m.clone());
+            }
+        }
+        if let Some(v) = &r.tool_version {
+            if !tool_versions.contains(v) {
+                tool_versions.push(v.clone());
+            }
+        }
+        for w in &r.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    // A quantity missing from some runs cannot be pooled fairly: keep only those all have.
+    samples.retain(|q, _| runs.iter().all(|r| r.samples.contains_key(q)));
+    let summaries = samples
+        .iter()
+        .filter_map(|(q, s)| Summary::of(s).map(|x| (q.clone(), x)))
+        .collect();
+    let facts = catalog.facts(&table.model_id, table.input);
+    let pick = |f: &dyn Fn(&Record) -> Option<u64>| runs.iter().find_map(f);
+    Some(Entry {
+        model_name,
+        legacy_label,
+        device,
+        origin: if runs.iter().any(|r| r.origin == Origin::Legacy) {
+            Origin::Legacy
+        } else {
+            Origin::Cnnbench
+        },
+        runs: runs.len(),
+        sources: runs.iter().map(|r| r.path.clone()).collect(),
+        samples,
+        summaries,
+        machines,
+        tool_versions,
+        started_at: runs.iter().filter_map(|r| r.started_at).max(),
+        params: pick(&|r| r.params).or(facts.as_ref().map(|f| f.params)),
+        macs: pick(&|r| r.macs).or(facts.as_ref().map(|f| f.macs)),
+        depth: runs
+            .iter()
+            .find_map(|r| r.depth)
+            .or(facts.as_ref().map(|f| f.depth)),
+        peak_rss_bytes: runs.iter().filter_map(|r| r.peak_rss_bytes).max(),
+        device_peak_bytes: runs.iter().filter_map(|r| r.device_peak_bytes).max(),
+        warnings,
+        table,
+        config,
+    })
+}

@@ -1,0 +1,29 @@
+//! `cnnbench report` and `cnnbench compare`: read result files (ours and the original
+//! Torch `cnn-benchmarks` suite's), group and pool runs, and show them as the
+//! original README's tables, speed-up lines, CSV/JSON, charts and a single-file HTML
+//! page; compare two sets of results with confidence intervals.
+//!
+//! The flow: [`load`] → [`record::Record`]s → [`group`] into rows ([`group::Entry`])
+//! → [`report::Report`] (tables, overview, [`speedup`]s) → an [`export::Exporter`]
+//! or [`charts`]. [`compare`] pairs the rows of two sets.
+
+pub mod aliases;
+pub mod catalog;
+pub mod charts;
+pub mod compare;
+pub mod export;
+pub mod fmt;
+pub mod group;
+pub mod legacy;
+pub mod load;
+pub mod record;
+pub mod report;
+pub mod speedup;
+
+pub use aliases::Aliases;
+pub use catalog::{ModelCatalog, ModelFacts, NoCatalog};
+pub use compare::{CompareOptions, Comparison, Verdict};
+pub use export::{Exporter, Format};
+pub use group::{Duplicates, Entry, Stat};
+pub use load::{load_paths, Loaded};
+pub use report::{Layout, Report, ReportOptions, SpeedupRequest};

@@ -1,0 +1,219 @@
+//! Reading result files: ours (`cnnbench-result` v1) and the original suite's, from
+//! files and folders (recursively). A file that is not a result is skipped with a
+//! warning naming it, or is an error with `--strict`.
+
+use crate::legacy;
+use crate::record::{EngineDesc, Origin, Record};
+use cnnbench_bench::result::{BenchResult, RESULT_FORMAT, RESULT_VERSION};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// What loading found: the records and one warning per skipped file.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub records: Vec<Record>,
+    pub warnings: Vec<String>,
+    /// How many files were looked at.
+    pub files: usize,
+}
+
+/// Why loading stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("no such file or folder: {0}")]
+    Missing(PathBuf),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bad file under `--strict`.
+    #[error("{0} (drop --strict to skip such files with a warning)")]
+    Strict(String),
+}
+
+/// Loads every result under `paths`. Folders are searched recursively for `*.json`
+/// files; files named directly are read whatever their extension.
+pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> {
+    let mut files = Vec::new();
+    let mut seen_dirs = HashSet::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => LoadError::Missing(p.clone()),
+            _ => LoadError::Io {
+                path: p.clone(),
+                source: e,
+            },
+        })?;
+        if meta.is_dir() {
+            collect_dir(p, &mut files, &mut seen_dirs)?;
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut seen_files = HashSet::new();
+    let mut out = Loaded::default();
+    for f in files {
+        // The same file reached twice (a folder and a file in it) counts once.
+        let canon = std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone());
+        if !seen_files.insert(canon) {
+            continue;
+        }
+        out.files += 1;
+        match load_file(&f) {
+            Ok(r) => out.records.push(r),
+            Err(why) => {
+                let msg = format!("{}: {why}", f.display());
+                if strict {
+                    return Err(LoadError::Strict(msg));
+                }
+                out.warnings.push(format!("skipping {msg}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn collect_dir(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    seen: &mut HashSet<PathBuf>,
+) -> Result<(), LoadError> {
+    let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !seen.insert(canon) {
+        return Ok(()); // a symlink loop
+    }
+    let io = |e| LoadError::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for e in entries {
+        let hidden = e
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            continue;
+        }
+        if e.is_dir() {
+            collect_dir(&e, out, seen)?;
+        } else if e
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| x.eq_ignore_ascii_case("json"))
+        {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+/// Reads one file; the error is a short reason for the warning.
+pub fn load_file(path: &Path) -> Result<Record, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it ({e})"))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| "not UTF-8 text, so not a result file".to_string())?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("not valid JSON ({e})"))?;
+    parse_value(path, v)
+}
+
+/// Recognises a parsed document as ours or legacy.
+pub fn parse_value(path: &Path, v: Value) -> Result<Record, String> {
+    if !v.is_object() {
+        return Err("not a result file (the JSON is not an object)".into());
+    }
+    if let Some(format) = v.get("format").and_then(Value::as_str) {
+        if format != RESULT_FORMAT {
+            return Err(format!(
+                "a `{format}` document, not a `{RESULT_FORMAT}` result"
+            ));
+        }
+        let version = v.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if version > RESULT_VERSION as u64 {
+            return Err(format!(
+                "written by a newer cnnbench (result schema version {version}; this one reads version {RESULT_VERSION}): upgrade cnnbench"
+            ));
+        }
+        if version != RESULT_VERSION as u64 {
+            return Err(format!("unknown result schema version {version}"));
+        }
+        let r: BenchResult =
+            serde_json::from_value(v).map_err(|e| format!("invalid cnnbench result ({e})"))?;
+        return from_result(path, r);
+    }
+    if legacy::looks_legacy(&v) {
+        return legacy::parse(path, &v).map_err(|e| format!("invalid cnn-benchmarks file: {e}"));
+    }
+    Err(
+        "not a cnnbench result nor a cnn-benchmarks file (no `format` field, no `forward_times`)"
+            .into(),
+    )
+}
+
+fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
+    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (k, v) in r.samples {
+        if v.is_empty() {
+            continue;
+        }
+        if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(format!("samples `{k}` hold a value that is not a time"));
+        }
+        samples.insert(k, v);
+    }
+    if !samples.contains_key("total") {
+        // Sum the phases pass by pass when the file has no total.
+        let phases: Vec<&Vec<f64>> = r
+            .config
+            .mode
+            .phases()
+            .iter()
+            .filter_map(|p| samples.get(p.as_str()))
+            .collect();
+        let n = phases.first().map_or(0, |p| p.len());
+        if phases.is_empty() || phases.iter().any(|p| p.len() != n) {
+            return Err("no `total` samples and no phase samples to sum".into());
+        }
+        let total = (0..n).map(|i| phases.iter().map(|p| p[i]).sum()).collect();
+        samples.insert("total".into(), total);
+    }
+    Ok(Record {
+        path: path.to_path_buf(),
+        origin: Origin::Cnnbench,
+        model_label: r.model.name.clone(),
+        model_id: r.model.name,
+        input: r.model.input,
+        batch_size: r.config.batch_size,
+        mode: r.config.mode,
+        device_name: r.engine.device_name,
+        device: r.engine.device,
+        label: r.label,
+        engine: EngineDesc {
+            name: r.engine.name,
+            framework: r.engine.framework,
+            framework_version: r.engine.framework_version,
+            backend: r.engine.backend,
+            libraries: r.engine.libraries,
+            settings: r.engine.settings,
+            threads_requested: r.config.threads_requested,
+            precision: r.config.precision,
+        },
+        machine: Some(r.machine),
+        tool_version: Some(r.tool.version),
+        started_at: Some(r.started_at),
+        samples,
+        params: Some(r.model.params),
+        macs: Some(r.model.macs),
+        depth: Some(r.model.depth),
+        peak_rss_bytes: r.memory.peak_rss_bytes,
+        device_peak_bytes: r.memory.device_peak_bytes,
+        warnings: r.warnings,
+    })
+}

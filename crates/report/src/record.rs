@@ -1,0 +1,121 @@
+//! One benchmark run, in the shape both file kinds (ours and the original suite's)
+//! are read into, so everything downstream handles a single type.
+
+use chrono::{DateTime, Utc};
+use cnnbench_bench::result::MachineInfo;
+use cnnbench_engine::{Mode, Precision};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Which kind of file a record was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// A `cnnbench-result` document.
+    Cnnbench,
+    /// A JSON file written by the original Torch `cnn-benchmarks` suite.
+    Legacy,
+}
+
+/// The software that produced the numbers; every field that can change them is here,
+/// so two runs are pooled only when all of it agrees.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EngineDesc {
+    /// The engine's name, e.g. `burn-flex`, or `torch7` for legacy files.
+    pub name: String,
+    pub framework: String,
+    pub framework_version: String,
+    pub backend: String,
+    /// Library versions that matter for speed (cuDNN, CUDA, MKL…).
+    pub libraries: BTreeMap<String, String>,
+    /// Settings that change the numbers (cuDNN on/off, TF32…).
+    pub settings: BTreeMap<String, String>,
+    /// Threads the user asked for; `None` for the engine's default.
+    pub threads_requested: Option<usize>,
+    pub precision: Precision,
+}
+
+impl EngineDesc {
+    /// Whether cuDNN was in use: a `cudnn` setting wins, then a `cudnn` library entry.
+    pub fn cudnn_version(&self) -> Option<&str> {
+        if let Some(s) = self.settings.get("cudnn") {
+            let off = matches!(
+                s.to_ascii_lowercase().as_str(),
+                "off" | "false" | "0" | "no" | "disabled"
+            );
+            if off {
+                return None;
+            }
+        }
+        self.libraries.get("cudnn").map(String::as_str)
+    }
+
+    /// A short human label: `burn-flex 0.22.1`, `torch7 cuDNN 5.1.10`, `torch7 nn`.
+    pub fn label(&self) -> String {
+        let mut s = self.name.clone();
+        if self.name == "torch7" {
+            match self.cudnn_version() {
+                Some(v) => s.push_str(&format!(" cuDNN {v}")),
+                None => s.push_str(" nn"),
+            }
+            return s;
+        }
+        if !self.framework_version.is_empty() {
+            s.push(' ');
+            s.push_str(&self.framework_version);
+        }
+        if let Some(v) = self.libraries.get("cudnn") {
+            match self.cudnn_version() {
+                Some(_) => s.push_str(&format!(", cuDNN {v}")),
+                None => s.push_str(", cuDNN off"),
+            }
+        }
+        if self.precision != Precision::F32 {
+            s.push_str(&format!(", {}", self.precision.as_str()));
+        }
+        if let Some(t) = self.threads_requested {
+            s.push_str(&format!(", {t} threads"));
+        }
+        s
+    }
+}
+
+/// One run of one model in one configuration, with its raw samples.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// The file it came from.
+    pub path: PathBuf,
+    pub origin: Origin,
+    /// The model's name as written in the file (legacy: the `.t7` file's basename).
+    pub model_label: String,
+    /// The name used to group runs of the same model: the zoo's name where the model
+    /// is a zoo model (legacy `resnet-50` → `resnet50`), else the label.
+    pub model_id: String,
+    /// `[C, H, W]` of one example.
+    pub input: [usize; 3],
+    pub batch_size: usize,
+    pub mode: Mode,
+    /// The device's own name (GPU name or CPU model) before aliases.
+    pub device_name: String,
+    /// `cpu`, `cuda:0`…
+    pub device: String,
+    /// The user's `--label` for the run (e.g. a host name).
+    pub label: Option<String>,
+    pub engine: EngineDesc,
+    pub machine: Option<MachineInfo>,
+    pub tool_version: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    /// Raw samples in seconds per quantity (`forward`, `backward`, `update`, `total`),
+    /// in pass order.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    pub params: Option<u64>,
+    pub macs: Option<u64>,
+    pub depth: Option<usize>,
+    pub peak_rss_bytes: Option<u64>,
+    pub device_peak_bytes: Option<u64>,
+    /// Warnings the harness wrote into the file.
+    pub warnings: Vec<String>,
+}
+
+/// The quantities a pass can have, in display order.
+pub const QUANTITIES: [&str; 4] = ["forward", "backward", "update", "total"];

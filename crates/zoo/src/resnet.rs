@@ -1,0 +1,314 @@
+//! ResNets as torchvision builds them: a 7×7 stem, four stages of residual blocks given
+//! by a `[3, 4, 6, 3]`-style table, global average pooling and one linear layer.
+//! Bottleneck blocks put the stride on the 3×3 convolution (ResNet v1.5).
+
+use crate::model_info;
+use cnnbench_graph::ops::{Conv2d, MaxPool2d};
+use cnnbench_graph::{Graph, GraphBuilder, GraphError, ModelInfo, T};
+
+const CVPR_2016: &str = "He, Zhang, Ren, Sun. Deep Residual Learning for Image Recognition. \
+                         CVPR 2016";
+const ECCV_2016: &str = "He, Zhang, Ren, Sun. Identity Mappings in Deep Residual Networks. \
+                         ECCV 2016";
+
+/// The two residual block types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    /// Two 3×3 convolutions (ResNet-18/34).
+    Basic,
+    /// 1×1 reduce, 3×3, 1×1 expand by 4 (ResNet-50 and deeper).
+    Bottleneck,
+}
+
+impl Block {
+    /// Output channels relative to the stage width.
+    fn expansion(self) -> usize {
+        match self {
+            Block::Basic => 1,
+            Block::Bottleneck => 4,
+        }
+    }
+}
+
+/// Stage widths and strides: conv2_x … conv5_x of the paper.
+const STAGES: [(usize, usize); 4] = [(64, 1), (128, 2), (256, 2), (512, 2)];
+
+/// A convolution without bias followed by batch norm (the unit every ResNet layer uses).
+fn conv_bn(b: &mut GraphBuilder, prefix: &str, n: &str, x: &T, conv: Conv2d) -> T {
+    let x = b.conv(format!("{prefix}.conv{n}"), x, conv.bias(false));
+    b.batch_norm(format!("{prefix}.bn{n}"), &x)
+}
+
+/// The shortcut: identity, or a strided 1×1 projection with batch norm when the shape
+/// changes (`downsample.0`, `downsample.1`).
+fn shortcut(b: &mut GraphBuilder, prefix: &str, x: &T, out: usize, stride: usize) -> T {
+    if stride == 1 && x.channels() == out {
+        return x.clone();
+    }
+    let conv = Conv2d::new(out, 1).stride(stride).bias(false);
+    let y = b.conv(format!("{prefix}.downsample.0"), x, conv);
+    b.batch_norm(format!("{prefix}.downsample.1"), &y)
+}
+
+/// Adds the shortcut to the residual branch and applies the final ReLU.
+fn merge(b: &mut GraphBuilder, prefix: &str, residual: &T, identity: &T) -> T {
+    let y = b.sum(format!("{prefix}.add"), &[residual, identity]);
+    b.relu(format!("{prefix}.relu"), &y)
+}
+
+/// torchvision `BasicBlock`: 3×3 (stride) → BN → ReLU → 3×3 → BN, plus the shortcut.
+fn basic_block(b: &mut GraphBuilder, prefix: &str, x: &T, width: usize, stride: usize) -> T {
+    let y = conv_bn(
+        b,
+        prefix,
+        "1",
+        x,
+        Conv2d::new(width, 3).stride(stride).padding(1),
+    );
+    let y = b.relu(format!("{prefix}.relu1"), &y);
+    let y = conv_bn(b, prefix, "2", &y, Conv2d::new(width, 3).padding(1));
+    let identity = shortcut(b, prefix, x, width, stride);
+    merge(b, prefix, &y, &identity)
+}
+
+/// torchvision `Bottleneck`: 1×1 → 3×3 (stride) → 1×1 ×4, each with BN, plus the shortcut.
+fn bottleneck(b: &mut GraphBuilder, prefix: &str, x: &T, width: usize, stride: usize) -> T {
+    let out = width * Block::Bottleneck.expansion();
+    let y = conv_bn(b, prefix, "1", x, Conv2d::new(width, 1));
+    let y = b.relu(format!("{prefix}.relu1"), &y);
+    let y = conv_bn(
+        b,
+        prefix,
+        "2",
+        &y,
+        Conv2d::new(width, 3).stride(stride).padding(1),
+    );
+    let y = b.relu(format!("{prefix}.relu2"), &y);
+    let y = conv_bn(b, prefix, "3", &y, Conv2d::new(out, 1));
+    let identity = shortcut(b, prefix, x, out, stride);
+    merge(b, prefix, &y, &identity)
+}
+
+/// A ResNet from its block type and the number of blocks in each of the four stages.
+fn resnet(
+    name: &str,
+    block: Block,
+    layers: [usize; 4],
+    info: ModelInfo,
+    input: [usize; 3],
+) -> Result<Graph, GraphError> {
+    let mut b = GraphBuilder::new(name, input).info(info);
+    let x = b.input();
+
+    let x = b.conv(
+        "conv1",
+        &x,
+        Conv2d::new(64, 7).stride(2).padding(3).bias(false),
+    );
+    let x = b.batch_norm("bn1", &x);
+    let x = b.relu("relu", &x);
+    let mut x = b.max_pool("maxpool", &x, MaxPool2d::new(3, 2).padding(1));
+
+    for (stage, (&(width, stride), &blocks)) in STAGES.iter().zip(&layers).enumerate() {
+        for i in 0..blocks {
+            let prefix = format!("layer{}.{i}", stage + 1);
+            let stride = if i == 0 { stride } else { 1 };
+            x = match block {
+                Block::Basic => basic_block(&mut b, &prefix, &x, width, stride),
+                Block::Bottleneck => bottleneck(&mut b, &prefix, &x, width, stride),
+            };
+        }
+    }
+
+    let x = b.adaptive_avg_pool("avgpool", &x, 1, 1);
+    let x = b.flatten("flatten", &x);
+    let x = b.linear("fc", &x, 1000);
+    b.finish(&x)
+}
+
+/// The cnn-benchmarks README's errors for the fb.resnet.torch models.
+fn info(depth: usize, top1: f64, top5: f64) -> ModelInfo {
+    let (source, citation) = if depth == 200 {
+        (
+            "torchvision-style resnet200 (bottleneck [3, 24, 36, 3]; the paper's model is \
+             pre-activation)"
+                .to_string(),
+            ECCV_2016,
+        )
+    } else {
+        (format!("torchvision resnet{depth}"), CVPR_2016)
+    };
+    model_info(&source, citation, Some(top1), Some(top5))
+}
+
+/// torchvision `resnet18`: basic blocks `[2, 2, 2, 2]`.
+pub fn resnet18(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet18",
+        Block::Basic,
+        [2, 2, 2, 2],
+        info(18, 30.43, 10.76),
+        input,
+    )
+}
+
+/// torchvision `resnet34`: basic blocks `[3, 4, 6, 3]`.
+pub fn resnet34(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet34",
+        Block::Basic,
+        [3, 4, 6, 3],
+        info(34, 26.73, 8.74),
+        input,
+    )
+}
+
+/// torchvision `resnet50`: bottleneck blocks `[3, 4, 6, 3]`.
+pub fn resnet50(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet50",
+        Block::Bottleneck,
+        [3, 4, 6, 3],
+        info(50, 24.01, 7.02),
+        input,
+    )
+}
+
+/// torchvision `resnet101`: bottleneck blocks `[3, 4, 23, 3]`.
+pub fn resnet101(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet101",
+        Block::Bottleneck,
+        [3, 4, 23, 3],
+        info(101, 22.44, 6.21),
+        input,
+    )
+}
+
+/// torchvision `resnet152`: bottleneck blocks `[3, 8, 36, 3]`.
+pub fn resnet152(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet152",
+        Block::Bottleneck,
+        [3, 8, 36, 3],
+        info(152, 22.16, 6.16),
+        input,
+    )
+}
+
+/// ResNet-200 in torchvision's layout: bottleneck blocks `[3, 24, 36, 3]`.
+pub fn resnet200(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnet200",
+        Block::Bottleneck,
+        [3, 24, 36, 3],
+        info(200, 21.66, 5.79),
+        input,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cnnbench_graph::Shape;
+
+    fn check(g: Graph, params: u64, macs: u64, depth: usize) {
+        assert_eq!(g.params(), params, "{} params", g.name());
+        assert_eq!(g.macs(), macs, "{} MACs", g.name());
+        assert_eq!(g.depth(), depth, "{} depth", g.name());
+        assert_eq!(g.output_shape(), &Shape::flat(1000));
+    }
+
+    #[test]
+    fn basic_block_resnets_match_torchvision() {
+        check(
+            resnet18([3, 224, 224]).unwrap(),
+            11_689_512,
+            1_814_073_344,
+            18,
+        );
+        check(
+            resnet34([3, 224, 224]).unwrap(),
+            21_797_672,
+            3_663_761_408,
+            34,
+        );
+    }
+
+    #[test]
+    fn bottleneck_resnets_match_torchvision() {
+        check(
+            resnet50([3, 224, 224]).unwrap(),
+            25_557_032,
+            4_089_184_256,
+            50,
+        );
+        check(
+            resnet101([3, 224, 224]).unwrap(),
+            44_549_160,
+            7_801_405_440,
+            101,
+        );
+        check(
+            resnet152([3, 224, 224]).unwrap(),
+            60_192_808,
+            11_513_626_624,
+            152,
+        );
+        check(
+            resnet200([3, 224, 224]).unwrap(),
+            64_673_832,
+            15_007_481_856,
+            200,
+        );
+    }
+
+    #[test]
+    fn node_names_follow_torchvision() {
+        let g = resnet50([3, 224, 224]).unwrap();
+        let names: Vec<&str> = g.nodes().iter().map(|n| n.name.as_str()).collect();
+        for name in [
+            "conv1",
+            "bn1",
+            "layer1.0.conv1",
+            "layer1.0.bn3",
+            "layer1.0.downsample.0",
+            "layer2.0.downsample.1",
+            "layer4.2.conv3",
+            "fc",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
+        // Identity shortcuts need no projection.
+        assert!(!names.contains(&"layer1.1.downsample.0"));
+        let g = resnet18([3, 224, 224]).unwrap();
+        assert!(!g.nodes().iter().any(|n| n.name == "layer1.0.downsample.0"));
+        assert!(g.nodes().iter().any(|n| n.name == "layer2.0.downsample.0"));
+    }
+
+    #[test]
+    fn stride_is_on_the_3x3() {
+        let g = resnet50([3, 224, 224]).unwrap();
+        let shape = |name: &str| {
+            g.nodes()
+                .iter()
+                .find(|n| n.name == name)
+                .unwrap()
+                .shape
+                .clone()
+        };
+        assert_eq!(shape("layer2.0.conv1"), Shape::chw(128, 56, 56));
+        assert_eq!(shape("layer2.0.conv2"), Shape::chw(128, 28, 28));
+        assert_eq!(shape("layer4.2.relu"), Shape::chw(2048, 7, 7));
+    }
+
+    #[test]
+    fn small_images_build() {
+        // CIFAR-sized images run through every stage (layer4 is 1×1).
+        let g = resnet18([3, 32, 32]).unwrap();
+        assert_eq!(g.params(), 11_689_512);
+        // Padding keeps every stage at least 1×1, so ResNets accept even tiny images.
+        assert!(resnet50([3, 8, 8]).is_ok());
+        assert!(resnet50([3, 1, 1]).is_ok());
+    }
+}
