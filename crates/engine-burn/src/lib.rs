@@ -276,3 +276,6 @@ pub fn trainable_params(params: &NetParams) -> usize {
     params.visit(&mut count);
     count.0
 }
+
+#[cfg(test)]
+mod tests;

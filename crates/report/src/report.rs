@@ -153,6 +153,12 @@ impl Report {
         if entries.is_empty() {
             anyhow::bail!("no results to report");
         }
+        // What the harness said about its own numbers travels with them.
+        for e in &entries {
+            for w in &e.warnings {
+                notes.push(format!("{} on {}: {w}", e.model_name, e.config_name()));
+            }
+        }
         let tables = make_tables(&entries, opts.layout, stat);
         let overview = tables
             .iter()

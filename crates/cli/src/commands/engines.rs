@@ -25,7 +25,7 @@ pub fn statuses() -> Vec<EngineStatus> {
 
 fn torch_statuses() -> Vec<EngineStatus> {
     const NOT_BUILT: &str =
-        "not built: rebuild with `--features torch` (see the README's libtorch section)";
+        "not in this version: the libtorch engines are planned (cargo feature `torch`) but not built yet";
     vec![
         EngineStatus {
             name: "torch-cpu",

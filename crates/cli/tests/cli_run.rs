@@ -1,0 +1,169 @@
+//! End-to-end tests of `cnnbench run` on tiny inputs.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn cnnbench() -> Command {
+    Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files.extend(result_files(&path));
+            } else if path.extension().is_some_and(|e| e == "json") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Checks a result file against the schema and for internal consistency.
+fn check_result(path: &Path, mode: &str, phases: &[&str], passes: usize) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    // The schema types must read it back.
+    let typed: cnnbench_bench::BenchResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(typed.format, "cnnbench-result");
+    assert_eq!(typed.version, 1);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["config"]["mode"], mode);
+    assert_eq!(v["engine"]["name"], "burn-flex");
+    assert!(v["engine"]["threads"].as_u64().unwrap() >= 1);
+    assert!(v["machine"]["cores_logical"].as_u64().unwrap() >= 1);
+    let total = typed.samples["total"].clone();
+    assert_eq!(total.len(), passes);
+    for i in 0..passes {
+        let sum: f64 = phases.iter().map(|p| typed.samples[*p][i]).sum();
+        assert!((sum - total[i]).abs() < 1e-9, "total = sum of phases");
+        for p in phases {
+            assert!(typed.samples[*p][i] > 0.0);
+        }
+    }
+    let s = &typed.summary["total"];
+    assert_eq!(s.count, passes);
+    assert!(s.min <= s.median && s.median <= s.max);
+    assert!(s.median_ci95[0] <= s.median && s.median <= s.median_ci95[1]);
+    assert!(typed.throughput.images_per_s > 0.0);
+    assert!(typed.throughput.gflops_per_s > 0.0);
+    assert!(typed.memory.estimate_bytes > 0);
+    if cfg!(target_os = "linux") {
+        assert!(typed.memory.peak_rss_bytes.unwrap() > 0);
+    }
+    v
+}
+
+#[test]
+fn every_mode_writes_a_consistent_result_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, phases) in [
+        ("train", &["forward", "backward"][..]),
+        ("infer", &["forward"][..]),
+        ("step", &["forward", "backward", "update"][..]),
+    ] {
+        let out = dir.path().join(mode);
+        cnnbench()
+            .args(["run", "resnet18", "--image-size", "32", "-b", "2", "-n", "2", "--mode", mode, "-q", "-o"])
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("resnet18 (32×32)"));
+        let files = result_files(&out);
+        assert_eq!(files.len(), 1, "{files:?}");
+        let name = files[0].file_name().unwrap().to_string_lossy().to_string();
+        assert!(name.starts_with(&format!("resnet18_{mode}_b2_32x32_")), "{name}");
+        let v = check_result(&files[0], mode, phases, 2);
+        assert_eq!(v["model"]["params"], 11_689_512u64);
+        assert_eq!(v["config"]["batch_size"], 2);
+        assert_eq!(v["config"]["image_size"], serde_json::json!([32, 32]));
+    }
+}
+
+#[test]
+fn json_output_model_files_and_no_overwriting() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.json");
+    std::fs::write(
+        &model,
+        r#"{"format": "cnnbench-model", "version": 1, "name": "tiny", "input": [3, 16, 16],
+            "nodes": [
+              {"name": "conv", "op": "conv2d", "in_channels": 3, "out_channels": 8, "kernel": 3, "padding": 1},
+              {"name": "bn", "op": "batch_norm2d", "num_features": 8},
+              {"name": "relu", "op": "relu"},
+              {"name": "pool", "op": "adaptive_avg_pool2d", "output": 1},
+              {"name": "flat", "op": "flatten"},
+              {"name": "fc", "op": "linear", "in_features": 8, "out_features": 10}
+            ]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    for _ in 0..2 {
+        let output = cnnbench()
+            .args(["run", "--model-file"])
+            .arg(&model)
+            .args(["-b", "1", "-n", "3", "--json", "-q", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let v: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(v["model"]["name"], "tiny");
+        assert_eq!(v["model"]["params"], 3 * 8 * 9 + 8 + 16 + 90);
+    }
+    // Two runs, two files: never overwritten even within the same second.
+    let files = result_files(&out);
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in &files {
+        check_result(f, "train", &["forward", "backward"], 3);
+    }
+}
+
+#[test]
+fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["run".into(), "resnet18".into(), "nosuchnet".into()], "unknown model \"nosuchnet\""),
+        (vec!["run".into(), "resnet18".into(), "--engine".into(), "warp".into()], "unknown engine \"warp\""),
+        (vec!["run".into(), "resnet18".into(), "--engine".into(), "torch-cpu".into()], "engine torch-cpu is not in this version"),
+        (vec!["run".into(), "resnet18".into(), "-b".into(), "0".into()], "--batch-size must be at least 1"),
+        (vec!["run".into(), "alexnet-bvlc".into(), "--image-size".into(), "16".into()], "too small"),
+        (vec!["run".into(), "resnet18".into(), "--image-size".into(), "32".into(), "--precision".into(), "f16".into(), "-b".into(), "1".into(), "-n".into(), "1".into()], "f32 only"),
+    ];
+    for (args, expected) in cases {
+        cnnbench()
+            .args(&args)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(expected));
+    }
+    assert!(result_files(&out).is_empty());
+    cnnbench()
+        .args(["run", "resnet18", "--image-size", "32", "-b", "1", "-n", "1", "-o"])
+        .arg(blocker.join("sub"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot create the output folder"));
+}
+
+#[test]
+fn refuses_runs_that_cannot_fit_in_memory_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    cnnbench()
+        .args(["run", "vgg19", "-b", "100000", "-n", "1", "-o"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--batch-size"))
+        .stderr(predicate::str::contains("--force"));
+}

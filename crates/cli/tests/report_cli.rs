@@ -1,0 +1,218 @@
+//! `cnnbench report` end to end: formats, legacy layout, speed-ups, warnings, files.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::PathBuf;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures")
+}
+
+fn cnnbench() -> Command {
+    Command::cargo_bin("cnnbench").unwrap()
+}
+
+fn legacy_1080ti() -> Vec<PathBuf> {
+    let o = fixtures().join("legacy/outputs");
+    vec![o.join("1080Ti"), o.join("1080Ti_cudnn51")]
+}
+
+#[test]
+fn legacy_layout_reproduces_the_readme_rows_when_piped() {
+    let out = cnnbench()
+        .arg("report")
+        .args(legacy_1080ti())
+        .args(["--layout", "legacy", "--aliases"])
+        .arg(fixtures().join("legacy-aliases.toml"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8(out).unwrap();
+    assert!(md.contains(
+        "## resnet-50\n(input 16 x 3 x 224 x 224)\n\n|GPU|cuDNN|Forward (ms)|Backward (ms)|Total (ms)|\n|---|---|---:|---:|---:|\n|GTX 1080 Ti|5.1.10|34.14|67.06|101.21|\n|GTX 1080 Ti|None|99.90|177.58|277.47|\n"
+    ), "{md}");
+    assert!(md.contains("|GTX 1080 Ti|5.1.10|4.31|9.58|13.89|"), "alexnet row");
+    // The zoo supplies the overview's depth and error rates.
+    assert!(md.contains("## Models"), "{md}");
+}
+
+#[test]
+fn speedups_alone_and_for_a_chosen_pair() {
+    cnnbench()
+        .arg("report")
+        .args(legacy_1080ti())
+        .arg("--aliases")
+        .arg(fixtures().join("legacy-aliases.toml"))
+        .arg("--speedups")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "- GTX 1080 Ti · torch7 cuDNN 5.1.10 is 2.74x to 3.84x faster than GTX 1080 Ti · torch7 nn across 6 models",
+        ));
+    cnnbench()
+        .arg("report")
+        .args(legacy_1080ti())
+        .args(["--layout", "legacy", "--speedups", "nn", "cuDNN 5.1.10"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("torch7 nn is 2.74x to 3.84x slower than"));
+    cnnbench()
+        .arg("report")
+        .args(legacy_1080ti())
+        .args(["--speedups", "only-one"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--speedups takes no value (every pair) or two configurations A B"));
+}
+
+#[test]
+fn bad_files_warn_and_strict_fails() {
+    let bad = fixtures().join("bad");
+    cnnbench()
+        .arg("report")
+        .arg(&bad)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("warning: skipping").and(predicate::str::contains("corrupt.json: not valid JSON")))
+        .stderr(predicate::str::contains("unknown.json"))
+        .stdout(predicate::str::contains("resnet18"));
+    cnnbench()
+        .arg("report")
+        .arg(&bad)
+        .arg("--strict")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("error: ").and(predicate::str::contains("drop --strict")));
+}
+
+#[test]
+fn nothing_to_report_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    cnnbench()
+        .arg("report")
+        .arg(tmp.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no benchmark results in").and(predicate::str::contains("cnnbench run")));
+    cnnbench()
+        .args(["report", "/no/such/folder"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no such file or folder: /no/such/folder"));
+    cnnbench()
+        .arg("report")
+        .arg(fixtures().join("ours/base"))
+        .arg("--aliases")
+        .arg(fixtures().join("bad/corrupt.json"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("aliases file"));
+}
+
+#[test]
+fn csv_and_json_formats() {
+    let out = cnnbench()
+        .arg("report")
+        .arg(fixtures().join("ours/base"))
+        .args(["--format", "csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let csv = String::from_utf8(out).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    assert!(csv.starts_with("model,model_label,batch_size,"));
+    let out = cnnbench()
+        .arg("report")
+        .arg(fixtures().join("ours/base"))
+        .args(["--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn html_output_and_charts_are_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("report.html");
+    let charts = tmp.path().join("charts");
+    cnnbench()
+        .arg("report")
+        .args(legacy_1080ti())
+        .arg("--output")
+        .arg(&html)
+        .arg("--charts")
+        .arg(&charts)
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("wrote 20 charts to").and(predicate::str::contains("report.html")));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Speed-ups"));
+    assert!(charts.join("overview.svg").exists() && charts.join("overview.png").exists());
+}
+
+#[test]
+fn compare_reports_verdicts_and_gates_regressions() {
+    let base = fixtures().join("ours/base");
+    let new = fixtures().join("ours/new");
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 faster, 1 slower, 1 no change"))
+        .stderr(predicate::str::contains("warning: the framework version differs: BASE burn 0.22.1 vs NEW burn 0.22.2"));
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .args(["--fail-on-regression", "10"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("REGRESSION"))
+        .stderr(predicate::str::contains("slower than BASE by more than 10%"));
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .args(["--fail-on-regression", "30"])
+        .assert()
+        .success();
+    let out = cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .args(["--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn compare_with_nothing_in_common_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("ours/base/resnet18.json")).unwrap()).unwrap();
+    v["model"]["name"] = "tiny-custom".into();
+    std::fs::write(tmp.path().join("tiny.json"), v.to_string()).unwrap();
+    cnnbench()
+        .arg("compare")
+        .arg(fixtures().join("ours/base"))
+        .arg(tmp.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("has a counterpart"));
+}

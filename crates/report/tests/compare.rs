@@ -1,0 +1,143 @@
+//! `compare`: verdicts on synthetic samples (clear regression, clear improvement,
+//! noise), the geometric mean, pairing and the regression gate.
+
+mod common;
+
+use cnnbench_report::compare::{compare, CompareOptions, Verdict};
+use cnnbench_report::group::{group, Duplicates, Entry, Stat};
+use cnnbench_report::{Aliases, NoCatalog};
+use common::*;
+use std::path::Path;
+
+fn entries(dir: &Path) -> Vec<Entry> {
+    let loaded = cnnbench_report::load_paths(&[dir.to_path_buf()], true).unwrap();
+    group(loaded.records, &Aliases::default(), &NoCatalog, Duplicates::Pool, Stat::Median, &mut Vec::new())
+}
+
+/// BASE: three models at 100, 50 and 200 ms with ±3% noise.
+/// NEW: `slow` 20% slower, `fast` 20% faster, `same` unchanged (fresh noise).
+fn fixture(base: &Path, new: &Path) {
+    Run::new("slow", "Test CPU", noisy(100.0, 3.0, 30, 1)).write(base, "slow.json");
+    Run::new("fast", "Test CPU", noisy(50.0, 3.0, 30, 2)).write(base, "fast.json");
+    Run::new("same", "Test CPU", noisy(200.0, 3.0, 30, 3)).write(base, "same.json");
+    Run::new("slow", "Test CPU", noisy(120.0, 3.0, 30, 4)).write(new, "slow.json");
+    Run::new("fast", "Test CPU", noisy(40.0, 3.0, 30, 5)).write(new, "fast.json");
+    Run::new("same", "Test CPU", noisy(200.0, 3.0, 30, 6)).write(new, "same.json");
+}
+
+#[test]
+fn verdicts_on_synthetic_samples() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    assert_eq!(c.pairs.len(), 3);
+    let get = |m: &str| c.pairs.iter().find(|p| p.model == m).unwrap();
+    assert_eq!(get("slow").verdict, Verdict::Slower);
+    assert_eq!(get("fast").verdict, Verdict::Faster);
+    assert_eq!(get("same").verdict, Verdict::NoChange);
+    for p in &c.pairs {
+        assert!(p.ci95[0] <= p.ratio && p.ratio <= p.ci95[1], "{p:?}");
+    }
+    assert!((get("slow").ratio - 1.2).abs() < 0.04, "{:?}", get("slow"));
+    assert!((get("fast").ratio - 0.8).abs() < 0.03, "{:?}", get("fast"));
+    // Geometric mean of about 1.2, 0.8 and 1.0.
+    let g = c.geomean.unwrap();
+    assert!((g - (1.2f64 * 0.8).cbrt()).abs() < 0.03, "{g}");
+    let ci = c.geomean_ci95.unwrap();
+    assert!(ci[0] < g && g < ci[1]);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert!(!c.failed(), "no gate asked for");
+    let text = c.markdown();
+    assert!(text.contains("1 faster, 1 slower, 1 no change (noise threshold ±2%)"), "{text}");
+    assert!(text.contains("|Model|Input|Configuration|Base (ms)|New (ms)|New/Base|95% CI|Change|Verdict|"), "{text}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_intervals() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let (eb, en) = (entries(b.path()), entries(n.path()));
+    let one = compare(&eb, &en, &CompareOptions::default());
+    let two = compare(&eb, &en, &CompareOptions::default());
+    assert_eq!(one.json().unwrap(), two.json().unwrap());
+}
+
+#[test]
+fn regression_gate_fires_only_beyond_its_percentage() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let (eb, en) = (entries(b.path()), entries(n.path()));
+    let gate = |pct: f64| compare(&eb, &en, &CompareOptions { fail_on_regression: Some(pct / 100.0), ..Default::default() });
+    let c = gate(10.0);
+    assert!(c.failed());
+    assert_eq!(c.pairs.iter().filter(|p| p.regression).map(|p| p.model.as_str()).collect::<Vec<_>>(), ["slow"]);
+    assert!(c.summary().iter().any(|l| l.starts_with("REGRESSION: 1 pair(s) slower by more than 10%")));
+    assert!(!gate(30.0).failed(), "20% slower is within a 30% gate");
+}
+
+#[test]
+fn a_wide_threshold_calls_everything_no_change() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions { threshold: 0.5, ..Default::default() });
+    assert!(c.pairs.iter().all(|p| p.verdict == Verdict::NoChange));
+}
+
+#[test]
+fn software_and_machine_differences_are_warned_about() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Run::new("m", "Test CPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "m.json");
+    let mut newer = Run::new("m", "Test CPU", noisy(10.0, 1.0, 10, 2));
+    newer.version = "0.23.0";
+    newer.cpu = "Other CPU";
+    newer.write(n.path(), "m.json");
+    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    assert_eq!(c.pairs.len(), 1);
+    let w = c.warnings.join("\n");
+    assert!(w.contains("framework version differs: BASE burn 0.22.1 vs NEW burn 0.23.0"), "{w}");
+    assert!(w.contains("CPU differs: BASE Test CPU vs NEW Other CPU"), "{w}");
+}
+
+#[test]
+fn a_new_machine_is_paired_by_model_and_unmatched_rows_are_listed() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Run::new("m", "Old GPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "m.json");
+    Run::new("gone", "Old GPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "gone.json");
+    Run::new("m", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "m.json");
+    Run::new("added", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "added.json");
+    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    assert_eq!(c.pairs.len(), 1);
+    assert_eq!(c.pairs[0].verdict, Verdict::Faster);
+    assert_eq!(c.only_in_base.len(), 1);
+    assert!(c.only_in_base[0].starts_with("gone "));
+    assert!(c.only_in_new[0].starts_with("added "));
+    assert!(c.warnings.iter().any(|w| w.contains("device differs: BASE Old GPU vs NEW New GPU")));
+    let (_, rows) = c.cells();
+    assert!(rows[0][2].contains(" → "), "{rows:?}");
+}
+
+#[test]
+fn single_samples_cannot_support_a_verdict() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Run::new("m", "Test CPU", vec![10.0]).write(b.path(), "m.json");
+    Run::new("m", "Test CPU", vec![20.0]).write(n.path(), "m.json");
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions { fail_on_regression: Some(0.05), ..Default::default() },
+    );
+    assert_eq!(c.pairs[0].verdict, Verdict::TooFewSamples);
+    assert!(!c.failed(), "no confidence, no failure");
+}
+
+#[test]
+fn legacy_files_compare_too() {
+    // nn vs cuDNN 5.1.10 on the GTX 1080 Ti: cuDNN is faster on every shared model.
+    let base = legacy_outputs().join("1080Ti");
+    let new = legacy_outputs().join("1080Ti_cudnn51");
+    let c = compare(&entries(&base), &entries(&new), &CompareOptions::default());
+    assert_eq!(c.pairs.len(), 6);
+    assert!(c.pairs.iter().all(|p| p.verdict == Verdict::Faster), "{:?}", c.pairs);
+    assert_eq!(c.only_in_new.len(), 3, "alexnet, vgg16 and vgg19 only ran with cuDNN");
+    assert!(c.warnings.iter().any(|w| w.contains("libraries differs") || w.contains("settings differs")), "{:?}", c.warnings);
+}

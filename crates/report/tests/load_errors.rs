@@ -1,0 +1,86 @@
+//! Files that are not results: skipped with a warning naming them, or an error under
+//! `--strict`; nothing at all is an error the caller reports.
+
+mod common;
+
+use cnnbench_report::load::{load_paths, LoadError};
+use common::*;
+
+fn write(dir: &std::path::Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[test]
+fn bad_files_are_skipped_with_a_warning_naming_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    Run::new("tiny", "Test CPU", vec![1.0, 2.0]).write(d, "good.json");
+    std::fs::copy(legacy_outputs().join("cpu/189638.json"), d.join("legacy.json")).unwrap();
+    write(d, "corrupt.json", "{\"format\": \"cnnbench-result\", ");
+    write(d, "unknown.json", "{\"hello\": 1}");
+    write(d, "array.json", "[1, 2]");
+    write(d, "newer.json", "{\"format\": \"cnnbench-result\", \"version\": 2}");
+    write(d, "model.json", "{\"format\": \"cnnbench-model\", \"version\": 1}");
+    write(d, "broken-legacy.json", "{\"forward_times\": [1.0], \"backward_times\": [1.0, 2.0]}");
+    write(d, "half.json", "{\"format\": \"cnnbench-result\", \"version\": 1, \"model\": {}}");
+    write(d, "notes.txt", "not json, and not looked at in a folder");
+    std::fs::write(d.join("binary.json"), [0xff, 0xfe, 0x00]).unwrap();
+    let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
+    assert_eq!(loaded.records.len(), 2);
+    assert_eq!(loaded.files, 10);
+    let w = loaded.warnings.join("\n");
+    assert_eq!(loaded.warnings.len(), 8, "{w}");
+    for (file, why) in [
+        ("corrupt.json", "not valid JSON"),
+        ("unknown.json", "not a cnnbench result nor a cnn-benchmarks file"),
+        ("array.json", "not an object"),
+        ("newer.json", "newer cnnbench"),
+        ("model.json", "a `cnnbench-model` document"),
+        ("broken-legacy.json", "invalid cnn-benchmarks file: `forward_times` has 1 samples but `backward_times` has 2"),
+        ("half.json", "invalid cnnbench result"),
+        ("binary.json", "not UTF-8"),
+    ] {
+        let line = loaded.warnings.iter().find(|l| l.contains(file)).unwrap_or_else(|| panic!("no warning for {file}: {w}"));
+        assert!(line.contains(why), "{line}");
+        assert!(line.starts_with("skipping "), "{line}");
+        assert!(!line.contains('\n'));
+    }
+}
+
+#[test]
+fn strict_turns_the_first_bad_file_into_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    Run::new("tiny", "Test CPU", vec![1.0]).write(tmp.path(), "a.json");
+    write(tmp.path(), "b.json", "nope");
+    let e = load_paths(&[tmp.path().to_path_buf()], true).unwrap_err();
+    assert!(matches!(e, LoadError::Strict(_)));
+    let msg = e.to_string();
+    assert!(msg.contains("b.json: not valid JSON") && msg.contains("drop --strict"), "{msg}");
+}
+
+#[test]
+fn a_missing_path_is_an_error_and_an_empty_folder_yields_nothing() {
+    let e = load_paths(&["/no/such/place".into()], false).unwrap_err();
+    assert_eq!(e.to_string(), "no such file or folder: /no/such/place");
+    let tmp = tempfile::tempdir().unwrap();
+    let loaded = load_paths(&[tmp.path().to_path_buf()], false).unwrap();
+    assert!(loaded.records.is_empty() && loaded.files == 0);
+}
+
+#[test]
+fn a_file_named_twice_is_read_once_and_any_extension_works_when_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Run::new("tiny", "Test CPU", vec![1.0]).write(tmp.path(), "result.out");
+    let loaded = load_paths(&[p.clone(), p, tmp.path().to_path_buf()], true).unwrap();
+    assert_eq!(loaded.records.len(), 1);
+}
+
+#[test]
+fn folders_are_searched_recursively_in_a_stable_order() {
+    let loaded = load_paths(&[legacy_outputs()], true).unwrap();
+    assert_eq!(loaded.records.len(), 129);
+    assert!(loaded.warnings.is_empty());
+    let again = load_paths(&[legacy_outputs()], true).unwrap();
+    let paths = |l: &cnnbench_report::Loaded| l.records.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&loaded), paths(&again));
+}
