@@ -100,11 +100,26 @@ fn exports_and_reloads_model_files_without_overwriting() {
 fn invalid_model_files_are_explained() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        (r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"swish"}]}"#, "unknown op \"swish\""),
-        (r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"relu","inputs":["b"]}]}"#, "reads \"b\""),
-        (r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"conv2d","in_channels":3,"out_channels":4,"kernel":0}]}"#, "kernel must be at least 1"),
-        (r#"{"format":"cnnbench-model","version":2,"name":"x","input":[3,8,8],"nodes":[]}"#, "version 2 is not supported"),
-        (r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"relu","colour":1}]}"#, "unknown field `colour`"),
+        (
+            r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"swish"}]}"#,
+            "unknown op \"swish\"",
+        ),
+        (
+            r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"relu","inputs":["b"]}]}"#,
+            "reads \"b\"",
+        ),
+        (
+            r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"conv2d","in_channels":3,"out_channels":4,"kernel":0}]}"#,
+            "kernel must be at least 1",
+        ),
+        (
+            r#"{"format":"cnnbench-model","version":2,"name":"x","input":[3,8,8],"nodes":[]}"#,
+            "version 2 is not supported",
+        ),
+        (
+            r#"{"format":"cnnbench-model","version":1,"name":"x","input":[3,8,8],"nodes":[{"name":"a","op":"relu","colour":1}]}"#,
+            "unknown field `colour`",
+        ),
         ("{not json", "not valid JSON"),
     ];
     for (i, (text, expected)) in cases.iter().enumerate() {

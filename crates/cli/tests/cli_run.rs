@@ -69,7 +69,20 @@ fn every_mode_writes_a_consistent_result_file() {
     ] {
         let out = dir.path().join(mode);
         cnnbench()
-            .args(["run", "resnet18", "--image-size", "32", "-b", "2", "-n", "2", "--mode", mode, "-q", "-o"])
+            .args([
+                "run",
+                "resnet18",
+                "--image-size",
+                "32",
+                "-b",
+                "2",
+                "-n",
+                "2",
+                "--mode",
+                mode,
+                "-q",
+                "-o",
+            ])
             .arg(&out)
             .assert()
             .success()
@@ -77,7 +90,10 @@ fn every_mode_writes_a_consistent_result_file() {
         let files = result_files(&out);
         assert_eq!(files.len(), 1, "{files:?}");
         let name = files[0].file_name().unwrap().to_string_lossy().to_string();
-        assert!(name.starts_with(&format!("resnet18_{mode}_b2_32x32_")), "{name}");
+        assert!(
+            name.starts_with(&format!("resnet18_{mode}_b2_32x32_")),
+            "{name}"
+        );
         let v = check_result(&files[0], mode, phases, 2);
         assert_eq!(v["model"]["params"], 11_689_512u64);
         assert_eq!(v["config"]["batch_size"], 2);
@@ -111,7 +127,11 @@ fn json_output_model_files_and_no_overwriting() {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         let v: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(v["model"]["name"], "tiny");
         assert_eq!(v["model"]["params"], 3 * 8 * 9 + 8 + 16 + 90);
@@ -131,12 +151,56 @@ fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
     let blocker = dir.path().join("a-file");
     std::fs::write(&blocker, "").unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["run".into(), "resnet18".into(), "nosuchnet".into()], "unknown model \"nosuchnet\""),
-        (vec!["run".into(), "resnet18".into(), "--engine".into(), "warp".into()], "unknown engine \"warp\""),
-        (vec!["run".into(), "resnet18".into(), "--engine".into(), "torch-cpu".into()], "engine torch-cpu is not in this version"),
-        (vec!["run".into(), "resnet18".into(), "-b".into(), "0".into()], "--batch-size must be at least 1"),
-        (vec!["run".into(), "alexnet-bvlc".into(), "--image-size".into(), "16".into()], "too small"),
-        (vec!["run".into(), "resnet18".into(), "--image-size".into(), "32".into(), "--precision".into(), "f16".into(), "-b".into(), "1".into(), "-n".into(), "1".into()], "f32 only"),
+        (
+            vec!["run".into(), "resnet18".into(), "nosuchnet".into()],
+            "unknown model \"nosuchnet\"",
+        ),
+        (
+            vec![
+                "run".into(),
+                "resnet18".into(),
+                "--engine".into(),
+                "warp".into(),
+            ],
+            "unknown engine \"warp\"",
+        ),
+        (
+            vec![
+                "run".into(),
+                "resnet18".into(),
+                "--engine".into(),
+                "torch-cpu".into(),
+            ],
+            "engine torch-cpu is not in this version",
+        ),
+        (
+            vec!["run".into(), "resnet18".into(), "-b".into(), "0".into()],
+            "--batch-size must be at least 1",
+        ),
+        (
+            vec![
+                "run".into(),
+                "alexnet-bvlc".into(),
+                "--image-size".into(),
+                "16".into(),
+            ],
+            "too small",
+        ),
+        (
+            vec![
+                "run".into(),
+                "resnet18".into(),
+                "--image-size".into(),
+                "32".into(),
+                "--precision".into(),
+                "f16".into(),
+                "-b".into(),
+                "1".into(),
+                "-n".into(),
+                "1".into(),
+            ],
+            "f32 only",
+        ),
     ];
     for (args, expected) in cases {
         cnnbench()
@@ -149,7 +213,17 @@ fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
     }
     assert!(result_files(&out).is_empty());
     cnnbench()
-        .args(["run", "resnet18", "--image-size", "32", "-b", "1", "-n", "1", "-o"])
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-o",
+        ])
         .arg(blocker.join("sub"))
         .assert()
         .failure()
@@ -166,4 +240,51 @@ fn refuses_runs_that_cannot_fit_in_memory_unless_forced() {
         .failure()
         .stderr(predicate::str::contains("--batch-size"))
         .stderr(predicate::str::contains("--force"));
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_the_run_and_says_what_was_not_run() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let binary = assert_cmd::cargo::cargo_bin("cnnbench");
+    let child = std::process::Command::new(binary)
+        .args([
+            "run",
+            "resnet18",
+            "resnet34",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "--warmup",
+            "0",
+            "-q",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["-n", "3000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // resnet18 at 32×32 takes milliseconds per pass: 3000 passes give time to interrupt it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(stderr.contains("not run: resnet18, resnet34"), "{stderr}");
+    assert!(
+        result_files(&out).is_empty(),
+        "an interrupted model leaves no file"
+    );
 }

@@ -33,7 +33,10 @@ fn legacy_layout_reproduces_the_readme_rows_when_piped() {
     assert!(md.contains(
         "## resnet-50\n(input 16 x 3 x 224 x 224)\n\n|GPU|cuDNN|Forward (ms)|Backward (ms)|Total (ms)|\n|---|---|---:|---:|---:|\n|GTX 1080 Ti|5.1.10|34.14|67.06|101.21|\n|GTX 1080 Ti|None|99.90|177.58|277.47|\n"
     ), "{md}");
-    assert!(md.contains("|GTX 1080 Ti|5.1.10|4.31|9.58|13.89|"), "alexnet row");
+    assert!(
+        md.contains("|GTX 1080 Ti|5.1.10|4.31|9.58|13.89|"),
+        "alexnet row"
+    );
     // The zoo supplies the overview's depth and error rates.
     assert!(md.contains("## Models"), "{md}");
 }
@@ -57,14 +60,18 @@ fn speedups_alone_and_for_a_chosen_pair() {
         .args(["--layout", "legacy", "--speedups", "nn", "cuDNN 5.1.10"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("torch7 nn is 2.74x to 3.84x slower than"));
+        .stdout(predicate::str::contains(
+            "torch7 nn is 2.74x to 3.84x slower than",
+        ));
     cnnbench()
         .arg("report")
         .args(legacy_1080ti())
         .args(["--speedups", "only-one"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("--speedups takes no value (every pair) or two configurations A B"));
+        .stderr(predicate::str::contains(
+            "--speedups takes no value (every pair) or two configurations A B",
+        ));
 }
 
 #[test]
@@ -75,7 +82,10 @@ fn bad_files_warn_and_strict_fails() {
         .arg(&bad)
         .assert()
         .success()
-        .stderr(predicate::str::contains("warning: skipping").and(predicate::str::contains("corrupt.json: not valid JSON")))
+        .stderr(
+            predicate::str::contains("warning: skipping")
+                .and(predicate::str::contains("corrupt.json: not valid JSON")),
+        )
         .stderr(predicate::str::contains("unknown.json"))
         .stdout(predicate::str::contains("resnet18"));
     cnnbench()
@@ -95,12 +105,17 @@ fn nothing_to_report_is_a_clear_error() {
         .arg(tmp.path())
         .assert()
         .failure()
-        .stderr(predicate::str::contains("no benchmark results in").and(predicate::str::contains("cnnbench run")));
+        .stderr(
+            predicate::str::contains("no benchmark results in")
+                .and(predicate::str::contains("cnnbench run")),
+        );
     cnnbench()
         .args(["report", "/no/such/folder"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("no such file or folder: /no/such/folder"));
+        .stderr(predicate::str::contains(
+            "no such file or folder: /no/such/folder",
+        ));
     cnnbench()
         .arg("report")
         .arg(fixtures().join("ours/base"))
@@ -153,9 +168,14 @@ fn html_output_and_charts_are_files() {
         .assert()
         .success()
         .stdout(predicate::str::is_empty())
-        .stderr(predicate::str::contains("wrote 20 charts to").and(predicate::str::contains("report.html")));
+        .stderr(
+            predicate::str::contains("wrote 20 charts to")
+                .and(predicate::str::contains("report.html")),
+        );
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Speed-ups"));
+    assert!(
+        page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Speed-ups")
+    );
     assert!(charts.join("overview.svg").exists() && charts.join("overview.png").exists());
 }
 
@@ -170,7 +190,9 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .assert()
         .success()
         .stdout(predicate::str::contains("1 faster, 1 slower, 1 no change"))
-        .stderr(predicate::str::contains("warning: the framework version differs: BASE burn 0.22.1 vs NEW burn 0.22.2"));
+        .stderr(predicate::str::contains(
+            "warning: the framework version differs: BASE burn 0.22.1 vs NEW burn 0.22.2",
+        ));
     cnnbench()
         .arg("compare")
         .arg(&base)
@@ -179,7 +201,9 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("REGRESSION"))
-        .stderr(predicate::str::contains("slower than BASE by more than 10%"));
+        .stderr(predicate::str::contains(
+            "slower than BASE by more than 10%",
+        ));
     cnnbench()
         .arg("compare")
         .arg(&base)
@@ -204,8 +228,10 @@ fn compare_reports_verdicts_and_gates_regressions() {
 #[test]
 fn compare_with_nothing_in_common_fails() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("ours/base/resnet18.json")).unwrap()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("ours/base/resnet18.json")).unwrap(),
+    )
+    .unwrap();
     v["model"]["name"] = "tiny-custom".into();
     std::fs::write(tmp.path().join("tiny.json"), v.to_string()).unwrap();
     cnnbench()

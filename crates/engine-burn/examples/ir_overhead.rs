@@ -36,15 +36,22 @@ struct Bottleneck {
 impl Bottleneck {
     fn new(cin: usize, planes: usize, stride: usize, dev: &Device) -> Self {
         let cout = planes * 4;
-        let downsample = (stride != 1 || cin != cout)
-            .then(|| (conv(cin, cout, 1, stride, 0, dev), BatchNormConfig::new(cout).init(dev)));
+        let downsample = (stride != 1 || cin != cout).then(|| {
+            (
+                conv(cin, cout, 1, stride, 0, dev),
+                BatchNormConfig::new(cout).init(dev),
+            )
+        });
         Self {
             convs: vec![
                 conv(cin, planes, 1, 1, 0, dev),
                 conv(planes, planes, 3, stride, 1, dev),
                 conv(planes, cout, 1, 1, 0, dev),
             ],
-            norms: [planes, planes, cout].iter().map(|&c| BatchNormConfig::new(c).init(dev)).collect(),
+            norms: [planes, planes, cout]
+                .iter()
+                .map(|&c| BatchNormConfig::new(c).init(dev))
+                .collect(),
             downsample,
         }
     }
@@ -77,7 +84,12 @@ impl ResNet50 {
         let mut cin = 64;
         for (planes, count, stride) in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)] {
             for i in 0..count {
-                blocks.push(Bottleneck::new(cin, planes, if i == 0 { stride } else { 1 }, dev));
+                blocks.push(Bottleneck::new(
+                    cin,
+                    planes,
+                    if i == 0 { stride } else { 1 },
+                    dev,
+                ));
                 cin = planes * 4;
             }
         }
@@ -95,7 +107,9 @@ impl ResNet50 {
     }
 
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let mut x = self.pool.forward(relu(self.stem_norm.forward(self.stem.forward(x))));
+        let mut x = self
+            .pool
+            .forward(relu(self.stem_norm.forward(self.stem.forward(x))));
         for block in &self.blocks {
             x = block.forward(x);
         }
@@ -114,7 +128,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let batch = args.first().copied().unwrap_or(16);
     let passes = args.get(1).copied().unwrap_or(5);
     let size = args.get(2).copied().unwrap_or(224);
@@ -130,7 +147,8 @@ fn main() -> anyhow::Result<()> {
     let (mut hand_f, mut hand_b, mut ir_f, mut ir_b) = (vec![], vec![], vec![], vec![]);
     for pass in 0..=passes {
         for which in ["hand", "ir"] {
-            let x = Tensor::<4>::random([batch, 3, size, size], Distribution::Normal(0.0, 1.0), &dev);
+            let x =
+                Tensor::<4>::random([batch, 3, size, size], Distribution::Normal(0.0, 1.0), &dev);
             let g = Tensor::<2>::random([batch, 1000], Distribution::Normal(0.0, 1.0), &dev);
             sync(&dev)?;
             let t0 = Instant::now();
@@ -147,16 +165,36 @@ fn main() -> anyhow::Result<()> {
             let backward = t1.elapsed().as_secs_f64();
             drop(grads);
             if pass > 0 {
-                let (f, b) = if which == "hand" { (&mut hand_f, &mut hand_b) } else { (&mut ir_f, &mut ir_b) };
+                let (f, b) = if which == "hand" {
+                    (&mut hand_f, &mut hand_b)
+                } else {
+                    (&mut ir_f, &mut ir_b)
+                };
                 f.push(forward);
                 b.push(backward);
             }
-            println!("pass {pass} {which:>4}: forward {:8.1} ms  backward {:8.1} ms", forward * 1e3, backward * 1e3);
+            println!(
+                "pass {pass} {which:>4}: forward {:8.1} ms  backward {:8.1} ms",
+                forward * 1e3,
+                backward * 1e3
+            );
         }
     }
     let (hf, hb, xf, xb) = (median(hand_f), median(hand_b), median(ir_f), median(ir_b));
-    println!("median  hand-written burn: forward {:.1} ms, backward {:.1} ms", hf * 1e3, hb * 1e3);
-    println!("median  cnnbench IR      : forward {:.1} ms, backward {:.1} ms", xf * 1e3, xb * 1e3);
-    println!("IR / hand-written        : forward {:.3}×, backward {:.3}×", xf / hf, xb / hb);
+    println!(
+        "median  hand-written burn: forward {:.1} ms, backward {:.1} ms",
+        hf * 1e3,
+        hb * 1e3
+    );
+    println!(
+        "median  cnnbench IR      : forward {:.1} ms, backward {:.1} ms",
+        xf * 1e3,
+        xb * 1e3
+    );
+    println!(
+        "IR / hand-written        : forward {:.3}×, backward {:.3}×",
+        xf / hf,
+        xb / hb
+    );
     Ok(())
 }

@@ -61,7 +61,10 @@ impl Probe {
                 TensorData::new(r, [dims[0], dims[1], dims[2], dims[3]]),
                 &self.device,
             )),
-            _ => Value::Flat(Tensor::from_data(TensorData::new(r, [dims[0], dims[1]]), &self.device)),
+            _ => Value::Flat(Tensor::from_data(
+                TensorData::new(r, [dims[0], dims[1]]),
+                &self.device,
+            )),
         };
         out.dot_sum(r).unwrap()
     }
@@ -136,8 +139,16 @@ fn check_gradients(graph: Graph) {
     let input: Vec<f32> = normal_data(dims.iter().product(), 3);
     let x = tensor4(input.clone(), dims, &probe.device).require_grad();
     let grads = probe.loss(&params, x.clone()).backward();
-    let input_grad: Vec<f32> = x.grad(&grads).expect("input gradient").to_data().try_to_vec().unwrap();
-    let mut collect = CollectGrads { grads: &grads, out: Vec::new() };
+    let input_grad: Vec<f32> = x
+        .grad(&grads)
+        .expect("input gradient")
+        .to_data()
+        .try_to_vec()
+        .unwrap();
+    let mut collect = CollectGrads {
+        grads: &grads,
+        out: Vec::new(),
+    };
     params.visit(&mut collect);
     let param_grads = collect.out;
 
@@ -149,19 +160,33 @@ fn check_gradients(graph: Graph) {
         plus[i] += eps;
         let mut minus = input.clone();
         minus[i] -= eps;
-        let numeric = (probe.loss_value(&params, &plus) - probe.loss_value(&params, &minus)) / (2.0 * eps as f64);
-        assert_close(input_grad[i] as f64, numeric, &format!("{name}: d/dinput[{i}]"));
+        let numeric = (probe.loss_value(&params, &plus) - probe.loss_value(&params, &minus))
+            / (2.0 * eps as f64);
+        assert_close(
+            input_grad[i] as f64,
+            numeric,
+            &format!("{name}: d/dinput[{i}]"),
+        );
     }
     for (p, grad) in param_grads.iter().enumerate() {
         assert!(!grad.is_empty(), "{name}: parameter {p} has no gradient");
         for k in 0..3 {
             let i = (k * 104729 + 5) % grad.len();
             let shifted = |delta: f32| {
-                let moved = params.clone().map(&mut Perturb { target: p, index: i, delta, seen: 0 });
+                let moved = params.clone().map(&mut Perturb {
+                    target: p,
+                    index: i,
+                    delta,
+                    seen: 0,
+                });
                 probe.loss_value(&moved, &input)
             };
             let numeric = (shifted(eps) - shifted(-eps)) / (2.0 * eps as f64);
-            assert_close(grad[i] as f64, numeric, &format!("{name}: d/dparam{p}[{i}]"));
+            assert_close(
+                grad[i] as f64,
+                numeric,
+                &format!("{name}: d/dparam{p}[{i}]"),
+            );
         }
     }
 }
@@ -177,9 +202,24 @@ fn single(name: &str, input: [usize; 3], f: impl FnOnce(&mut GraphBuilder, &T) -
 #[test]
 fn conv_gradients_with_groups_dilation_and_asymmetric_padding() {
     check_gradients(single("conv", [4, 7, 6], |b, x| {
-        b.conv("c", x, Conv2d::new(6, [3, 2]).stride([2, 1]).groups(2).dilation([1, 2]).padding(Pad2d { top: 1, left: 0, bottom: 2, right: 1 }))
+        b.conv(
+            "c",
+            x,
+            Conv2d::new(6, [3, 2])
+                .stride([2, 1])
+                .groups(2)
+                .dilation([1, 2])
+                .padding(Pad2d {
+                    top: 1,
+                    left: 0,
+                    bottom: 2,
+                    right: 1,
+                }),
+        )
     }));
-    check_gradients(single("conv-nobias", [3, 5, 5], |b, x| b.conv("c", x, Conv2d::new(4, 3).padding(1).bias(false))));
+    check_gradients(single("conv-nobias", [3, 5, 5], |b, x| {
+        b.conv("c", x, Conv2d::new(4, 3).padding(1).bias(false))
+    }));
 }
 
 #[test]
@@ -199,14 +239,27 @@ fn relu_and_linear_gradients() {
 #[test]
 fn lrn_gradients() {
     check_gradients(single("lrn", [6, 3, 3], |b, x| {
-        b.lrn("lrn", x, LocalResponseNorm { size: 5, alpha: 1e-1, beta: 0.75, k: 2.0 })
+        b.lrn(
+            "lrn",
+            x,
+            LocalResponseNorm {
+                size: 5,
+                alpha: 1e-1,
+                beta: 0.75,
+                k: 2.0,
+            },
+        )
     }));
 }
 
 #[test]
 fn pooling_gradients() {
-    check_gradients(single("maxpool-ceil", [2, 7, 7], |b, x| b.max_pool("p", x, MaxPool2d::new(3, 2).ceil_mode(true))));
-    check_gradients(single("maxpool-pad", [2, 6, 6], |b, x| b.max_pool("p", x, MaxPool2d::new(3, 2).padding(1))));
+    check_gradients(single("maxpool-ceil", [2, 7, 7], |b, x| {
+        b.max_pool("p", x, MaxPool2d::new(3, 2).ceil_mode(true))
+    }));
+    check_gradients(single("maxpool-pad", [2, 6, 6], |b, x| {
+        b.max_pool("p", x, MaxPool2d::new(3, 2).padding(1))
+    }));
     check_gradients(single("avgpool", [2, 6, 6], |b, x| {
         let mut pool = AvgPool2d::new(3, 2);
         pool.padding = Pad2d::same(1);
@@ -214,7 +267,9 @@ fn pooling_gradients() {
         pool.ceil_mode = true;
         b.avg_pool("p", x, pool)
     }));
-    check_gradients(single("adaptive", [2, 7, 5], |b, x| b.adaptive_avg_pool("p", x, 2, 3)));
+    check_gradients(single("adaptive", [2, 7, 5], |b, x| {
+        b.adaptive_avg_pool("p", x, 2, 3)
+    }));
 }
 
 #[test]
@@ -233,11 +288,18 @@ fn lowering_matches_graph_shapes_and_parameter_counts_on_every_zoo_model() {
     for entry in cnnbench_zoo::entries() {
         // VGG and AlexNet are large in parameters, not in compute at 32x32: check them all,
         // but keep the input small (inception-v1 needs 31x31 at least).
-        let graph = (entry.build)([3, 32, 32]).or_else(|_| (entry.build)(entry.default_input)).unwrap();
+        let graph = (entry.build)([3, 32, 32])
+            .or_else(|_| (entry.build)(entry.default_input))
+            .unwrap();
         // Parameters only require gradients on an autodiff device.
         let device = device_for(Mode::Train);
         let (network, params) = Network::lower(&graph, &device).unwrap();
-        assert_eq!(trainable_params(&params) as u64, graph.params(), "{}", entry.name);
+        assert_eq!(
+            trainable_params(&params) as u64,
+            graph.params(),
+            "{}",
+            entry.name
+        );
         let [c, h, w] = graph.input_shape();
         let out = network
             .forward(&params, Tensor::zeros([1, c, h, w], &device))
@@ -251,7 +313,10 @@ fn lowering_matches_graph_shapes_and_parameter_counts_on_every_zoo_model() {
 #[test]
 fn batch_norm_uses_batch_statistics_in_training_and_running_ones_in_inference() {
     let graph = single("bn", [2, 3, 3], |b, x| b.batch_norm("bn", x));
-    let input: Vec<f32> = normal_data(2 * 2 * 3 * 3, 5).iter().map(|v| v * 3.0 + 10.0).collect();
+    let input: Vec<f32> = normal_data(2 * 2 * 3 * 3, 5)
+        .iter()
+        .map(|v| v * 3.0 + 10.0)
+        .collect();
     for (mode, expect_normalised) in [(Mode::Train, true), (Mode::Infer, false)] {
         let device = device_for(mode);
         let (network, params) = Network::lower(&graph, &device).unwrap();
@@ -284,8 +349,14 @@ fn dropout_is_active_in_training_and_identity_in_inference() {
         .try_to_vec()
         .unwrap();
     let zeros = out.iter().filter(|v| **v == 0.0).count();
-    assert!((800..1200).contains(&zeros), "{zeros} of 2000 dropped at p=0.5");
-    assert!(out.iter().all(|v| *v == 0.0 || (*v - 2.0).abs() < 1e-6), "kept values are scaled by 2");
+    assert!(
+        (800..1200).contains(&zeros),
+        "{zeros} of 2000 dropped at p=0.5"
+    );
+    assert!(
+        out.iter().all(|v| *v == 0.0 || (*v - 2.0).abs() < 1e-6),
+        "kept values are scaled by 2"
+    );
 
     let device = device_for(Mode::Infer);
     let (network, params) = Network::lower(&graph, &device).unwrap();
@@ -311,7 +382,12 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
     });
     let engine = BurnFlexEngine::new(None).unwrap();
     for mode in [Mode::Train, Mode::Infer, Mode::Step] {
-        let config = SessionConfig { mode, batch_size: 2, seed: 1, precision: Precision::F32 };
+        let config = SessionConfig {
+            mode,
+            batch_size: 2,
+            seed: 1,
+            precision: Precision::F32,
+        };
         let mut s = engine.prepare(&graph, &config).unwrap();
         for _ in 0..2 {
             s.prepare_batch().unwrap();
@@ -330,7 +406,15 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
             s.sync().unwrap();
         }
     }
-    let config = SessionConfig { mode: Mode::Train, batch_size: 2, seed: 1, precision: Precision::F16 };
-    let err = engine.prepare(&graph, &config).err().expect("f16 is refused");
+    let config = SessionConfig {
+        mode: Mode::Train,
+        batch_size: 2,
+        seed: 1,
+        precision: Precision::F16,
+    };
+    let err = engine
+        .prepare(&graph, &config)
+        .err()
+        .expect("f16 is refused");
     assert!(err.to_string().contains("f32 only"), "{err}");
 }

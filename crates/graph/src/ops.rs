@@ -33,6 +33,12 @@ fn lrn_k() -> f64 {
 fn half() -> f64 {
     0.5
 }
+fn ln_eps() -> f64 {
+    1e-6
+}
+fn layer_scale_init() -> f64 {
+    1e-6
+}
 
 /// 2-D convolution (cross-correlation), PyTorch semantics.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -235,6 +241,68 @@ impl Linear {
     }
 }
 
+/// LayerNorm over the channels of each pixel of a C×H×W map (ConvNeXt's `LayerNorm2d`),
+/// with a learned per-channel scale and shift.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerNorm2d {
+    pub num_channels: usize,
+    /// ConvNeXt's 1e-6 by default.
+    #[serde(default = "ln_eps")]
+    pub eps: f64,
+}
+
+impl LayerNorm2d {
+    pub fn new(num_channels: usize) -> Self {
+        Self {
+            num_channels,
+            eps: ln_eps(),
+        }
+    }
+}
+
+/// A learned per-channel scale (ConvNeXt's layer scale, `gamma ⊙ x`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerScale {
+    pub channels: usize,
+    /// The scale's initial value (1e-6 in ConvNeXt).
+    #[serde(default = "layer_scale_init")]
+    pub init: f64,
+}
+
+impl LayerScale {
+    pub fn new(channels: usize) -> Self {
+        Self {
+            channels,
+            init: layer_scale_init(),
+        }
+    }
+}
+
+/// ShuffleNet's channel shuffle: view the channels as `groups × (C/groups)`, transpose.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelShuffle {
+    pub groups: usize,
+}
+
+/// The channels `start..end` of a feature map (ShuffleNet-v2's channel split).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceChannels {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Stochastic depth (drop path): in a trained network a residual branch is dropped with
+/// probability `p`; recorded in the graph, the identity when benchmarking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StochasticDepth {
+    pub p: f64,
+}
+
 /// Ops without parameters carry an empty struct, so that unknown fields are still rejected.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -262,6 +330,26 @@ pub enum Op {
     Concat(NoParams),
     /// Element-wise sum of inputs of identical shape.
     Add(NoParams),
+    /// min(max(x, 0), 6).
+    Relu6(NoParams),
+    /// x · sigmoid(x) (swish).
+    Silu(NoParams),
+    /// x · Φ(x), the exact (erf) form.
+    Gelu(NoParams),
+    /// x · relu6(x + 3) / 6.
+    Hardswish(NoParams),
+    /// relu6(x + 3) / 6.
+    Hardsigmoid(NoParams),
+    Sigmoid(NoParams),
+    /// Element-wise product with broadcasting over size-1 dimensions (a C×H×W map times
+    /// a C×1×1 gate in squeeze-and-excitation).
+    Mul(NoParams),
+    #[serde(rename = "layer_norm2d")]
+    LayerNorm2d(LayerNorm2d),
+    LayerScale(LayerScale),
+    ChannelShuffle(ChannelShuffle),
+    SliceChannels(SliceChannels),
+    StochasticDepth(StochasticDepth),
 }
 
 /// Every op's JSON tag, for error messages that list what is supported.
@@ -278,6 +366,18 @@ pub const OP_TAGS: &[&str] = &[
     "linear",
     "concat",
     "add",
+    "relu6",
+    "silu",
+    "gelu",
+    "hardswish",
+    "hardsigmoid",
+    "sigmoid",
+    "mul",
+    "layer_norm2d",
+    "layer_scale",
+    "channel_shuffle",
+    "slice_channels",
+    "stochastic_depth",
 ];
 
 /// Why an op cannot be applied to its inputs (the graph adds the node's name).
@@ -299,6 +399,18 @@ impl Op {
             Op::Linear(_) => "linear",
             Op::Concat(_) => "concat",
             Op::Add(_) => "add",
+            Op::Relu6(_) => "relu6",
+            Op::Silu(_) => "silu",
+            Op::Gelu(_) => "gelu",
+            Op::Hardswish(_) => "hardswish",
+            Op::Hardsigmoid(_) => "hardsigmoid",
+            Op::Sigmoid(_) => "sigmoid",
+            Op::Mul(_) => "mul",
+            Op::LayerNorm2d(_) => "layer_norm2d",
+            Op::LayerScale(_) => "layer_scale",
+            Op::ChannelShuffle(_) => "channel_shuffle",
+            Op::SliceChannels(_) => "slice_channels",
+            Op::StochasticDepth(_) => "stochastic_depth",
         }
     }
 
@@ -344,6 +456,18 @@ impl Op {
             Op::Linear(l) => format!("Linear {}→{}", l.in_features, l.out_features),
             Op::Concat(_) => "Concat".into(),
             Op::Add(_) => "Add".into(),
+            Op::Relu6(_) => "ReLU6".into(),
+            Op::Silu(_) => "SiLU".into(),
+            Op::Gelu(_) => "GELU".into(),
+            Op::Hardswish(_) => "Hardswish".into(),
+            Op::Hardsigmoid(_) => "Hardsigmoid".into(),
+            Op::Sigmoid(_) => "Sigmoid".into(),
+            Op::Mul(_) => "Mul".into(),
+            Op::LayerNorm2d(l) => format!("LayerNorm2d {}", l.num_channels),
+            Op::LayerScale(l) => format!("LayerScale {}", l.channels),
+            Op::ChannelShuffle(c) => format!("ChannelShuffle groups {}", c.groups),
+            Op::SliceChannels(s) => format!("SliceChannels {}..{}", s.start, s.end),
+            Op::StochasticDepth(d) => format!("StochasticDepth p={}", d.p),
         }
     }
 
@@ -351,6 +475,7 @@ impl Op {
     pub fn arity(&self) -> (usize, usize) {
         match self {
             Op::Concat(_) | Op::Add(_) => (2, usize::MAX),
+            Op::Mul(_) => (2, 2),
             _ => (1, 1),
         }
     }
@@ -460,7 +585,49 @@ impl Op {
                 positive("in_features", l.in_features)?;
                 positive("out_features", l.out_features)
             }
-            Op::Relu(_) | Op::Flatten(_) | Op::Concat(_) | Op::Add(_) => Ok(()),
+            Op::LayerNorm2d(l) => {
+                positive("num_channels", l.num_channels)?;
+                if !(l.eps > 0.0 && l.eps.is_finite()) {
+                    return Err("eps must be a positive number".into());
+                }
+                Ok(())
+            }
+            Op::LayerScale(l) => {
+                positive("channels", l.channels)?;
+                finite("init", l.init)
+            }
+            Op::ChannelShuffle(c) => positive("groups", c.groups),
+            Op::SliceChannels(s) => {
+                if s.start >= s.end {
+                    Err(format!(
+                        "the channel range {}..{} is empty (start must be below end)",
+                        s.start, s.end
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Op::StochasticDepth(d) => {
+                if (0.0..1.0).contains(&d.p) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "stochastic depth probability {} must be in [0, 1)",
+                        d.p
+                    ))
+                }
+            }
+            Op::Relu(_)
+            | Op::Flatten(_)
+            | Op::Concat(_)
+            | Op::Add(_)
+            | Op::Relu6(_)
+            | Op::Silu(_)
+            | Op::Gelu(_)
+            | Op::Hardswish(_)
+            | Op::Hardsigmoid(_)
+            | Op::Sigmoid(_)
+            | Op::Mul(_) => Ok(()),
         }
     }
 
@@ -565,7 +732,71 @@ impl Op {
                 let (ch, _, _) = feature_map("adaptive_avg_pool2d")?;
                 Ok(Shape::chw(ch, p.output.h, p.output.w))
             }
-            Op::Relu(_) | Op::Dropout(_) => Ok((*first).clone()),
+            Op::Relu(_)
+            | Op::Dropout(_)
+            | Op::Relu6(_)
+            | Op::Silu(_)
+            | Op::Gelu(_)
+            | Op::Hardswish(_)
+            | Op::Hardsigmoid(_)
+            | Op::Sigmoid(_) => Ok((*first).clone()),
+            Op::StochasticDepth(_) => {
+                feature_map("stochastic_depth")?;
+                Ok((*first).clone())
+            }
+            Op::Mul(_) => {
+                let a = &first.0;
+                let b = &inputs[inputs.len() - 1].0;
+                let fits = a.len() == b.len()
+                    && a.iter().zip(b).all(|(x, y)| x == y || *x == 1 || *y == 1);
+                if !fits {
+                    return Err(format!(
+                        "multiplies shapes that do not broadcast (each dimension must be equal or 1): {}",
+                        list_shapes(inputs)
+                    ));
+                }
+                Ok(Shape(a.iter().zip(b).map(|(x, y)| *x.max(y)).collect()))
+            }
+            Op::LayerNorm2d(l) => {
+                let (ch, _, _) = feature_map("layer_norm2d")?;
+                if ch != l.num_channels {
+                    return Err(format!(
+                        "expects {} channels, got {ch} (input {first})",
+                        l.num_channels
+                    ));
+                }
+                Ok((*first).clone())
+            }
+            Op::LayerScale(l) => {
+                let (ch, _, _) = feature_map("layer_scale")?;
+                if ch != l.channels {
+                    return Err(format!(
+                        "expects {} channels, got {ch} (input {first})",
+                        l.channels
+                    ));
+                }
+                Ok((*first).clone())
+            }
+            Op::ChannelShuffle(c) => {
+                let (ch, _, _) = feature_map("channel_shuffle")?;
+                if ch % c.groups != 0 {
+                    return Err(format!(
+                        "{} groups must divide the {ch} channels (input {first})",
+                        c.groups
+                    ));
+                }
+                Ok((*first).clone())
+            }
+            Op::SliceChannels(s) => {
+                let (ch, h, w) = feature_map("slice_channels")?;
+                if s.end > ch {
+                    return Err(format!(
+                        "takes channels {}..{} of an input with {ch} (input {first})",
+                        s.start, s.end
+                    ));
+                }
+                Ok(Shape::chw(s.end - s.start, h, w))
+            }
             Op::Flatten(_) => Ok(Shape::flat(first.elements() as usize)),
             Op::Linear(l) => {
                 let f = first.as_flat().ok_or_else(|| {
@@ -612,6 +843,8 @@ impl Op {
                 (weights + if c.bias { c.out_channels } else { 0 }) as u64
             }
             Op::BatchNorm2d(b) if b.affine => 2 * b.num_features as u64,
+            Op::LayerNorm2d(l) => 2 * l.num_channels as u64,
+            Op::LayerScale(l) => l.channels as u64,
             Op::Linear(l) => {
                 (l.in_features * l.out_features + if l.bias { l.out_features } else { 0 }) as u64
             }

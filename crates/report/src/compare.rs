@@ -117,6 +117,13 @@ impl Rng {
     }
 }
 
+/// FNV-1a, a stable hash for seeding (std's hasher may change between releases).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     quantile(v, 0.5)
@@ -305,9 +312,9 @@ fn differences(base: &[Entry], new: &[Entry], pairs: &[(usize, usize)]) -> Vec<S
 
 /// Compares two sets of rows.
 pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparison {
-    let (pairs, only_b, only_n) = pair_up(base, new);
+    let (mut pairs, only_b, only_n) = pair_up(base, new);
+    pairs.sort_by_cached_key(|&(i, j)| (describe(&base[i]), describe(&new[j])));
     let warnings = differences(base, new, &pairs);
-    let mut rng = Rng::new(opts.seed);
     let mut out = Vec::new();
     let mut boots: Vec<Vec<f64>> = Vec::new();
     let q = opts.quantity.as_str();
@@ -327,6 +334,9 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         let (ci, v) = if sa.len() < 2 || sb.len() < 2 {
             ([ratio, ratio], Verdict::TooFewSamples)
         } else {
+            // Each pair draws from its own stream, seeded by its names, so a pair's
+            // interval does not depend on which other results were compared.
+            let mut rng = Rng::new(opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b))));
             let boot = bootstrap_ratios(sa, sb, opts.resamples.max(100), &mut rng);
             let ci = interval(boot.clone());
             boots.push(boot.iter().map(|r| r.ln()).collect());

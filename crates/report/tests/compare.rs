@@ -11,7 +11,14 @@ use std::path::Path;
 
 fn entries(dir: &Path) -> Vec<Entry> {
     let loaded = cnnbench_report::load_paths(&[dir.to_path_buf()], true).unwrap();
-    group(loaded.records, &Aliases::default(), &NoCatalog, Duplicates::Pool, Stat::Median, &mut Vec::new())
+    group(
+        loaded.records,
+        &Aliases::default(),
+        &NoCatalog,
+        Duplicates::Pool,
+        Stat::Median,
+        &mut Vec::new(),
+    )
 }
 
 /// BASE: three models at 100, 50 and 200 ms with ±3% noise.
@@ -29,7 +36,11 @@ fn fixture(base: &Path, new: &Path) {
 fn verdicts_on_synthetic_samples() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
     assert_eq!(c.pairs.len(), 3);
     let get = |m: &str| c.pairs.iter().find(|p| p.model == m).unwrap();
     assert_eq!(get("slow").verdict, Verdict::Slower);
@@ -48,8 +59,16 @@ fn verdicts_on_synthetic_samples() {
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert!(!c.failed(), "no gate asked for");
     let text = c.markdown();
-    assert!(text.contains("1 faster, 1 slower, 1 no change (noise threshold ±2%)"), "{text}");
-    assert!(text.contains("|Model|Input|Configuration|Base (ms)|New (ms)|New/Base|95% CI|Change|Verdict|"), "{text}");
+    assert!(
+        text.contains("1 faster, 1 slower, 1 no change (noise threshold ±2%)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "|Model|Input|Configuration|Base (ms)|New (ms)|New/Base|95% CI|Change|Verdict|"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -67,11 +86,30 @@ fn regression_gate_fires_only_beyond_its_percentage() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
     let (eb, en) = (entries(b.path()), entries(n.path()));
-    let gate = |pct: f64| compare(&eb, &en, &CompareOptions { fail_on_regression: Some(pct / 100.0), ..Default::default() });
+    let gate = |pct: f64| {
+        compare(
+            &eb,
+            &en,
+            &CompareOptions {
+                fail_on_regression: Some(pct / 100.0),
+                ..Default::default()
+            },
+        )
+    };
     let c = gate(10.0);
     assert!(c.failed());
-    assert_eq!(c.pairs.iter().filter(|p| p.regression).map(|p| p.model.as_str()).collect::<Vec<_>>(), ["slow"]);
-    assert!(c.summary().iter().any(|l| l.starts_with("REGRESSION: 1 pair(s) slower by more than 10%")));
+    assert_eq!(
+        c.pairs
+            .iter()
+            .filter(|p| p.regression)
+            .map(|p| p.model.as_str())
+            .collect::<Vec<_>>(),
+        ["slow"]
+    );
+    assert!(c
+        .summary()
+        .iter()
+        .any(|l| l.starts_with("REGRESSION: 1 pair(s) slower by more than 10%")));
     assert!(!gate(30.0).failed(), "20% slower is within a 30% gate");
 }
 
@@ -79,7 +117,14 @@ fn regression_gate_fires_only_beyond_its_percentage() {
 fn a_wide_threshold_calls_everything_no_change() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions { threshold: 0.5, ..Default::default() });
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions {
+            threshold: 0.5,
+            ..Default::default()
+        },
+    );
     assert!(c.pairs.iter().all(|p| p.verdict == Verdict::NoChange));
 }
 
@@ -91,11 +136,21 @@ fn software_and_machine_differences_are_warned_about() {
     newer.version = "0.23.0";
     newer.cpu = "Other CPU";
     newer.write(n.path(), "m.json");
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
     assert_eq!(c.pairs.len(), 1);
     let w = c.warnings.join("\n");
-    assert!(w.contains("framework version differs: BASE burn 0.22.1 vs NEW burn 0.23.0"), "{w}");
-    assert!(w.contains("CPU differs: BASE Test CPU vs NEW Other CPU"), "{w}");
+    assert!(
+        w.contains("framework version differs: BASE burn 0.22.1 vs NEW burn 0.23.0"),
+        "{w}"
+    );
+    assert!(
+        w.contains("CPU differs: BASE Test CPU vs NEW Other CPU"),
+        "{w}"
+    );
 }
 
 #[test]
@@ -105,13 +160,20 @@ fn a_new_machine_is_paired_by_model_and_unmatched_rows_are_listed() {
     Run::new("gone", "Old GPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "gone.json");
     Run::new("m", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "m.json");
     Run::new("added", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "added.json");
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
     assert_eq!(c.pairs.len(), 1);
     assert_eq!(c.pairs[0].verdict, Verdict::Faster);
     assert_eq!(c.only_in_base.len(), 1);
     assert!(c.only_in_base[0].starts_with("gone "));
     assert!(c.only_in_new[0].starts_with("added "));
-    assert!(c.warnings.iter().any(|w| w.contains("device differs: BASE Old GPU vs NEW New GPU")));
+    assert!(c
+        .warnings
+        .iter()
+        .any(|w| w.contains("device differs: BASE Old GPU vs NEW New GPU")));
     let (_, rows) = c.cells();
     assert!(rows[0][2].contains(" → "), "{rows:?}");
 }
@@ -124,7 +186,10 @@ fn single_samples_cannot_support_a_verdict() {
     let c = compare(
         &entries(b.path()),
         &entries(n.path()),
-        &CompareOptions { fail_on_regression: Some(0.05), ..Default::default() },
+        &CompareOptions {
+            fail_on_regression: Some(0.05),
+            ..Default::default()
+        },
     );
     assert_eq!(c.pairs[0].verdict, Verdict::TooFewSamples);
     assert!(!c.failed(), "no confidence, no failure");
@@ -137,7 +202,21 @@ fn legacy_files_compare_too() {
     let new = legacy_outputs().join("1080Ti_cudnn51");
     let c = compare(&entries(&base), &entries(&new), &CompareOptions::default());
     assert_eq!(c.pairs.len(), 6);
-    assert!(c.pairs.iter().all(|p| p.verdict == Verdict::Faster), "{:?}", c.pairs);
-    assert_eq!(c.only_in_new.len(), 3, "alexnet, vgg16 and vgg19 only ran with cuDNN");
-    assert!(c.warnings.iter().any(|w| w.contains("libraries differs") || w.contains("settings differs")), "{:?}", c.warnings);
+    assert!(
+        c.pairs.iter().all(|p| p.verdict == Verdict::Faster),
+        "{:?}",
+        c.pairs
+    );
+    assert_eq!(
+        c.only_in_new.len(),
+        3,
+        "alexnet, vgg16 and vgg19 only ran with cuDNN"
+    );
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("libraries differs") || w.contains("settings differs")),
+        "{:?}",
+        c.warnings
+    );
 }

@@ -15,14 +15,34 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     Run::new("tiny", "Test CPU", vec![1.0, 2.0]).write(d, "good.json");
-    std::fs::copy(legacy_outputs().join("cpu/189638.json"), d.join("legacy.json")).unwrap();
+    std::fs::copy(
+        legacy_outputs().join("cpu/189638.json"),
+        d.join("legacy.json"),
+    )
+    .unwrap();
     write(d, "corrupt.json", "{\"format\": \"cnnbench-result\", ");
     write(d, "unknown.json", "{\"hello\": 1}");
     write(d, "array.json", "[1, 2]");
-    write(d, "newer.json", "{\"format\": \"cnnbench-result\", \"version\": 2}");
-    write(d, "model.json", "{\"format\": \"cnnbench-model\", \"version\": 1}");
-    write(d, "broken-legacy.json", "{\"forward_times\": [1.0], \"backward_times\": [1.0, 2.0]}");
-    write(d, "half.json", "{\"format\": \"cnnbench-result\", \"version\": 1, \"model\": {}}");
+    write(
+        d,
+        "newer.json",
+        "{\"format\": \"cnnbench-result\", \"version\": 2}",
+    );
+    write(
+        d,
+        "model.json",
+        "{\"format\": \"cnnbench-model\", \"version\": 1}",
+    );
+    write(
+        d,
+        "broken-legacy.json",
+        "{\"forward_times\": [1.0], \"backward_times\": [1.0, 2.0]}",
+    );
+    write(
+        d,
+        "half.json",
+        "{\"format\": \"cnnbench-result\", \"version\": 1, \"model\": {}}",
+    );
     write(d, "notes.txt", "not json, and not looked at in a folder");
     std::fs::write(d.join("binary.json"), [0xff, 0xfe, 0x00]).unwrap();
     let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
@@ -32,15 +52,25 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     assert_eq!(loaded.warnings.len(), 8, "{w}");
     for (file, why) in [
         ("corrupt.json", "not valid JSON"),
-        ("unknown.json", "not a cnnbench result nor a cnn-benchmarks file"),
+        (
+            "unknown.json",
+            "not a cnnbench result nor a cnn-benchmarks file",
+        ),
         ("array.json", "not an object"),
         ("newer.json", "newer cnnbench"),
         ("model.json", "a `cnnbench-model` document"),
-        ("broken-legacy.json", "invalid cnn-benchmarks file: `forward_times` has 1 samples but `backward_times` has 2"),
+        (
+            "broken-legacy.json",
+            "invalid cnn-benchmarks file: `forward_times` has 1 samples but `backward_times` has 2",
+        ),
         ("half.json", "invalid cnnbench result"),
         ("binary.json", "not UTF-8"),
     ] {
-        let line = loaded.warnings.iter().find(|l| l.contains(file)).unwrap_or_else(|| panic!("no warning for {file}: {w}"));
+        let line = loaded
+            .warnings
+            .iter()
+            .find(|l| l.contains(file))
+            .unwrap_or_else(|| panic!("no warning for {file}: {w}"));
         assert!(line.contains(why), "{line}");
         assert!(line.starts_with("skipping "), "{line}");
         assert!(!line.contains('\n'));
@@ -55,7 +85,10 @@ fn strict_turns_the_first_bad_file_into_an_error() {
     let e = load_paths(&[tmp.path().to_path_buf()], true).unwrap_err();
     assert!(matches!(e, LoadError::Strict(_)));
     let msg = e.to_string();
-    assert!(msg.contains("b.json: not valid JSON") && msg.contains("drop --strict"), "{msg}");
+    assert!(
+        msg.contains("b.json: not valid JSON") && msg.contains("drop --strict"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -81,6 +114,7 @@ fn folders_are_searched_recursively_in_a_stable_order() {
     assert_eq!(loaded.records.len(), 129);
     assert!(loaded.warnings.is_empty());
     let again = load_paths(&[legacy_outputs()], true).unwrap();
-    let paths = |l: &cnnbench_report::Loaded| l.records.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
+    let paths =
+        |l: &cnnbench_report::Loaded| l.records.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
     assert_eq!(paths(&loaded), paths(&again));
 }

@@ -2,7 +2,9 @@
 
 mod common;
 
-use cnnbench_report::{Aliases, Duplicates, Format, NoCatalog, Report, ReportOptions, SpeedupRequest, Stat};
+use cnnbench_report::{
+    Aliases, Duplicates, Format, NoCatalog, Report, ReportOptions, SpeedupRequest, Stat,
+};
 use common::*;
 use std::path::Path;
 
@@ -18,7 +20,8 @@ fn speedup_fixture(dir: &Path) {
     ];
     for (device, models) in cfgs {
         for (model, t) in models {
-            Run::new(model, device, vec![*t; 5]).write(dir, &format!("{}-{model}.json", device.replace(' ', "")));
+            Run::new(model, device, vec![*t; 5])
+                .write(dir, &format!("{}-{model}.json", device.replace(' ', "")));
         }
     }
 }
@@ -32,7 +35,13 @@ fn build(dir: &Path, opts: &ReportOptions) -> Report {
 fn speedups_match_a_hand_computation() {
     let tmp = tempfile::tempdir().unwrap();
     speedup_fixture(tmp.path());
-    let r = build(tmp.path(), &ReportOptions { speedups: SpeedupRequest::All, ..Default::default() });
+    let r = build(
+        tmp.path(),
+        &ReportOptions {
+            speedups: SpeedupRequest::All,
+            ..Default::default()
+        },
+    );
     let lines: Vec<String> = r.speedups.iter().map(|s| s.sentence()).collect();
     assert_eq!(
         lines,
@@ -63,9 +72,18 @@ fn an_unknown_speedup_name_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     speedup_fixture(tmp.path());
     let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
-    let opts = ReportOptions { speedups: SpeedupRequest::Pairs(vec![("Device Z".into(), "Device A".into())]), ..Default::default() };
-    let e = Report::build(loaded.records, &Aliases::default(), &NoCatalog, &opts).unwrap_err().to_string();
-    assert!(e.contains("no configuration matches \"Device Z\"") && e.contains("Device A · burn-flex 0.22.1"), "{e}");
+    let opts = ReportOptions {
+        speedups: SpeedupRequest::Pairs(vec![("Device Z".into(), "Device A".into())]),
+        ..Default::default()
+    };
+    let e = Report::build(loaded.records, &Aliases::default(), &NoCatalog, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no configuration matches \"Device Z\"")
+            && e.contains("Device A · burn-flex 0.22.1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -78,21 +96,55 @@ fn runs_of_one_configuration_are_pooled_with_a_run_count() {
     other.version = "0.23.0";
     other.write(tmp.path(), "c.json");
     let r = build(tmp.path(), &ReportOptions::default());
-    assert_eq!(r.tables.len(), 1, "resnet-50 and resnet50 are one model for the zoo");
+    assert_eq!(
+        r.tables.len(),
+        1,
+        "resnet-50 and resnet50 are one model for the zoo"
+    );
     let (head, rows) = r.cells(&r.tables[0]);
-    assert_eq!(head, ["Device", "Engine", "Forward (ms)", "Backward (ms)", "Total (ms)", "images/s", "Runs"]);
+    assert_eq!(
+        head,
+        [
+            "Device",
+            "Engine",
+            "Forward (ms)",
+            "Backward (ms)",
+            "Total (ms)",
+            "images/s",
+            "Runs"
+        ]
+    );
     assert_eq!(rows.len(), 2);
     // Sorted by total: the 0.23.0 run (90 ms) first; then the pooled median of 5 samples.
     assert_eq!(rows[0][1], "burn-flex 0.23.0");
     assert_eq!(rows[1][4], "104.00");
     assert_eq!(rows[1][6], "2");
     assert_eq!(rows[1][5], format!("{:.1}", 16.0 / 0.104));
-    assert!(r.notes[0].contains("2 runs pooled (5 samples)"), "{:?}", r.notes);
-    assert!(r.subtitle(&r.tables[0]).contains("median of 1–5 passes"), "{}", r.subtitle(&r.tables[0]));
+    assert!(
+        r.notes[0].contains("2 runs pooled (5 samples)"),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        r.subtitle(&r.tables[0]).contains("median of 1–5 passes"),
+        "{}",
+        r.subtitle(&r.tables[0])
+    );
     // The overview takes depth, parameters and errors from the catalog.
     let (oh, orows) = r.overview_cells();
     assert_eq!(oh[0], "Model");
-    assert_eq!(orows[0][..7], ["resnet50", "16 x 3 x 224 x 224", "50", "25.56", "4.09", "23.85", "7.13"]);
+    assert_eq!(
+        orows[0][..7],
+        [
+            "resnet50",
+            "16 x 3 x 224 x 224",
+            "50",
+            "25.56",
+            "4.09",
+            "23.85",
+            "7.13"
+        ]
+    );
     assert_eq!(orows[0][7], "90.00");
 }
 
@@ -100,8 +152,18 @@ fn runs_of_one_configuration_are_pooled_with_a_run_count() {
 fn stat_changes_every_number() {
     let tmp = tempfile::tempdir().unwrap();
     Run::new("tiny", "Test CPU", vec![10.0, 11.0, 30.0]).write(tmp.path(), "a.json");
-    for (stat, total) in [(Stat::Mean, "17.00"), (Stat::Median, "11.00"), (Stat::Min, "10.00")] {
-        let r = build(tmp.path(), &ReportOptions { stat: Some(stat), ..Default::default() });
+    for (stat, total) in [
+        (Stat::Mean, "17.00"),
+        (Stat::Median, "11.00"),
+        (Stat::Min, "10.00"),
+    ] {
+        let r = build(
+            tmp.path(),
+            &ReportOptions {
+                stat: Some(stat),
+                ..Default::default()
+            },
+        );
         assert_eq!(r.cells(&r.tables[0]).1[0][4], total, "{stat:?}");
     }
 }
@@ -115,9 +177,16 @@ fn infer_mode_has_no_backward_column_and_its_own_table() {
     Run::new("tiny", "Test CPU", vec![12.0, 12.0]).write(tmp.path(), "t.json");
     let r = build(tmp.path(), &ReportOptions::default());
     assert_eq!(r.tables.len(), 2);
-    let infer_table = r.tables.iter().find(|t| t.key.mode == cnnbench_engine::Mode::Infer).unwrap();
+    let infer_table = r
+        .tables
+        .iter()
+        .find(|t| t.key.mode == cnnbench_engine::Mode::Infer)
+        .unwrap();
     let (head, _) = r.cells(infer_table);
-    assert_eq!(head, ["Device", "Engine", "Forward (ms)", "Total (ms)", "images/s"]);
+    assert_eq!(
+        head,
+        ["Device", "Engine", "Forward (ms)", "Total (ms)", "images/s"]
+    );
 }
 
 #[test]
@@ -129,19 +198,47 @@ fn csv_has_one_row_per_result_and_stable_columns() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 8);
     let head: Vec<&str> = lines[0].split(',').collect();
-    for col in ["model", "device", "engine", "framework_version", "batch_size", "image_height", "mode", "runs", "forward_mean_ms", "backward_median_ms", "total_std_ms", "total_min_ms", "total_max_ms", "images_per_s", "gflops_per_s", "peak_rss_bytes"] {
+    for col in [
+        "model",
+        "device",
+        "engine",
+        "framework_version",
+        "batch_size",
+        "image_height",
+        "mode",
+        "runs",
+        "forward_mean_ms",
+        "backward_median_ms",
+        "total_std_ms",
+        "total_min_ms",
+        "total_max_ms",
+        "images_per_s",
+        "gflops_per_s",
+        "peak_rss_bytes",
+    ] {
         assert!(head.contains(&col), "missing column {col}");
     }
     for l in &lines[1..] {
         assert_eq!(l.split(',').count(), head.len(), "{l}");
     }
-    let at = |row: &str, col: &str| row.split(',').nth(head.iter().position(|h| *h == col).unwrap()).unwrap().to_string();
-    let m2b = lines.iter().find(|l| l.starts_with("m2,") && l.contains("Device B")).unwrap();
+    let at = |row: &str, col: &str| {
+        row.split(',')
+            .nth(head.iter().position(|h| *h == col).unwrap())
+            .unwrap()
+            .to_string()
+    };
+    let m2b = lines
+        .iter()
+        .find(|l| l.starts_with("m2,") && l.contains("Device B"))
+        .unwrap();
     assert_eq!(at(m2b, "total_median_ms"), "26.000000");
     assert_eq!(at(m2b, "forward_mean_ms"), format!("{:.6}", 26.0 * 0.4));
     assert_eq!(at(m2b, "update_mean_ms"), "");
     // 2 MACs·batch·3 per pass for training, 2e6 MACs per example: 192e6 FLOPs / 0.026 s.
-    assert_eq!(at(m2b, "gflops_per_s"), format!("{:.6}", 192e6 / 0.026 / 1e9));
+    assert_eq!(
+        at(m2b, "gflops_per_s"),
+        format!("{:.6}", 192e6 / 0.026 / 1e9)
+    );
     assert_eq!(at(m2b, "peak_rss_bytes"), "123456789");
 }
 
@@ -149,18 +246,45 @@ fn csv_has_one_row_per_result_and_stable_columns() {
 fn json_is_machine_readable_with_every_statistic() {
     let tmp = tempfile::tempdir().unwrap();
     speedup_fixture(tmp.path());
-    let r = build(tmp.path(), &ReportOptions { speedups: SpeedupRequest::All, ..Default::default() });
-    let v: serde_json::Value = serde_json::from_str(&Format::Json.exporter().render(&r).unwrap()).unwrap();
+    let r = build(
+        tmp.path(),
+        &ReportOptions {
+            speedups: SpeedupRequest::All,
+            ..Default::default()
+        },
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&Format::Json.exporter().render(&r).unwrap()).unwrap();
     assert_eq!(v["format"], "cnnbench-report");
     assert_eq!(v["stat"], "median");
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 8);
     let first = &results[0];
-    for k in ["model", "device", "engine", "batch_size", "mode", "runs", "images_per_s", "sources"] {
+    for k in [
+        "model",
+        "device",
+        "engine",
+        "batch_size",
+        "mode",
+        "runs",
+        "images_per_s",
+        "sources",
+    ] {
         assert!(first.get(k).is_some(), "missing {k}");
     }
-    for k in ["count", "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "median_ci95_ms"] {
-        assert!(first["quantities"]["total"].get(k).is_some(), "missing total.{k}");
+    for k in [
+        "count",
+        "mean_ms",
+        "median_ms",
+        "std_ms",
+        "min_ms",
+        "max_ms",
+        "median_ci95_ms",
+    ] {
+        assert!(
+            first["quantities"]["total"].get(k).is_some(),
+            "missing total.{k}"
+        );
     }
     assert_eq!(v["speedups"][0]["ratios"].as_array().unwrap().len(), 3);
 }
@@ -170,8 +294,19 @@ fn aliases_rename_devices_everywhere() {
     let tmp = tempfile::tempdir().unwrap();
     speedup_fixture(tmp.path());
     let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
-    let aliases = Aliases::parse("[devices]\n\"Device A\" = \"Alpha\"\n[models]\nm1 = \"Model One\"\n").unwrap();
-    let r = Report::build(loaded.records, &aliases, &NoCatalog, &ReportOptions { speedups: SpeedupRequest::All, ..Default::default() }).unwrap();
+    let aliases =
+        Aliases::parse("[devices]\n\"Device A\" = \"Alpha\"\n[models]\nm1 = \"Model One\"\n")
+            .unwrap();
+    let r = Report::build(
+        loaded.records,
+        &aliases,
+        &NoCatalog,
+        &ReportOptions {
+            speedups: SpeedupRequest::All,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let md = Format::Markdown.exporter().render(&r).unwrap();
     assert!(md.contains("|Alpha|burn-flex 0.22.1|"), "{md}");
     assert!(md.contains("## Model One\n"), "{md}");
@@ -184,11 +319,25 @@ fn model_filter_keeps_only_what_was_asked() {
     let tmp = tempfile::tempdir().unwrap();
     speedup_fixture(tmp.path());
     let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
-    let opts = ReportOptions { models: vec!["M2".into()], ..Default::default() };
-    let r = Report::build(loaded.records.clone(), &Aliases::default(), &NoCatalog, &opts).unwrap();
+    let opts = ReportOptions {
+        models: vec!["M2".into()],
+        ..Default::default()
+    };
+    let r = Report::build(
+        loaded.records.clone(),
+        &Aliases::default(),
+        &NoCatalog,
+        &opts,
+    )
+    .unwrap();
     assert_eq!(r.tables.len(), 1);
-    let opts = ReportOptions { models: vec!["nope".into()], ..Default::default() };
-    let e = Report::build(loaded.records, &Aliases::default(), &NoCatalog, &opts).unwrap_err().to_string();
+    let opts = ReportOptions {
+        models: vec!["nope".into()],
+        ..Default::default()
+    };
+    let e = Report::build(loaded.records, &Aliases::default(), &NoCatalog, &opts)
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "no results for model nope; the results hold: m1, m2, m3");
 }
 
@@ -199,7 +348,17 @@ fn duplicates_latest_keeps_the_newest_run() {
     old["started_at"] = "2024-01-01T00:00:00Z".into();
     std::fs::write(tmp.path().join("old.json"), old.to_string()).unwrap();
     Run::new("tiny", "Test CPU", vec![70.0]).write(tmp.path(), "new.json");
-    let r = build(tmp.path(), &ReportOptions { duplicates: Duplicates::Latest, ..Default::default() });
+    let r = build(
+        tmp.path(),
+        &ReportOptions {
+            duplicates: Duplicates::Latest,
+            ..Default::default()
+        },
+    );
     assert_eq!(r.cells(&r.tables[0]).1[0][4], "70.00");
-    assert!(r.notes[0].contains("latest of 2 runs kept"), "{:?}", r.notes);
+    assert!(
+        r.notes[0].contains("latest of 2 runs kept"),
+        "{:?}",
+        r.notes
+    );
 }

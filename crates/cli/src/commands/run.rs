@@ -26,6 +26,7 @@ pub struct RunArgs {
     /// infer: evaluation mode, forward only; step: forward + loss, backward, SGD update.
     #[arg(long, value_enum, default_value = "train")]
     pub mode: ModeArg,
+    /// Images per pass (the original suite used 16).
     #[arg(long, short = 'b', default_value_t = 16)]
     pub batch_size: usize,
     /// Input image size: N or HxW (default: each model's own, 224 for the classics).
@@ -284,7 +285,10 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
     if results.is_empty() {
         return;
     }
-    let mut table = new_table(&[
+    let with_update = results
+        .iter()
+        .any(|(r, _)| r.summary.contains_key("update"));
+    let mut headers = vec![
         "Model",
         "Engine",
         "Device",
@@ -292,14 +296,15 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
         "Batch",
         "Forward (ms)",
         "Backward (ms)",
-        "Total (ms)",
-        "Images/s",
-        "GFLOP/s",
-        "Peak RSS",
-    ]);
+    ];
+    if with_update {
+        headers.push("Update (ms)");
+    }
+    headers.extend(["Total (ms)", "Images/s", "GFLOP/s", "Peak RSS"]);
+    let mut table = new_table(&headers);
     for (r, _) in results {
         let [h, w] = r.config.image_size;
-        table.add_row(vec![
+        let mut row = vec![
             format!("{} ({h}×{w})", r.model.name),
             r.engine.name.clone(),
             r.engine.device_name.clone(),
@@ -307,13 +312,20 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
             r.config.batch_size.to_string(),
             ms(r, "forward"),
             ms(r, "backward"),
+        ];
+        if with_update {
+            row.push(ms(r, "update"));
+        }
+        row.extend([
             ms(r, "total"),
             format!("{:.1}", r.throughput.images_per_s),
             format!("{:.1}", r.throughput.gflops_per_s),
             r.memory.peak_rss_bytes.map_or("–".into(), bytes),
         ]);
+        table.add_row(row);
     }
-    align_right(&mut table, &[4, 5, 6, 7, 8, 9, 10]);
+    let numeric: Vec<usize> = (4..headers.len()).collect();
+    align_right(&mut table, &numeric);
     println!("{table}");
     println!(
         "times: median ± standard deviation over the timed passes; results in the files above"
