@@ -24,6 +24,8 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Compare two sets of results: ratios with confidence intervals and verdicts.
     Compare(commands::compare::CompareArgs),
+    /// Convert a model file (Caffe prototxt, model JSON) into a cnnbench model JSON.
+    Convert(commands::convert::ConvertArgs),
     /// List the engines this build can run on this machine, and why not the others.
     Engines,
 }
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
+        Command::Convert(args) => commands::convert::run(args),
         Command::Engines => commands::engines::run(),
     };
     match outcome {

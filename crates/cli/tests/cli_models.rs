@@ -143,3 +143,47 @@ fn engines_lists_what_this_build_can_run() {
         .stdout(predicate::str::contains("burn-flex"))
         .stdout(predicate::str::contains("torch-cuda"));
 }
+
+#[test]
+fn converts_caffe_prototxt_and_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prototxt = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../import/tests/fixtures/tiny.prototxt");
+    let json = dir.path().join("tiny.json");
+    cnnbench()
+        .arg("convert")
+        .arg(&prototxt)
+        .arg(&json)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("1,026 params"));
+    let out = cnnbench()
+        .args(["models", "--json", "--file"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["params"], 1026);
+    assert_eq!(row["name"], "tiny-caffe");
+    cnnbench()
+        .args(["models", "--file"])
+        .arg(&prototxt)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("conv2a"));
+    cnnbench()
+        .args(["run", "-b", "2", "-n", "1", "-q", "--model-file"])
+        .arg(&prototxt)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("tiny-caffe (32×32)"));
+    cnnbench()
+        .arg("convert")
+        .arg(&prototxt)
+        .arg(&json)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("must not exist yet"));
+}

@@ -48,7 +48,7 @@ fn speedups_alone_and_for_a_chosen_pair() {
         .args(legacy_1080ti())
         .arg("--aliases")
         .arg(fixtures().join("legacy-aliases.toml"))
-        .arg("--speedups")
+        .args(["--stat", "mean", "--speedups"])
         .assert()
         .success()
         .stdout(predicate::str::contains(

@@ -2,10 +2,12 @@
 //! runs them.
 
 use anyhow::{anyhow, Result};
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
-use burn::tensor::activation::relu;
+use burn::nn::{
+    BatchNorm, BatchNormConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d,
+};
+use burn::tensor::activation::{gelu, hard_sigmoid, relu, relu6, sigmoid, silu};
 use burn::tensor::module::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 use burn::tensor::ops::{AvgPoolOptions, MaxPoolOptions};
 use burn::tensor::{Device, Distribution, Tensor};
@@ -17,6 +19,10 @@ pub struct NetParams {
     pub convs: Vec<Conv2d>,
     pub norms: Vec<BatchNorm>,
     pub linears: Vec<Linear>,
+    /// Channel LayerNorms (ConvNeXt), applied channels-last.
+    pub layer_norms: Vec<LayerNorm>,
+    /// Per-channel scales (ConvNeXt's layer scale).
+    pub scales: Vec<Param<Tensor<1>>>,
 }
 
 /// A tensor flowing between nodes: a batch of feature maps or of flat vectors.
@@ -66,11 +72,44 @@ impl Value {
     }
 }
 
+/// Element-wise activations, which apply to feature maps and flat vectors alike.
+#[derive(Clone, Copy)]
+enum Activation {
+    Relu,
+    Relu6,
+    Silu,
+    Gelu,
+    Hardswish,
+    Hardsigmoid,
+    Sigmoid,
+}
+
+impl Activation {
+    fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+        match self {
+            Activation::Relu => relu(x),
+            Activation::Relu6 => relu6(x),
+            Activation::Silu => silu(x),
+            Activation::Gelu => gelu(x),
+            // PyTorch: x · relu6(x + 3) / 6 and relu6(x + 3) / 6.
+            Activation::Hardswish => x.clone() * hard_sigmoid(x, 1.0 / 6.0, 0.5),
+            Activation::Hardsigmoid => hard_sigmoid(x, 1.0 / 6.0, 0.5),
+            Activation::Sigmoid => sigmoid(x),
+        }
+    }
+}
+
 enum Lowered {
     Conv(usize),
     Norm(usize),
     Linear(usize),
-    Relu,
+    LayerNorm(usize),
+    Scale(usize),
+    Act(Activation),
+    Mul,
+    Shuffle(usize),
+    Slice(usize, usize),
+    Identity,
     Lrn {
         size: usize,
         alpha: f64,
@@ -114,6 +153,8 @@ impl Network {
             convs: Vec::new(),
             norms: Vec::new(),
             linears: Vec::new(),
+            layer_norms: Vec::new(),
+            scales: Vec::new(),
         };
         let last_uses = graph.last_uses();
         let mut frees: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
@@ -161,7 +202,31 @@ impl Network {
                     params.linears.push(linear);
                     Lowered::Linear(params.linears.len() - 1)
                 }
-                Op::Relu(_) => Lowered::Relu,
+                Op::LayerNorm2d(l) => {
+                    let norm = LayerNormConfig::new(l.num_channels)
+                        .with_epsilon(l.eps)
+                        .init(device);
+                    params.layer_norms.push(norm);
+                    Lowered::LayerNorm(params.layer_norms.len() - 1)
+                }
+                Op::LayerScale(l) => {
+                    let scale = Tensor::<1>::full([l.channels], l.init, device);
+                    params.scales.push(Param::from_tensor(scale));
+                    Lowered::Scale(params.scales.len() - 1)
+                }
+                Op::Relu(_) => Lowered::Act(Activation::Relu),
+                Op::Relu6(_) => Lowered::Act(Activation::Relu6),
+                Op::Silu(_) => Lowered::Act(Activation::Silu),
+                Op::Gelu(_) => Lowered::Act(Activation::Gelu),
+                Op::Hardswish(_) => Lowered::Act(Activation::Hardswish),
+                Op::Hardsigmoid(_) => Lowered::Act(Activation::Hardsigmoid),
+                Op::Sigmoid(_) => Lowered::Act(Activation::Sigmoid),
+                Op::Mul(_) => Lowered::Mul,
+                Op::ChannelShuffle(c) => Lowered::Shuffle(c.groups),
+                Op::SliceChannels(c) => Lowered::Slice(c.start, c.end),
+                // Recorded for the model's description; the benchmark runs it as the
+                // identity (as torchvision does in evaluation).
+                Op::StochasticDepth(_) => Lowered::Identity,
                 Op::LocalResponseNorm(l) => Lowered::Lrn {
                     size: l.size,
                     alpha: l.alpha,
@@ -227,10 +292,43 @@ impl Network {
                 Lowered::Conv(k) => Value::Map(params.convs[*k].forward(first.into_map()?)),
                 Lowered::Norm(k) => Value::Map(params.norms[*k].forward(first.into_map()?)),
                 Lowered::Linear(k) => Value::Flat(params.linears[*k].forward(first.into_flat()?)),
-                Lowered::Relu => match first {
-                    Value::Map(t) => Value::Map(relu(t)),
-                    Value::Flat(t) => Value::Flat(relu(t)),
+                Lowered::LayerNorm(k) => {
+                    // Channels last, normalise, channels first again.
+                    let x = first.into_map()?.permute([0, 2, 3, 1]);
+                    Value::Map(params.layer_norms[*k].forward(x).permute([0, 3, 1, 2]))
+                }
+                Lowered::Scale(k) => {
+                    let scale = params.scales[*k].val();
+                    let [c] = scale.dims();
+                    Value::Map(first.into_map()?.mul(scale.reshape([1, c, 1, 1])))
+                }
+                Lowered::Act(a) => match first {
+                    Value::Map(t) => Value::Map(a.apply(t)),
+                    Value::Flat(t) => Value::Flat(a.apply(t)),
                 },
+                Lowered::Mul => {
+                    let other = fetch(&step.inputs[1])?;
+                    match (first, other) {
+                        (Value::Map(a), Value::Map(b)) => Value::Map(broadcast_mul(a, b)),
+                        (Value::Flat(a), Value::Flat(b)) => Value::Flat(a * b),
+                        _ => {
+                            return Err(anyhow!(
+                                "node \"{}\" multiplies tensors of different ranks",
+                                step.name
+                            ))
+                        }
+                    }
+                }
+                Lowered::Shuffle(groups) => {
+                    let x = first.into_map()?;
+                    let [n, c, h, w] = x.dims();
+                    let x: Tensor<5> = x.reshape([n, *groups, c / groups, h, w]);
+                    Value::Map(x.swap_dims(1, 2).reshape([n, c, h, w]))
+                }
+                Lowered::Slice(start, end) => {
+                    Value::Map(first.into_map()?.narrow(1, *start, end - start))
+                }
+                Lowered::Identity => first,
                 Lowered::Lrn {
                     size,
                     alpha,
@@ -292,6 +390,21 @@ impl Network {
             .take()
             .ok_or_else(|| anyhow!("the output node produced no value"))
     }
+}
+
+/// `a ⊙ b` where either side may have size 1 in a dimension the other does not.
+fn broadcast_mul(a: Tensor<4>, b: Tensor<4>) -> Tensor<4> {
+    let (da, db) = (a.dims(), b.dims());
+    if da == db {
+        return a * b;
+    }
+    let mut out = [0usize; 4];
+    for (o, (x, y)) in out.iter_mut().zip(da.iter().zip(db.iter())) {
+        *o = (*x).max(*y);
+    }
+    let a = if da == out { a } else { a.expand(out) };
+    let b = if db == out { b } else { b.expand(out) };
+    a * b
 }
 
 /// Inverted dropout: zero each element with probability `p`, scale the rest by 1/(1−p).

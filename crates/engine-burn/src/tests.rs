@@ -284,13 +284,123 @@ fn concat_and_add_gradients() {
 }
 
 #[test]
+fn activation_gradients() {
+    type Act = fn(&mut GraphBuilder, &str, &T) -> T;
+    let acts: [(&str, Act); 6] = [
+        ("relu6", |b, n, x| b.relu6(n, x)),
+        ("silu", |b, n, x| b.silu(n, x)),
+        ("gelu", |b, n, x| b.gelu(n, x)),
+        ("hardswish", |b, n, x| b.hardswish(n, x)),
+        ("hardsigmoid", |b, n, x| b.hardsigmoid(n, x)),
+        ("sigmoid", |b, n, x| b.sigmoid(n, x)),
+    ];
+    for (name, act) in acts {
+        check_gradients(single(name, [2, 4, 4], |b, x| {
+            let c = b.conv("c", x, Conv2d::new(3, 1));
+            let a = act(b, "act", &c);
+            // On flat vectors too.
+            let f = b.flatten("flat", &a);
+            let g = act(b, "act_flat", &f);
+            b.linear("fc", &g, 4)
+        }));
+    }
+}
+
+#[test]
+fn squeeze_and_excitation_mul_gradients() {
+    check_gradients(single("se", [4, 5, 5], |b, x| {
+        let s = b.adaptive_avg_pool("squeeze", x, 1, 1);
+        let s = b.conv("fc1", &s, Conv2d::new(2, 1));
+        let s = b.silu("act", &s);
+        let s = b.conv("fc2", &s, Conv2d::new(4, 1));
+        let s = b.sigmoid("gate", &s);
+        // The gate second and first: both broadcast.
+        let y = b.mul("scale", x, &s);
+        let z = b.mul("scale2", &s, &y);
+        b.mul("same", &z, x)
+    }));
+}
+
+#[test]
+fn layer_norm_and_layer_scale_gradients() {
+    check_gradients(single("layer-norm", [5, 3, 4], |b, x| {
+        let y = b.layer_norm2d("ln", x, 1e-6);
+        let y = b.conv("c", &y, Conv2d::new(3, 1));
+        // A large initial scale keeps the input gradients measurable.
+        let y = b.layer_scale("gamma", &y, 0.7);
+        let y = b.stochastic_depth("drop_path", &y, 0.2);
+        b.sum("add", &[&y, &y])
+    }));
+}
+
+#[test]
+fn channel_shuffle_and_slice_gradients() {
+    check_gradients(single("shuffle", [6, 3, 3], |b, x| {
+        let left = b.slice_channels("left", x, 0, 2);
+        let right = b.slice_channels("right", x, 2, 6);
+        let right = b.conv("c", &right, Conv2d::new(4, 3).padding(1));
+        let cat = b.concat("cat", &[&left, &right]);
+        b.channel_shuffle("shuffle", &cat, 3)
+    }));
+}
+
+#[test]
+fn new_ops_compute_what_pytorch_computes() {
+    let device = device_for(Mode::Infer);
+    let run = |graph: &Graph, data: Vec<f32>| -> Vec<f32> {
+        let [c, h, w] = graph.input_shape();
+        let (network, params) = Network::lower(graph, &device).unwrap();
+        let out = network
+            .forward(&params, tensor4(data, [1, c, h, w], &device))
+            .unwrap();
+        match out {
+            Value::Map(t) => t.to_data().try_to_vec().unwrap(),
+            Value::Flat(t) => t.to_data().try_to_vec().unwrap(),
+        }
+    };
+    let input: Vec<f32> = vec![-4.0, -1.0, 0.0, 1.0, 2.0, 4.0, 7.0, 0.5];
+    let close = |got: &[f32], want: &[f32], what: &str| {
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-4, "{what}: got {got:?}, want {want:?}");
+        }
+    };
+    let relu6 = run(
+        &single("r6", [8, 1, 1], |b, x| b.relu6("a", x)),
+        input.clone(),
+    );
+    close(&relu6, &[0.0, 0.0, 0.0, 1.0, 2.0, 4.0, 6.0, 0.5], "relu6");
+    let hs = run(
+        &single("hs", [8, 1, 1], |b, x| b.hardswish("a", x)),
+        input.clone(),
+    );
+    let want: Vec<f32> = input
+        .iter()
+        .map(|x| x * ((x + 3.0).clamp(0.0, 6.0) / 6.0))
+        .collect();
+    close(&hs, &want, "hardswish");
+    // [0, 1, 2, 3, 4, 5] in 3 groups of 2 → [0, 2, 4, 1, 3, 5].
+    let shuffle = run(
+        &single("cs", [6, 1, 1], |b, x| b.channel_shuffle("s", x, 3)),
+        (0..6).map(|v| v as f32).collect(),
+    );
+    close(&shuffle, &[0.0, 2.0, 4.0, 1.0, 3.0, 5.0], "channel_shuffle");
+    // LayerNorm over channels of each pixel: 2 pixels with channels (1, 3) and (2, 6).
+    let ln = run(
+        &single("ln", [2, 1, 2], |b, x| b.layer_norm2d("ln", x, 1e-6)),
+        vec![1.0, 2.0, 3.0, 6.0],
+    );
+    close(&ln, &[-1.0, -1.0, 1.0, 1.0], "layer_norm2d");
+}
+
+#[test]
 fn lowering_matches_graph_shapes_and_parameter_counts_on_every_zoo_model() {
     for entry in cnnbench_zoo::entries() {
         // VGG and AlexNet are large in parameters, not in compute at 32x32: check them all,
-        // but keep the input small (inception-v1 needs 31x31 at least).
-        let graph = (entry.build)([3, 32, 32])
-            .or_else(|_| (entry.build)(entry.default_input))
-            .unwrap();
+        // but keep the input small (32x32, or the smallest the model accepts: inception-v1
+        // needs 31x31, inception-v3 75x75).
+        let [c, smallest, _] = entry.smallest_input();
+        let size = smallest.max(32);
+        let graph = (entry.build)([c, size, size]).unwrap();
         // Parameters only require gradients on an autodiff device.
         let device = device_for(Mode::Train);
         let (network, params) = Network::lower(&graph, &device).unwrap();

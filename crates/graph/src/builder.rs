@@ -142,6 +142,72 @@ impl GraphBuilder {
         self.add(name, Op::Add(NoParams {}), xs)
     }
 
+    /// Batch norm with explicit settings (eps, momentum) over `x`'s channels.
+    pub fn batch_norm_with(
+        &mut self,
+        name: impl Into<String>,
+        x: &T,
+        eps: f64,
+        momentum: f64,
+    ) -> T {
+        let mut bn = BatchNorm2d::new(x.channels());
+        bn.eps = eps;
+        bn.momentum = momentum;
+        self.add(name, Op::BatchNorm2d(bn), &[x])
+    }
+    pub fn relu6(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Relu6(NoParams {}), &[x])
+    }
+    pub fn silu(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Silu(NoParams {}), &[x])
+    }
+    pub fn gelu(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Gelu(NoParams {}), &[x])
+    }
+    pub fn hardswish(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Hardswish(NoParams {}), &[x])
+    }
+    pub fn hardsigmoid(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Hardsigmoid(NoParams {}), &[x])
+    }
+    pub fn sigmoid(&mut self, name: impl Into<String>, x: &T) -> T {
+        self.add(name, Op::Sigmoid(NoParams {}), &[x])
+    }
+    /// `x ⊙ gate`, broadcasting size-1 dimensions of `gate`.
+    pub fn mul(&mut self, name: impl Into<String>, x: &T, gate: &T) -> T {
+        self.add(name, Op::Mul(NoParams {}), &[x, gate])
+    }
+    /// LayerNorm over `x`'s channels with the given eps.
+    pub fn layer_norm2d(&mut self, name: impl Into<String>, x: &T, eps: f64) -> T {
+        let mut ln = LayerNorm2d::new(x.channels());
+        ln.eps = eps;
+        self.add(name, Op::LayerNorm2d(ln), &[x])
+    }
+    /// A learned per-channel scale over `x`'s channels, starting at `init`.
+    pub fn layer_scale(&mut self, name: impl Into<String>, x: &T, init: f64) -> T {
+        let op = Op::LayerScale(LayerScale {
+            channels: x.channels(),
+            init,
+        });
+        self.add(name, op, &[x])
+    }
+    pub fn channel_shuffle(&mut self, name: impl Into<String>, x: &T, groups: usize) -> T {
+        self.add(name, Op::ChannelShuffle(ChannelShuffle { groups }), &[x])
+    }
+    /// Channels `start..end` of `x`.
+    pub fn slice_channels(
+        &mut self,
+        name: impl Into<String>,
+        x: &T,
+        start: usize,
+        end: usize,
+    ) -> T {
+        self.add(name, Op::SliceChannels(SliceChannels { start, end }), &[x])
+    }
+    pub fn stochastic_depth(&mut self, name: impl Into<String>, x: &T, p: f64) -> T {
+        self.add(name, Op::StochasticDepth(StochasticDepth { p }), &[x])
+    }
+
     /// Validates the whole network; `output` is the network's result.
     pub fn finish(self, output: &T) -> Result<Graph, GraphError> {
         if let Some(e) = self.error {

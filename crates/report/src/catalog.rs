@@ -37,10 +37,12 @@ impl ModelCatalog for NoCatalog {
     }
 }
 
+type FactsCache = HashMap<(String, [usize; 3]), Option<ModelFacts>>;
+
 /// Remembers answers, since building a large model's graph is not free.
 pub struct Cached<'a> {
     inner: &'a dyn ModelCatalog,
-    facts: RefCell<HashMap<(String, [usize; 3]), Option<ModelFacts>>>,
+    facts: RefCell<FactsCache>,
 }
 
 impl<'a> Cached<'a> {

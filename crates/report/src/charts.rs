@@ -6,6 +6,7 @@
 use crate::fmt::{natural_cmp, slug};
 use crate::group::{Entry, Stat};
 use crate::report::{Report, Table};
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -75,11 +76,67 @@ fn table_size(rows: usize) -> (u32, u32) {
     (960, 110 + 34 * rows.max(1) as u32 + 40)
 }
 
+/// Totals spanning more than this factor are drawn on a log axis, so that a CPU row
+/// does not flatten every GPU row.
+const LOG_AXIS_SPAN: f64 = 30.0;
+
 fn draw_table<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     report: &Report,
     t: &Table,
 ) -> anyhow::Result<()> {
+    let stat = report.stat;
+    let rows: Vec<&Entry> = report.rows(t).collect();
+    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+    for e in &rows {
+        let v = e.value("total", stat).unwrap_or(0.0) * 1000.0;
+        let (a, b) = spread(e, stat).map_or((v, v), |s| (s.0 * 1000.0, s.1 * 1000.0));
+        if v > 0.0 {
+            lo = lo.min(v).min(if a > 0.0 { a } else { v });
+            // The first phase's segment must show on a log axis too.
+            let first = e.value("forward", stat).map_or(v, |f| f * 1000.0);
+            if first > 0.0 {
+                lo = lo.min(first);
+            }
+        }
+        hi = hi.max(v).max(b);
+    }
+    if hi <= 0.0 || !lo.is_finite() {
+        return draw_table_on(root, report, t, 0f64..1.0, 0.0, false);
+    }
+    if hi / lo > LOG_AXIS_SPAN {
+        let x0 = lo / 2.0;
+        draw_table_on(root, report, t, (x0..hi * 2.5).log_scale(), x0, true)
+    } else {
+        draw_table_on(root, report, t, 0f64..hi * 1.15, 0.0, false)
+    }
+}
+
+fn axis_label(v: &f64) -> String {
+    if *v >= 10.0 || *v == 0.0 {
+        format!("{v:.0}")
+    } else if *v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Draws the bars on either axis. Segment boundaries sit at cumulative times
+/// (forward, forward + backward, …), scaled so the bar ends at the total's statistic.
+fn draw_table_on<DB, XR>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+    t: &Table,
+    x_range: XR,
+    x0: f64,
+    log: bool,
+) -> anyhow::Result<()>
+where
+    DB: DrawingBackend,
+    XR: AsRangedCoord<Value = f64>,
+    XR::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     draw!(root.fill(&WHITE));
     let rows: Vec<&Entry> = report.rows(t).collect();
     let n = rows.len().max(1);
@@ -93,17 +150,6 @@ fn draw_table<DB: DrawingBackend>(
         .clamp(10, 52) as u32
         * 7
         + 16;
-    let mut xmax: f64 = 0.0;
-    for e in &rows {
-        let v = e.value("total", stat).unwrap_or(0.0);
-        let hi = spread(e, stat).map_or(v, |s| s.1);
-        xmax = xmax.max(v).max(hi);
-    }
-    let xmax = if xmax > 0.0 {
-        xmax * 1000.0 * 1.15
-    } else {
-        1.0
-    };
     let title = format!(
         "{} — input {}, {}",
         t.title,
@@ -114,15 +160,18 @@ fn draw_table<DB: DrawingBackend>(
         .caption(title, (FONT_NAME, 18))
         .margin(14)
         .margin_left(label_w)
+        .margin_right(70)
         .x_label_area_size(44)
         .y_label_area_size(0)
-        .build_cartesian_2d(0f64..xmax, 0f64..n as f64));
+        .build_cartesian_2d(x_range, 0f64..n as f64));
+    let scale = if log { "log scale; " } else { "" };
     draw!(chart
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(0)
+        .x_label_formatter(&axis_label)
         .x_desc(format!(
-            "time per pass, ms ({}; {})",
+            "time per pass, ms ({scale}{}; {})",
             stat.as_str(),
             spread_name(stat)
         ))
@@ -146,13 +195,14 @@ fn draw_table<DB: DrawingBackend>(
             .filter_map(|(k, (q, _))| e.value(q, stat).map(|v| (k, v)))
             .collect();
         let sum: f64 = parts.iter().map(|p| p.1).sum();
-        let mut x = 0.0;
+        let mut cumulative = 0.0;
+        let mut x = x0;
         for (k, v) in parts {
-            // Phases split the total bar in proportion to their own statistic.
-            let w = if sum > 0.0 { total * v / sum } else { 0.0 };
+            cumulative += if sum > 0.0 { total * v / sum } else { 0.0 };
+            let end = cumulative.max(x0);
             let color = PHASES[k].1;
             let series = draw!(chart.draw_series(std::iter::once(Rectangle::new(
-                [(x, lo), (x + w, hi)],
+                [(x, lo), (end, hi)],
                 color.filled()
             ))));
             if !legend_done[k] {
@@ -161,11 +211,11 @@ fn draw_table<DB: DrawingBackend>(
                     Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                 });
             }
-            x += w;
+            x = end;
         }
         let mut right = total;
         if let Some((a, b)) = spread(e, stat) {
-            let (a, b) = (a * 1000.0, b * 1000.0);
+            let (a, b) = ((a * 1000.0).max(x0), b * 1000.0);
             right = right.max(b);
             let style = BLACK.stroke_width(1);
             draw!(chart.draw_series([
@@ -174,7 +224,7 @@ fn draw_table<DB: DrawingBackend>(
                 PathElement::new(vec![(b, yc - 0.12), (b, yc + 0.12)], style),
             ]));
         }
-        let (px, py) = chart.backend_coord(&(0.0, yc));
+        let (px, py) = chart.backend_coord(&(x0, yc));
         draw!(root.draw(&Text::new(
             names[i].clone(),
             (px - 8, py),
@@ -189,7 +239,7 @@ fn draw_table<DB: DrawingBackend>(
     }
     draw!(chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .label_font((FONT_NAME, 12))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))

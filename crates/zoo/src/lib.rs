@@ -118,6 +118,16 @@ fn key(name: &str) -> String {
 }
 
 impl ZooEntry {
+    /// The smallest square input (with the default channels) the model can be built
+    /// for, e.g. for quick tests at the smallest cost.
+    pub fn smallest_input(&self) -> [usize; 3] {
+        let [c, h, w] = self.default_input;
+        (1..h.max(w))
+            .map(|s| [c, s, s])
+            .find(|&input| (self.build)(input).is_ok())
+            .unwrap_or(self.default_input)
+    }
+
     /// The name and aliases.
     fn spellings(&self) -> impl Iterator<Item = &'static str> {
         std::iter::once(self.name).chain(self.aliases.iter().copied())

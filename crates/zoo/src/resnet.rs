@@ -11,6 +11,10 @@ const CVPR_2016: &str = "He, Zhang, Ren, Sun. Deep Residual Learning for Image R
 const ECCV_2016: &str = "He, Zhang, Ren, Sun. Identity Mappings in Deep Residual Networks. \
                          ECCV 2016";
 
+const RESNEXT: &str = "Xie, Girshick, Dollár, Tu, He. Aggregated Residual Transformations for \
+                       Deep Neural Networks. CVPR 2017";
+const WIDE_RESNET: &str = "Zagoruyko, Komodakis. Wide Residual Networks. BMVC 2016";
+
 /// The two residual block types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Block {
@@ -18,6 +22,27 @@ enum Block {
     Basic,
     /// 1×1 reduce, 3×3, 1×1 expand by 4 (ResNet-50 and deeper).
     Bottleneck,
+}
+
+/// The inner 3×3 convolution of a bottleneck: `groups` groups of `width_per_group`
+/// channels for a stage of width 64 (torchvision's `groups` and `width_per_group`).
+/// ResNet is 1×64, ResNeXt-50 32×4d is 32×4, Wide ResNet-50-2 is 1×128.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cardinality {
+    groups: usize,
+    width_per_group: usize,
+}
+
+const PLAIN: Cardinality = Cardinality {
+    groups: 1,
+    width_per_group: 64,
+};
+
+impl Cardinality {
+    /// Channels of the grouped 3×3 convolution in a stage of `planes` width.
+    fn width(self, planes: usize) -> usize {
+        planes * self.width_per_group / 64 * self.groups
+    }
 }
 
 impl Block {
@@ -71,9 +96,18 @@ fn basic_block(b: &mut GraphBuilder, prefix: &str, x: &T, width: usize, stride: 
     merge(b, prefix, &y, &identity)
 }
 
-/// torchvision `Bottleneck`: 1×1 → 3×3 (stride) → 1×1 ×4, each with BN, plus the shortcut.
-fn bottleneck(b: &mut GraphBuilder, prefix: &str, x: &T, width: usize, stride: usize) -> T {
-    let out = width * Block::Bottleneck.expansion();
+/// torchvision `Bottleneck`: 1×1 → 3×3 (stride, grouped) → 1×1 to 4× the stage width,
+/// each with BN, plus the shortcut.
+fn bottleneck(
+    b: &mut GraphBuilder,
+    prefix: &str,
+    x: &T,
+    planes: usize,
+    stride: usize,
+    cardinality: Cardinality,
+) -> T {
+    let out = planes * Block::Bottleneck.expansion();
+    let width = cardinality.width(planes);
     let y = conv_bn(b, prefix, "1", x, Conv2d::new(width, 1));
     let y = b.relu(format!("{prefix}.relu1"), &y);
     let y = conv_bn(
@@ -81,7 +115,10 @@ fn bottleneck(b: &mut GraphBuilder, prefix: &str, x: &T, width: usize, stride: u
         prefix,
         "2",
         &y,
-        Conv2d::new(width, 3).stride(stride).padding(1),
+        Conv2d::new(width, 3)
+            .stride(stride)
+            .padding(1)
+            .groups(cardinality.groups),
     );
     let y = b.relu(format!("{prefix}.relu2"), &y);
     let y = conv_bn(b, prefix, "3", &y, Conv2d::new(out, 1));
@@ -94,6 +131,7 @@ fn resnet(
     name: &str,
     block: Block,
     layers: [usize; 4],
+    cardinality: Cardinality,
     info: ModelInfo,
     input: [usize; 3],
 ) -> Result<Graph, GraphError> {
@@ -115,7 +153,9 @@ fn resnet(
             let stride = if i == 0 { stride } else { 1 };
             x = match block {
                 Block::Basic => basic_block(&mut b, &prefix, &x, width, stride),
-                Block::Bottleneck => bottleneck(&mut b, &prefix, &x, width, stride),
+                Block::Bottleneck => {
+                    bottleneck(&mut b, &prefix, &x, width, stride, cardinality)
+                }
             };
         }
     }
@@ -147,6 +187,7 @@ pub fn resnet18(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet18",
         Block::Basic,
         [2, 2, 2, 2],
+        PLAIN,
         info(18, 30.43, 10.76),
         input,
     )
@@ -158,6 +199,7 @@ pub fn resnet34(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet34",
         Block::Basic,
         [3, 4, 6, 3],
+        PLAIN,
         info(34, 26.73, 8.74),
         input,
     )
@@ -169,6 +211,7 @@ pub fn resnet50(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet50",
         Block::Bottleneck,
         [3, 4, 6, 3],
+        PLAIN,
         info(50, 24.01, 7.02),
         input,
     )
@@ -180,6 +223,7 @@ pub fn resnet101(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet101",
         Block::Bottleneck,
         [3, 4, 23, 3],
+        PLAIN,
         info(101, 22.44, 6.21),
         input,
     )
@@ -191,6 +235,7 @@ pub fn resnet152(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet152",
         Block::Bottleneck,
         [3, 8, 36, 3],
+        PLAIN,
         info(152, 22.16, 6.16),
         input,
     )
@@ -202,7 +247,39 @@ pub fn resnet200(input: [usize; 3]) -> Result<Graph, GraphError> {
         "resnet200",
         Block::Bottleneck,
         [3, 24, 36, 3],
+        PLAIN,
         info(200, 21.66, 5.79),
+        input,
+    )
+}
+
+/// torchvision `resnext50_32x4d`: bottleneck blocks `[3, 4, 6, 3]` whose 3×3
+/// convolutions have 32 groups of 4 channels per 64 of stage width.
+pub fn resnext50_32x4d(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "resnext50-32x4d",
+        Block::Bottleneck,
+        [3, 4, 6, 3],
+        Cardinality {
+            groups: 32,
+            width_per_group: 4,
+        },
+        model_info("torchvision resnext50_32x4d", RESNEXT, Some(22.38), Some(6.30)),
+        input,
+    )
+}
+
+/// torchvision `wide_resnet50_2`: ResNet-50 with bottlenecks twice as wide inside.
+pub fn wide_resnet50_2(input: [usize; 3]) -> Result<Graph, GraphError> {
+    resnet(
+        "wide-resnet50-2",
+        Block::Bottleneck,
+        [3, 4, 6, 3],
+        Cardinality {
+            groups: 1,
+            width_per_group: 128,
+        },
+        model_info("torchvision wide_resnet50_2", WIDE_RESNET, Some(21.53), Some(5.91)),
         input,
     )
 }
@@ -260,6 +337,22 @@ mod tests {
             64_673_832,
             15_007_481_856,
             200,
+        );
+    }
+
+    #[test]
+    fn resnext_and_wide_resnet_match_torchvision() {
+        check(
+            resnext50_32x4d([3, 224, 224]).unwrap(),
+            25_028_904,
+            4_230_479_872,
+            50,
+        );
+        check(
+            wide_resnet50_2([3, 224, 224]).unwrap(),
+            68_883_240,
+            11_398_021_120,
+            50,
         );
     }
 

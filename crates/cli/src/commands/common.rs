@@ -60,9 +60,10 @@ pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {
     })
 }
 
-/// A model file, resized if asked.
+/// A model file in any supported format (model JSON, Caffe prototxt), resized if asked.
 pub fn file_model(path: &Path, size: Option<ImageSize>) -> Result<Graph> {
-    let graph = Graph::load(path).with_context(|| format!("cannot use {}", path.display()))?;
+    let graph = cnnbench_import::load_model(path)
+        .with_context(|| format!("cannot use {}", path.display()))?;
     match size {
         None => Ok(graph),
         Some(s) => {

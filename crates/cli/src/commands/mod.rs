@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod compare;
+pub mod convert;
 pub mod engines;
 pub mod models;
 pub mod report;

@@ -183,7 +183,7 @@ fn print_layers(graph: &Graph) {
 }
 
 /// Writes a new file; an existing one is an error rather than silently replaced.
-fn write_new(path: &std::path::Path, text: &str) -> Result<()> {
+pub fn write_new(path: &std::path::Path, text: &str) -> Result<()> {
     use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
         .write(true)

@@ -1,0 +1,97 @@
+//! Converters from other model formats to the Graph IR, and [`load_model`], which picks
+//! the format of a model file by its extension and content, so that every command that
+//! takes a model file accepts all of them.
+
+pub mod caffe;
+pub mod text_format;
+
+use cnnbench_graph::{Graph, GraphError};
+use std::path::Path;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ImportError {
+    #[error("line {line}: {message}")]
+    Syntax { line: usize, message: String },
+    #[error("layer \"{layer}\" ({kind}): {message}")]
+    Layer {
+        layer: String,
+        kind: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The formats a model file can be in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFormat {
+    /// cnnbench's own model JSON.
+    CnnbenchJson,
+    /// A Caffe deploy prototxt.
+    CaffePrototxt,
+    /// An ONNX model (binary protobuf).
+    Onnx,
+}
+
+/// Decides the format from the extension, falling back to the content.
+pub fn detect_format(path: &Path, bytes: &[u8]) -> Result<ModelFormat, ImportError> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let text_start = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).to_string();
+    let looks_json =
+        text_start.trim_start().starts_with('{') && text_start.contains("cnnbench-model");
+    let looks_caffe = !looks_json
+        && (text_start.contains("layer") || text_start.contains("input_dim"))
+        && std::str::from_utf8(bytes).is_ok();
+    match ext.as_str() {
+        "json" if looks_json || text_start.trim_start().starts_with('{') => {
+            Ok(ModelFormat::CnnbenchJson)
+        }
+        "prototxt" | "pbtxt" if !looks_json => Ok(ModelFormat::CaffePrototxt),
+        "onnx" => Ok(ModelFormat::Onnx),
+        "json" | "prototxt" | "pbtxt" => Err(ImportError::Unsupported(format!(
+            "{} has the extension .{ext} but does not look like one: expected {}",
+            path.display(),
+            if ext == "json" {
+                "a cnnbench model JSON (\"format\": \"cnnbench-model\")"
+            } else {
+                "a Caffe prototxt (layer { … })"
+            }
+        ))),
+        _ if looks_json => Ok(ModelFormat::CnnbenchJson),
+        _ if looks_caffe => Ok(ModelFormat::CaffePrototxt),
+        _ => Err(ImportError::Unsupported(format!(
+            "cannot tell the format of {}: expected a cnnbench model .json or a Caffe .prototxt",
+            path.display()
+        ))),
+    }
+}
+
+/// Reads a model file in any supported format.
+pub fn load_model(path: &Path) -> Result<Graph, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let text = || {
+        String::from_utf8(bytes.clone())
+            .map_err(|_| ImportError::Unsupported(format!("{} is not UTF-8 text", path.display())))
+    };
+    match detect_format(path, &bytes)? {
+        ModelFormat::CnnbenchJson => Ok(Graph::from_json(&text()?)?),
+        ModelFormat::CaffePrototxt => caffe::from_prototxt(&text()?),
+        ModelFormat::Onnx => Err(ImportError::Unsupported(
+            "ONNX import is not part of this version yet; convert the network to a cnnbench model JSON or a Caffe prototxt".into(),
+        )),
+    }
+}
