@@ -212,7 +212,9 @@ impl Shape {
     }
     /// Number of elements per example.
     pub fn elements(&self) -> u64 {
-        self.0.iter().map(|&d| d as u64).product()
+        self.0
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(d as u64))
     }
     /// `(C, H, W)` when this is a feature map.
     pub fn as_chw(&self) -> Option<(usize, usize, usize)> {

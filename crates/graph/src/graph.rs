@@ -75,6 +75,12 @@ impl Graph {
         info: ModelInfo,
     ) -> Result<Self, GraphError> {
         let name = name.into();
+        if input.iter().any(|&d| d > crate::ops::MAX_DIMENSION) {
+            return Err(GraphError::BadInput(format!(
+                "input size {}×{}×{} is implausibly large",
+                input[0], input[1], input[2]
+            )));
+        }
         if input.contains(&0) {
             return Err(GraphError::BadInput(format!(
                 "input size {}×{}×{} has a zero dimension",

@@ -380,6 +380,10 @@ pub const OP_TAGS: &[&str] = &[
     "stochastic_depth",
 ];
 
+/// The largest size any dimension, channel count, kernel, stride or padding may have:
+/// far beyond real networks, small enough that shape arithmetic cannot overflow.
+pub const MAX_DIMENSION: usize = 1 << 20;
+
 /// Why an op cannot be applied to its inputs (the graph adds the node's name).
 pub type OpResult<T> = Result<T, String>;
 
@@ -503,7 +507,7 @@ impl Op {
             if v == 0 {
                 Err(format!("{what} must be at least 1"))
             } else {
-                Ok(())
+                bounded(what, v)
             }
         }
         fn positive_hw(what: &str, v: Hw) -> OpResult<()> {
@@ -512,10 +516,20 @@ impl Op {
                     "{what} must be at least 1 in both dimensions, got {v}"
                 ))
             } else {
+                bounded(what, v.h.max(v.w))
+            }
+        }
+        fn bounded(what: &str, v: usize) -> OpResult<()> {
+            if v > MAX_DIMENSION {
+                Err(format!(
+                    "{what} {v} is implausibly large (the limit is {MAX_DIMENSION})"
+                ))
+            } else {
                 Ok(())
             }
         }
         fn pool_padding(kernel: Hw, padding: Pad2d) -> OpResult<()> {
+            bounded("padding", padding.top.max(padding.bottom).max(padding.left).max(padding.right))?;
             if padding.top.max(padding.bottom) * 2 > kernel.h
                 || padding.left.max(padding.right) * 2 > kernel.w
             {
@@ -541,6 +555,10 @@ impl Op {
                 positive_hw("stride", c.stride)?;
                 positive_hw("dilation", c.dilation)?;
                 positive("groups", c.groups)?;
+                bounded(
+                    "padding",
+                    c.padding.top.max(c.padding.bottom).max(c.padding.left).max(c.padding.right),
+                )?;
                 if c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0 {
                     return Err(format!(
                         "groups {} must divide in_channels {} and out_channels {}",
@@ -866,9 +884,13 @@ impl Op {
         match self {
             Op::Conv2d(c) => {
                 let spatial = output.elements(); // Cout·Hout·Wout
-                spatial * ((c.in_channels / c.groups) * c.kernel.h * c.kernel.w) as u64
+                spatial.saturating_mul(product(&[
+                    c.in_channels / c.groups.max(1),
+                    c.kernel.h,
+                    c.kernel.w,
+                ]))
             }
-            Op::Linear(l) => (l.in_features * l.out_features) as u64,
+            Op::Linear(l) => product(&[l.in_features, l.out_features]),
             _ => 0,
         }
     }
@@ -877,6 +899,13 @@ impl Op {
     pub fn counts_for_depth(&self) -> bool {
         matches!(self, Op::Conv2d(_) | Op::Linear(_))
     }
+}
+
+/// A product of sizes that saturates instead of overflowing.
+fn product(factors: &[usize]) -> u64 {
+    factors
+        .iter()
+        .fold(1u64, |acc, &f| acc.saturating_mul(f as u64))
 }
 
 fn pool_description(name: &str, kernel: Hw, stride: Hw, padding: Pad2d, ceil_mode: bool) -> String {
@@ -1006,6 +1035,16 @@ mod tests {
         let pool = Op::MaxPool2d(MaxPool2d::new(3, 2));
         let err = pool.infer(&[&Shape::chw(8, 2, 2)]).unwrap_err();
         assert!(err.contains("too small"), "{err}");
+    }
+
+    #[test]
+    fn implausible_sizes_are_refused() {
+        let mut c = Conv2d::new(1 << 40, 3);
+        c.in_channels = 3;
+        let err = Op::Conv2d(c).validate().unwrap_err();
+        assert!(err.contains("implausibly large"), "{err}");
+        let pool = Op::MaxPool2d(MaxPool2d::new(3, 2).padding(usize::MAX));
+        assert!(pool.validate().unwrap_err().contains("implausibly large"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::text_format::{self, Message};
 use crate::ImportError;
 use cnnbench_graph::ops::*;
+use cnnbench_graph::ops::MAX_DIMENSION;
 use cnnbench_graph::{Graph, GraphBuilder, Hw, ModelInfo, Pad2d, T};
 use std::collections::HashMap;
 
@@ -379,7 +380,12 @@ fn pooling(b: &mut GraphBuilder, layer: &Layer, node: String, x: &T) -> Result<T
     let pad = hw(layer, &p, "pad", 0)?;
     // Caffe rounds pooled sizes up unless round_mode is FLOOR.
     let ceil = p.scalar("round_mode") != Some("FLOOR");
-    if ceil && kernel.h > 0 && kernel.w > 0 {
+    let sane = [kernel.h, kernel.w, stride.h, stride.w]
+        .iter()
+        .all(|&v| v > 0 && v <= MAX_DIMENSION)
+        && pad.h.max(pad.w) <= MAX_DIMENSION;
+    // Insane values are left for the graph's validation to report.
+    if ceil && sane {
         // Caffe drops a window that starts in the padding only when there is padding;
         // PyTorch always does. Refuse the rare case where the two disagree.
         let caffe = |size: usize, k: usize, s: usize, p: usize| -> i64 {

@@ -141,11 +141,25 @@ fn tokenize(text: &str) -> Result<Vec<(Token, usize)>, ImportError> {
     Ok(tokens)
 }
 
+/// Messages nested deeper than this are refused (Caffe files nest 3 or 4 levels), so a
+/// small hostile file cannot exhaust the stack.
+pub const MAX_NESTING: usize = 64;
+/// Larger text is refused before parsing (the largest real deploy files are well under
+/// a megabyte).
+pub const MAX_TEXT_BYTES: usize = 64 << 20;
+
 /// Parses a whole text-format document into its top-level message.
 pub fn parse(text: &str) -> Result<Message, ImportError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(ImportError::Unsupported(format!(
+            "the file has {} bytes; prototxt files over {} MiB are refused",
+            text.len(),
+            MAX_TEXT_BYTES >> 20
+        )));
+    }
     let tokens = tokenize(text)?;
     let mut pos = 0;
-    let message = parse_fields(&tokens, &mut pos, None)?;
+    let message = parse_fields(&tokens, &mut pos, None, 0)?;
     Ok(message)
 }
 
@@ -153,7 +167,14 @@ fn parse_fields(
     tokens: &[(Token, usize)],
     pos: &mut usize,
     closing: Option<(char, usize)>,
+    depth: usize,
 ) -> Result<Message, ImportError> {
+    if depth > MAX_NESTING {
+        return Err(ImportError::Syntax {
+            line: closing.map_or(1, |(_, line)| line),
+            message: format!("messages nested more than {MAX_NESTING} deep"),
+        });
+    }
     let mut message = Message::default();
     loop {
         let Some((token, line)) = tokens.get(*pos) else {
@@ -198,7 +219,7 @@ fn parse_fields(
                     Some(Token::Open(c)) => {
                         let open = (*c, tokens[*pos].1);
                         *pos += 1;
-                        let inner = parse_fields(tokens, pos, Some(open))?;
+                        let inner = parse_fields(tokens, pos, Some(open), depth + 1)?;
                         message.fields.push((name.clone(), Value::Message(inner)));
                     }
                     Some(Token::Ident(v)) | Some(Token::Str(v)) if had_colon => {
@@ -258,5 +279,12 @@ mod tests {
         assert!(parse("a: \"unterminated").is_err());
         assert!(parse("}").is_err());
         assert!(parse("layer { a: 1 >").is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let deep = "a {".repeat(100_000);
+        let err = parse(&deep).unwrap_err();
+        assert!(err.to_string().contains("nested more than"), "{err}");
     }
 }

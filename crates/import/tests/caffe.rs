@@ -90,6 +90,8 @@ fn errors_name_the_layer_and_say_what_is_supported() {
         ("layer { name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"c\" convolution_param { num_output: 2 kernel_size: 9 } }", "too small"),
         ("layer { name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"c\" convolution_param { num_output: two kernel_size: 1 } }", "num_output: \"two\" is not a valid number"),
         ("layers { name: \"c\" type: CONVOLUTION }", "old (V1) Caffe prototxt"),
+        ("layer { name: \"p\" type: \"Pooling\" bottom: \"data\" top: \"p\" pooling_param { kernel_size: 2 stride: 0 } }", "stride must be at least 1"),
+        ("layer { name: \"p\" type: \"Pooling\" bottom: \"data\" top: \"p\" pooling_param { kernel_size: 2 pad: 18446744073709551615 } }", "implausibly large"),
         ("layer { name: \"c\" type: \"Convolution\"", "never closed"),
     ];
     for (layers, expected) in cases {

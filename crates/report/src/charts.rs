@@ -16,13 +16,24 @@ use std::sync::OnceLock;
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
 const FONT_NAME: &str = "sans-serif";
 
-/// Phase colours (forward, backward, update) and the series palette (Tableau 10).
+/// Phase colours (forward, backward, update) and the series palette (ten dark
+/// colours, then Tableau 10).
 const PHASES: [(&str, RGBColor); 3] = [
     ("forward", RGBColor(0x4e, 0x79, 0xa7)),
     ("backward", RGBColor(0xf2, 0x8e, 0x2b)),
     ("update", RGBColor(0x59, 0xa1, 0x4f)),
 ];
-const PALETTE: [RGBColor; 10] = [
+const PALETTE: [RGBColor; 20] = [
+    RGBColor(0x1f, 0x3a, 0x93),
+    RGBColor(0xb3, 0x1b, 0x1b),
+    RGBColor(0x1b, 0x7a, 0x3a),
+    RGBColor(0x6a, 0x3d, 0x9a),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xd6, 0x3c, 0xa0),
+    RGBColor(0x4d, 0x4d, 0x4d),
+    RGBColor(0x9a, 0x9a, 0x1a),
+    RGBColor(0x17, 0x9e, 0xaf),
+    RGBColor(0xe0, 0x6c, 0x00),
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
@@ -361,13 +372,20 @@ fn draw_overview<DB: DrawingBackend>(
         if run.len() > 1 {
             draw!(chart.draw_series(LineSeries::new(run, style)));
         }
-        draw!(chart.draw_series(pts.iter().map(|&(ti, v)| Circle::new(
-            (ti as f64 + 0.5, v * 1000.0),
-            4,
-            color.filled()
-        ))));
+        // The second ten colours come with triangles, so no two series look alike.
         let y = 40 + 22 * k as i32;
-        draw!(legend.draw(&Circle::new((12, y), 5, color.filled())));
+        let at = |&(ti, v): &(usize, f64)| (ti as f64 + 0.5, v * 1000.0);
+        if (k / 10) % 2 == 0 {
+            draw!(chart.draw_series(pts.iter().map(|p| Circle::new(at(p), 4, color.filled()))));
+            draw!(legend.draw(&Circle::new((12, y), 5, color.filled())));
+        } else {
+            draw!(chart.draw_series(pts.iter().map(|p| TriangleMarker::new(
+                at(p),
+                6,
+                color.filled()
+            ))));
+            draw!(legend.draw(&TriangleMarker::new((12, y), 6, color.filled())));
+        }
         let short: String = if name.chars().count() > 44 {
             name.chars().take(43).collect::<String>() + "…"
         } else {

@@ -8,8 +8,18 @@
 //! [`GraphBuilder`]: cnnbench_graph::GraphBuilder
 
 pub mod alexnet;
+mod blocks;
+pub mod convnext;
+pub mod densenet;
+pub mod efficientnet;
 pub mod inception;
+pub mod inception_v3;
+pub mod mnasnet;
+pub mod mobilenet;
+pub mod regnet;
 pub mod resnet;
+pub mod shufflenet;
+pub mod squeezenet;
 pub mod vgg;
 
 use cnnbench_graph::{Graph, GraphError, ModelInfo};
@@ -77,7 +87,25 @@ const fn entry(
     }
 }
 
-static ENTRIES: [ZooEntry; 11] = [
+/// A model whose reference counts are given for another input than 3×224×224.
+const fn entry_at(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    family: &'static str,
+    default_input: [usize; 3],
+    build: fn([usize; 3]) -> Result<Graph, GraphError>,
+) -> ZooEntry {
+    ZooEntry {
+        name,
+        aliases,
+        family,
+        default_input,
+        legacy: false,
+        build,
+    }
+}
+
+static ENTRIES: [ZooEntry; 23] = [
     entry("alexnet", &[], "alexnet", true, alexnet::alexnet),
     entry(
         "alexnet-bvlc",
@@ -101,6 +129,90 @@ static ENTRIES: [ZooEntry; 11] = [
     entry("resnet101", &[], "resnet", true, resnet::resnet101),
     entry("resnet152", &[], "resnet", true, resnet::resnet152),
     entry("resnet200", &[], "resnet", true, resnet::resnet200),
+    entry(
+        "resnext50-32x4d",
+        &["resnext50_32x4d"],
+        "resnext",
+        false,
+        resnet::resnext50_32x4d,
+    ),
+    entry(
+        "wide-resnet50-2",
+        &["wide_resnet50_2"],
+        "wide-resnet",
+        false,
+        resnet::wide_resnet50_2,
+    ),
+    entry_at(
+        "inception-v3",
+        &["inception_v3"],
+        "inception",
+        [3, 299, 299],
+        inception_v3::inception_v3,
+    ),
+    entry(
+        "squeezenet1.0",
+        &["squeezenet1_0"],
+        "squeezenet",
+        false,
+        squeezenet::squeezenet1_0,
+    ),
+    entry(
+        "densenet121",
+        &[],
+        "densenet",
+        false,
+        densenet::densenet121,
+    ),
+    entry(
+        "mobilenet-v2",
+        &["mobilenet_v2"],
+        "mobilenet",
+        false,
+        mobilenet::mobilenet_v2,
+    ),
+    entry(
+        "mobilenet-v3-large",
+        &["mobilenet_v3_large"],
+        "mobilenet",
+        false,
+        mobilenet::mobilenet_v3_large,
+    ),
+    entry(
+        "shufflenet-v2-x1.0",
+        &["shufflenet_v2_x1_0"],
+        "shufflenet",
+        false,
+        shufflenet::shufflenet_v2_x1_0,
+    ),
+    entry(
+        "mnasnet1.0",
+        &["mnasnet1_0"],
+        "mnasnet",
+        false,
+        mnasnet::mnasnet1_0,
+    ),
+    entry(
+        "efficientnet-b0",
+        &["efficientnet_b0"],
+        "efficientnet",
+        false,
+        efficientnet::efficientnet_b0,
+    ),
+    entry(
+        "regnet-y-400mf",
+        &["regnet_y_400mf"],
+        "regnet",
+        false,
+        regnet::regnet_y_400mf,
+    ),
+    entry(
+        "convnext-tiny",
+        &["convnext_tiny"],
+        "convnext",
+        false,
+        convnext::convnext_tiny,
+    ),
 ];
 
 /// Every zoo model, in display order (by family, then size).
@@ -214,7 +326,67 @@ pub(crate) fn model_info(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_graph::INPUT_NAME;
+    use cnnbench_graph::{Shape, INPUT_NAME};
+
+    /// torchvision's parameters and MACs (conv and linear) at the default input.
+    const MODERN: [(&str, u64, u64); 12] = [
+        ("mobilenet-v2", 3_504_872, 300_774_272),
+        ("mobilenet-v3-large", 5_483_032, 216_589_760),
+        ("efficientnet-b0", 5_288_548, 385_814_752),
+        ("densenet121", 7_978_856, 2_834_161_664),
+        ("convnext-tiny", 28_589_128, 4_455_531_264),
+        ("regnet-y-400mf", 4_344_144, 401_842_848),
+        ("squeezenet1.0", 1_248_424, 818_924_576),
+        ("inception-v3", 23_834_568, 5_713_216_096),
+        ("resnext50-32x4d", 25_028_904, 4_230_479_872),
+        ("wide-resnet50-2", 68_883_240, 11_398_021_120),
+        ("shufflenet-v2-x1.0", 2_278_604, 144_907_992),
+        ("mnasnet1.0", 4_383_312, 314_415_872),
+    ];
+
+    #[test]
+    fn modern_models_match_torchvision_counts() {
+        for (name, params, macs) in MODERN {
+            let g = build(name, None).unwrap();
+            assert_eq!(g.params(), params, "{name} params");
+            let error = (g.macs() as f64 - macs as f64).abs() / macs as f64;
+            assert!(
+                error < 1e-3,
+                "{name} MACs {} vs torchvision {macs}",
+                g.macs()
+            );
+            assert_eq!(g.output_shape(), &Shape::flat(1000), "{name}");
+        }
+    }
+
+    #[test]
+    fn modern_models_accept_torchvision_spellings() {
+        for (alias, name) in [
+            ("mobilenet_v2", "mobilenet-v2"),
+            ("mobilenet_v3_large", "mobilenet-v3-large"),
+            ("efficientnet_b0", "efficientnet-b0"),
+            ("convnext_tiny", "convnext-tiny"),
+            ("regnet_y_400mf", "regnet-y-400mf"),
+            ("squeezenet1_0", "squeezenet1.0"),
+            ("inception_v3", "inception-v3"),
+            ("resnext50_32x4d", "resnext50-32x4d"),
+            ("wide_resnet50_2", "wide-resnet50-2"),
+            ("shufflenet_v2_x1_0", "shufflenet-v2-x1.0"),
+            ("mnasnet1_0", "mnasnet1.0"),
+            ("DenseNet-121", "densenet121"),
+        ] {
+            assert_eq!(find(alias).map(|e| e.name), Some(name), "{alias}");
+        }
+        assert_eq!(find("inception-v3").map(|e| e.default_input), Some([3, 299, 299]));
+    }
+
+    #[test]
+    fn smallest_inputs() {
+        let smallest = |name: &str| find(name).map(|e| e.smallest_input()[1]);
+        assert_eq!(smallest("inception-v3"), Some(75));
+        assert_eq!(smallest("inception-v1"), Some(31));
+        assert_eq!(smallest("resnet50"), Some(1));
+    }
     use std::collections::HashSet;
 
     #[test]

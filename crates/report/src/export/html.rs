@@ -109,9 +109,19 @@ impl Exporter for HtmlExporter {
             out.push_str("</section>\n");
         }
         if report.speedups_requested {
-            out.push_str(
-                "<section id=\"speedups\">\n<h2>Speed-ups</h2>\n<ul class=\"speedups\">\n",
-            );
+            out.push_str("<section id=\"speedups\">\n<h2>Speed-ups</h2>\n");
+            // A long list (every pair of many configurations) starts folded.
+            let open = if report.speedups.len() <= 15 {
+                " open"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "<details{open}><summary>{} speed-up lines ({} total time)</summary>\n<ul class=\"speedups\">",
+                report.speedups.len(),
+                report.stat.as_str()
+            )?;
             if report.speedups.is_empty() {
                 out.push_str(
                     "<li>No two configurations share enough models for a speed-up.</li>\n",
@@ -120,7 +130,7 @@ impl Exporter for HtmlExporter {
             for s in &report.speedups {
                 writeln!(out, "<li>{}</li>", escape(&s.sentence()))?;
             }
-            out.push_str("</ul>\n</section>\n");
+            out.push_str("</ul>\n</details>\n</section>\n");
         }
         for (i, t) in report.tables.iter().enumerate() {
             writeln!(
