@@ -18,3 +18,6 @@ pub use geometry::{Hw, Pad2d, Shape};
 pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::Op;
+
+#[cfg(test)]
+mod tests;

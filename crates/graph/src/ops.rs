@@ -529,7 +529,14 @@ impl Op {
             }
         }
         fn pool_padding(kernel: Hw, padding: Pad2d) -> OpResult<()> {
-            bounded("padding", padding.top.max(padding.bottom).max(padding.left).max(padding.right))?;
+            bounded(
+                "padding",
+                padding
+                    .top
+                    .max(padding.bottom)
+                    .max(padding.left)
+                    .max(padding.right),
+            )?;
             if padding.top.max(padding.bottom) * 2 > kernel.h
                 || padding.left.max(padding.right) * 2 > kernel.w
             {
@@ -557,7 +564,11 @@ impl Op {
                 positive("groups", c.groups)?;
                 bounded(
                     "padding",
-                    c.padding.top.max(c.padding.bottom).max(c.padding.left).max(c.padding.right),
+                    c.padding
+                        .top
+                        .max(c.padding.bottom)
+                        .max(c.padding.left)
+                        .max(c.padding.right),
                 )?;
                 if c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0 {
                     return Err(format!(

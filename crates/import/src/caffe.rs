@@ -4,8 +4,8 @@
 
 use crate::text_format::{self, Message};
 use crate::ImportError;
-use cnnbench_graph::ops::*;
 use cnnbench_graph::ops::MAX_DIMENSION;
+use cnnbench_graph::ops::*;
 use cnnbench_graph::{Graph, GraphBuilder, Hw, ModelInfo, Pad2d, T};
 use std::collections::HashMap;
 

@@ -94,23 +94,10 @@ pub(crate) fn make_divisible(v: f64, divisor: usize) -> usize {
     rounded as usize
 }
 
-/// The classifier head shared by most families: global average pooling, flatten,
-/// dropout (when `dropout > 0`) and a linear layer, named as torchvision names them.
-pub(crate) fn pool_dropout_linear(
-    b: &mut GraphBuilder,
-    x: &T,
-    dropout: f64,
-    dropout_name: &str,
-    fc_name: &str,
-) -> T {
-    let x = b.adaptive_avg_pool("avgpool", x, 1, 1);
-    let x = b.flatten("flatten", &x);
-    let x = if dropout > 0.0 {
-        b.dropout(dropout_name, &x, dropout)
-    } else {
-        x
-    };
-    b.linear(fc_name, &x, 1000)
+/// A drop probability to four decimals, so that model files show (and read back)
+/// short numbers rather than 0.0058823529411764705.
+pub(crate) fn rounded(p: f64) -> f64 {
+    (p * 1e4).round() / 1e4
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! The blocks' pointwise `Linear` layers act on each pixel's channels; here they are
 //! 1×1 convolutions, which have the same parameters and MACs.
 
+use crate::blocks::rounded;
 use crate::model_info;
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
@@ -44,11 +45,7 @@ fn convnext(
 ) -> Result<Graph, GraphError> {
     let mut b = GraphBuilder::new(name, input).info(info);
     let x = b.input();
-    let x = b.conv(
-        "features.0.0",
-        &x,
-        Conv2d::new(stages[0].0, 4).stride(4),
-    );
+    let x = b.conv("features.0.0", &x, Conv2d::new(stages[0].0, 4).stride(4));
     let mut x = b.layer_norm2d("features.0.1", &x, LN_EPS);
     let total: usize = stages.iter().map(|s| s.1).sum();
     let mut block_id = 0;
@@ -59,7 +56,7 @@ fn convnext(
             x = b.conv(format!("{p}.1"), &y, Conv2d::new(width, 2).stride(2));
         }
         for j in 0..blocks {
-            let drop = stochastic_depth * block_id as f64 / (total as f64 - 1.0);
+            let drop = rounded(stochastic_depth * block_id as f64 / (total as f64 - 1.0));
             x = cn_block(&mut b, &format!("features.{}.{j}", 2 * i + 1), &x, drop);
             block_id += 1;
         }
@@ -74,6 +71,11 @@ fn convnext(
 /// torchvision `convnext_tiny`: stages `[3, 3, 9, 3]` of widths 96–768, stochastic
 /// depth 0.1.
 pub fn convnext_tiny(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision convnext_tiny", CITATION, Some(17.48), Some(3.85));
+    let info = model_info(
+        "torchvision convnext_tiny",
+        CITATION,
+        Some(17.48),
+        Some(3.85),
+    );
     convnext("convnext-tiny", &TINY, 0.1, info, input)
 }

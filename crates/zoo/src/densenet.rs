@@ -52,7 +52,10 @@ fn densenet(
 ) -> Result<Graph, GraphError> {
     let mut b = GraphBuilder::new(name, input).info(info);
     let x = b.input();
-    let stem = Conv2d::new(init_features, 7).stride(2).padding(3).bias(false);
+    let stem = Conv2d::new(init_features, 7)
+        .stride(2)
+        .padding(3)
+        .bias(false);
     let x = b.conv("features.conv0", &x, stem);
     let x = b.batch_norm("features.norm0", &x);
     let x = b.relu("features.relu0", &x);

@@ -2,7 +2,7 @@
 //! squeeze-and-excitation and SiLU) from the paper's stage table, with stochastic depth
 //! rising linearly to 0.2 over the blocks.
 
-use crate::blocks::{conv_norm_act, make_divisible, squeeze_excitation, Act, BN};
+use crate::blocks::{conv_norm_act, make_divisible, rounded, squeeze_excitation, Act, BN};
 use crate::model_info;
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
@@ -46,7 +46,9 @@ fn mbconv(
         y = conv_norm_act(b, &format!("{p}.block.0"), &y, e, BN, Some(Act::Silu));
         i = 1;
     }
-    let dw = Conv2d::new(expanded, kernel).stride(stride).groups(expanded);
+    let dw = Conv2d::new(expanded, kernel)
+        .stride(stride)
+        .groups(expanded);
     y = conv_norm_act(b, &format!("{p}.block.{i}"), &y, dw, BN, Some(Act::Silu));
     let squeeze = (input / 4).max(1);
     let se = format!("{p}.block.{}", i + 1);
@@ -62,7 +64,12 @@ fn mbconv(
 
 /// torchvision `efficientnet_b0`.
 pub fn efficientnet_b0(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision efficientnet_b0", CITATION, Some(22.31), Some(6.47));
+    let info = model_info(
+        "torchvision efficientnet_b0",
+        CITATION,
+        Some(22.31),
+        Some(6.47),
+    );
     let mut b = GraphBuilder::new("efficientnet-b0", input).info(info);
     let x = b.input();
     let stem = Conv2d::new(32, 3).stride(2);
@@ -71,7 +78,7 @@ pub fn efficientnet_b0(input: [usize; 3]) -> Result<Graph, GraphError> {
     let mut block_id = 0;
     for (stage, &(expand, kernel, stride, out, blocks)) in B0_STAGES.iter().enumerate() {
         for i in 0..blocks {
-            let drop = STOCHASTIC_DEPTH * block_id as f64 / total as f64;
+            let drop = rounded(STOCHASTIC_DEPTH * block_id as f64 / total as f64);
             let prefix = format!("features.{}.{i}", stage + 1);
             let s = if i == 0 { stride } else { 1 };
             x = mbconv(&mut b, &prefix, &x, expand, kernel, s, out, drop);

@@ -61,7 +61,14 @@ pub fn mnasnet1_0(input: [usize; 3]) -> Result<Graph, GraphError> {
     let info = model_info("torchvision mnasnet1_0", CITATION, Some(26.54), Some(8.49));
     let mut b = GraphBuilder::new("mnasnet1.0", input).info(info);
     let x = b.input();
-    let x = conv_bn(&mut b, "layers", 0, &x, Conv2d::new(32, 3).stride(2).padding(1), true);
+    let x = conv_bn(
+        &mut b,
+        "layers",
+        0,
+        &x,
+        Conv2d::new(32, 3).stride(2).padding(1),
+        true,
+    );
     let dw = Conv2d::new(32, 3).padding(1).groups(32);
     let x = conv_bn(&mut b, "layers", 3, &x, dw, true);
     let mut x = conv_bn(&mut b, "layers", 6, &x, Conv2d::new(16, 1), false);

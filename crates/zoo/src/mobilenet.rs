@@ -42,7 +42,7 @@ impl InvertedResidual {
     fn build(&self, b: &mut GraphBuilder, prefix: &str, seq: &str, x: &T) -> T {
         let mut i = 0;
         let mut y = x.clone();
-        let mut next = |i: &mut usize| {
+        let next = |i: &mut usize| {
             *i += 1;
             format!("{prefix}.{seq}.{}", *i - 1)
         };
@@ -84,7 +84,12 @@ impl InvertedResidual {
 
 /// torchvision `mobilenet_v2` (width multiplier 1.0).
 pub fn mobilenet_v2(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision mobilenet_v2", V2_CITATION, Some(28.12), Some(9.71));
+    let info = model_info(
+        "torchvision mobilenet_v2",
+        V2_CITATION,
+        Some(28.12),
+        Some(9.71),
+    );
     let mut b = GraphBuilder::new("mobilenet-v2", input).info(info);
     let x = b.input();
     let stem = Conv2d::new(32, 3).stride(2);
@@ -152,7 +157,14 @@ pub fn mobilenet_v3_large(input: [usize; 3]) -> Result<Graph, GraphError> {
     let mut b = GraphBuilder::new("mobilenet-v3-large", input).info(info);
     let x = b.input();
     let stem = Conv2d::new(16, 3).stride(2);
-    let mut x = conv_norm_act(&mut b, "features.0", &x, stem, V3_NORM, Some(Act::Hardswish));
+    let mut x = conv_norm_act(
+        &mut b,
+        "features.0",
+        &x,
+        stem,
+        V3_NORM,
+        Some(Act::Hardswish),
+    );
     for (i, &(kernel, expanded, out, se, hs, stride)) in V3_LARGE.iter().enumerate() {
         let expanded = make_divisible(expanded as f64, 8);
         let block = InvertedResidual {

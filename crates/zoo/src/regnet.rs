@@ -87,7 +87,14 @@ fn block(b: &mut GraphBuilder, p: &str, x: &T, stage: &Stage, stride: usize, se:
         x.clone()
     };
     let f = format!("{p}.f");
-    let y = conv_norm_act(b, &format!("{f}.a"), x, Conv2d::new(w, 1), BN, Some(Act::Relu));
+    let y = conv_norm_act(
+        b,
+        &format!("{f}.a"),
+        x,
+        Conv2d::new(w, 1),
+        BN,
+        Some(Act::Relu),
+    );
     let conv = Conv2d::new(w, 3).stride(stride).groups(groups);
     let y = conv_norm_act(b, &format!("{f}.b"), &y, conv, BN, Some(Act::Relu));
     let squeeze = (se * x.channels() as f64).round() as usize;
@@ -122,7 +129,12 @@ fn regnet(
 
 /// torchvision `regnet_y_400mf`.
 pub fn regnet_y_400mf(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision regnet_y_400mf", CITATION, Some(25.95), Some(8.28));
+    let info = model_info(
+        "torchvision regnet_y_400mf",
+        CITATION,
+        Some(25.95),
+        Some(8.28),
+    );
     regnet("regnet-y-400mf", &Y_400MF, info, input)
 }
 

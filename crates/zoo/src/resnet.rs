@@ -153,9 +153,7 @@ fn resnet(
             let stride = if i == 0 { stride } else { 1 };
             x = match block {
                 Block::Basic => basic_block(&mut b, &prefix, &x, width, stride),
-                Block::Bottleneck => {
-                    bottleneck(&mut b, &prefix, &x, width, stride, cardinality)
-                }
+                Block::Bottleneck => bottleneck(&mut b, &prefix, &x, width, stride, cardinality),
             };
         }
     }
@@ -264,7 +262,12 @@ pub fn resnext50_32x4d(input: [usize; 3]) -> Result<Graph, GraphError> {
             groups: 32,
             width_per_group: 4,
         },
-        model_info("torchvision resnext50_32x4d", RESNEXT, Some(22.38), Some(6.30)),
+        model_info(
+            "torchvision resnext50_32x4d",
+            RESNEXT,
+            Some(22.38),
+            Some(6.30),
+        ),
         input,
     )
 }
@@ -279,7 +282,12 @@ pub fn wide_resnet50_2(input: [usize; 3]) -> Result<Graph, GraphError> {
             groups: 1,
             width_per_group: 128,
         },
-        model_info("torchvision wide_resnet50_2", WIDE_RESNET, Some(21.53), Some(5.91)),
+        model_info(
+            "torchvision wide_resnet50_2",
+            WIDE_RESNET,
+            Some(21.53),
+            Some(5.91),
+        ),
         input,
     )
 }

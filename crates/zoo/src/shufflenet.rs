@@ -66,7 +66,14 @@ pub fn shufflenet_v2_x1_0(input: [usize; 3]) -> Result<Graph, GraphError> {
     let mut b = GraphBuilder::new("shufflenet-v2-x1.0", input).info(info);
     let c = CHANNELS_X1_0;
     let x = b.input();
-    let x = conv_bn(&mut b, "conv1", 0, &x, Conv2d::new(c[0], 3).stride(2).padding(1), true);
+    let x = conv_bn(
+        &mut b,
+        "conv1",
+        0,
+        &x,
+        Conv2d::new(c[0], 3).stride(2).padding(1),
+        true,
+    );
     let mut x = b.max_pool("maxpool", &x, MaxPool2d::new(3, 2).padding(1));
     for (s, &repeats) in REPEATS.iter().enumerate() {
         for i in 0..repeats {

@@ -49,7 +49,12 @@ fn fire(b: &mut GraphBuilder, p: &str, x: &T, squeeze: usize, e1: usize, e3: usi
 
 /// torchvision `squeezenet1_0`.
 pub fn squeezenet1_0(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision squeezenet1_0", CITATION, Some(41.91), Some(19.58));
+    let info = model_info(
+        "torchvision squeezenet1_0",
+        CITATION,
+        Some(41.91),
+        Some(19.58),
+    );
     let mut b = GraphBuilder::new("squeezenet1.0", input).info(info);
     let x = b.input();
     let x = b.conv("features.0", &x, Conv2d::new(96, 7).stride(2));

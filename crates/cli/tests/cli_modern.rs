@@ -1,0 +1,96 @@
+//! End-to-end runs of the modern families (issue 7) at 64×64, batch 2: each trains (or
+//! steps) through the CLI and writes a result whose counts are the zoo's.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn cnnbench() -> Command {
+    Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files.extend(result_files(&path));
+            } else if path.extension().is_some_and(|e| e == "json") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Runs one model for one pass and returns its result document.
+fn run(model: &str, size: usize, mode: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let size_arg = size.to_string();
+    let output = cnnbench()
+        .args([
+            "run",
+            model,
+            "--image-size",
+            &size_arg,
+            "-b",
+            "2",
+            "-n",
+            "1",
+            "--warmup",
+            "0",
+            "--mode",
+            mode,
+            "-q",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{model}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let files = result_files(&out);
+    assert_eq!(files.len(), 1, "{model}: {files:?}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(v["config"]["mode"], mode, "{model}");
+    assert_eq!(
+        v["config"]["image_size"],
+        serde_json::json!([size, size]),
+        "{model}"
+    );
+    v
+}
+
+#[test]
+fn modern_models_train_at_64() {
+    for (model, params) in [
+        ("mobilenet-v3-large", 5_483_032u64),
+        ("efficientnet-b0", 5_288_548),
+        ("shufflenet-v2-x1.0", 2_278_604),
+        ("regnet-y-400mf", 4_344_144),
+    ] {
+        let v = run(model, 64, "train");
+        assert_eq!(v["model"]["params"], params, "{model}");
+        assert_eq!(v["summary"]["total"]["count"], 1, "{model}");
+    }
+}
+
+#[test]
+fn convnext_steps_at_64() {
+    let v = run("convnext_tiny", 64, "step");
+    assert_eq!(v["model"]["name"], "convnext-tiny");
+    assert_eq!(v["model"]["params"], 28_589_128u64);
+}
+
+#[test]
+fn inception_v3_runs_at_its_smallest_size() {
+    let v = run("inception_v3", 75, "train");
+    assert_eq!(v["model"]["name"], "inception-v3");
+    assert_eq!(v["model"]["params"], 23_834_568u64);
+}

@@ -1,0 +1,234 @@
+//! Validation of whole graphs: every error class names the node at fault.
+
+use crate::ops::*;
+use crate::*;
+
+fn spec(name: &str, op: Op, inputs: &[&str]) -> NodeSpec {
+    NodeSpec {
+        name: name.into(),
+        op,
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn relu() -> Op {
+    Op::Relu(NoParams {})
+}
+
+fn conv(cin: usize, cout: usize, k: usize) -> Op {
+    let mut c = Conv2d::new(cout, k);
+    c.in_channels = cin;
+    Op::Conv2d(c)
+}
+
+fn build(specs: Vec<NodeSpec>, output: Option<&str>) -> Result<Graph, GraphError> {
+    Graph::new("t", [3, 8, 8], specs, output, ModelInfo::default())
+}
+
+fn err(specs: Vec<NodeSpec>, output: Option<&str>) -> String {
+    build(specs, output).unwrap_err().to_string()
+}
+
+#[test]
+fn cycles_are_refused() {
+    let e = err(
+        vec![
+            spec("a", Op::Add(NoParams {}), &["input", "b"]),
+            spec("b", relu(), &["a"]),
+        ],
+        Some("b"),
+    );
+    assert!(e.contains("is part of a cycle"), "{e}");
+}
+
+#[test]
+fn names_must_be_unique_and_not_input() {
+    let e = err(
+        vec![spec("a", relu(), &["input"]), spec("a", relu(), &["a"])],
+        None,
+    );
+    assert!(e.contains("node \"a\" is defined twice"), "{e}");
+    let e = err(vec![spec("input", relu(), &["input"])], None);
+    assert!(e.contains("reserved name"), "{e}");
+}
+
+#[test]
+fn dangling_inputs_dead_nodes_and_bad_outputs_are_refused() {
+    let e = err(vec![spec("a", relu(), &["nothing"])], None);
+    assert!(e.contains("node \"a\" reads \"nothing\""), "{e}");
+    let e = err(
+        vec![spec("a", relu(), &["input"]), spec("b", relu(), &["input"])],
+        Some("b"),
+    );
+    assert!(
+        e.contains("node \"a\" does not lead to the output \"b\""),
+        "{e}"
+    );
+    let e = err(vec![spec("a", relu(), &["input"])], Some("zzz"));
+    assert!(e.contains("the output \"zzz\""), "{e}");
+    assert_eq!(build(vec![], None).unwrap_err(), GraphError::Empty);
+}
+
+#[test]
+fn arity_and_shape_errors_name_the_node() {
+    let e = err(vec![spec("a", relu(), &["input", "input"])], None);
+    assert!(
+        e.contains("node \"a\" (relu) takes exactly 1 input(s), got 2"),
+        "{e}"
+    );
+    let e = err(
+        vec![
+            spec("c", conv(3, 4, 3), &["input"]),
+            spec("sum", Op::Add(NoParams {}), &["c", "input"]),
+        ],
+        None,
+    );
+    assert!(
+        e.contains("node \"sum\" (add) adds inputs of different shapes: 4×6×6, 3×8×8"),
+        "{e}"
+    );
+    let e = err(vec![spec("c", conv(5, 4, 3), &["input"])], None);
+    assert!(
+        e.contains("node \"c\" (conv2d) expects 5 input channels, got 3"),
+        "{e}"
+    );
+    let e = err(
+        vec![
+            spec("c", conv(3, 4, 3), &["input"]),
+            spec("cat", Op::Concat(NoParams {}), &["c", "input"]),
+        ],
+        None,
+    );
+    assert!(e.contains("node \"cat\" (concat)"), "{e}");
+    let e = err(
+        vec![spec("p", Op::MaxPool2d(MaxPool2d::new(9, 1)), &["input"])],
+        None,
+    );
+    assert!(
+        e.contains("node \"p\" (max_pool2d) input 3×8×8 is too small"),
+        "{e}"
+    );
+    let e = err(
+        vec![
+            spec("f", Op::Flatten(NoParams {}), &["input"]),
+            spec(
+                "fc",
+                Op::Linear(Linear {
+                    in_features: 100,
+                    out_features: 2,
+                    bias: true,
+                }),
+                &["f"],
+            ),
+        ],
+        None,
+    );
+    assert!(
+        e.contains("node \"fc\" (linear) expects 100 input features, got 192"),
+        "{e}"
+    );
+    let e = err(
+        vec![spec(
+            "fc",
+            Op::Linear(Linear {
+                in_features: 192,
+                out_features: 2,
+                bias: true,
+            }),
+            &["input"],
+        )],
+        None,
+    );
+    assert!(e.contains("add a flatten node"), "{e}");
+}
+
+#[test]
+fn nodes_may_be_written_in_any_order() {
+    let g = build(
+        vec![
+            spec("b", relu(), &["a"]),
+            spec("a", conv(3, 4, 1), &["input"]),
+        ],
+        Some("b"),
+    )
+    .unwrap();
+    let names: Vec<&str> = g.nodes().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(g.depth(), 1);
+    assert_eq!(g.last_uses(), vec![1, usize::MAX]);
+}
+
+#[test]
+fn resizing_recomputes_shapes_and_names_the_failing_layer() {
+    let g = build(
+        vec![
+            spec("c", conv(3, 4, 3), &["input"]),
+            spec("p", Op::MaxPool2d(MaxPool2d::new(2, 2)), &["c"]),
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(g.output_shape(), &Shape::chw(4, 3, 3));
+    let big = g.with_input([3, 32, 32]).unwrap();
+    assert_eq!(big.output_shape(), &Shape::chw(4, 15, 15));
+    assert_eq!(big.macs(), 4 * 30 * 30 * 27);
+    let e = g.with_input([3, 2, 2]).unwrap_err().to_string();
+    assert!(e.contains("node \"c\""), "{e}");
+}
+
+#[test]
+fn model_files_round_trip_and_chain_by_default() {
+    let text = r#"{"format": "cnnbench-model", "version": 1, "name": "chain", "input": [3, 8, 8],
+        "info": {"citation": "me"},
+        "nodes": [
+          {"name": "c", "op": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": [1, 3], "padding": [0, 1]},
+          {"name": "r", "op": "relu"},
+          {"name": "p", "op": "avg_pool2d", "kernel": 2, "padding": [0, 0, 1, 1], "ceil_mode": true}
+        ]}"#;
+    let g = Graph::from_json(text).unwrap();
+    // The fifth window would start in the right padding: ceil mode drops it.
+    assert_eq!(g.output_shape(), &Shape::chw(4, 4, 4));
+    assert_eq!(g.info().citation.as_deref(), Some("me"));
+    let again = Graph::from_json(&g.to_json()).unwrap();
+    assert_eq!(again, g);
+}
+
+#[test]
+fn model_file_errors_are_specific() {
+    let cases = [
+        (
+            r#"{"format": "other", "version": 1}"#,
+            "expected \"cnnbench-model\"",
+        ),
+        (r#"{"version": 1}"#, "no \"format\""),
+        (r#"{"format": "cnnbench-model"}"#, "missing \"version\""),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 8, 8], "nodes": [{"op": "relu"}]}"#,
+            "node #0 has no \"name\"",
+        ),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 8, 8], "nodes": [{"name": "a"}]}"#,
+            "node \"a\" has no \"op\"",
+        ),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 8, 8], "nodes": [{"name": "a", "op": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": 3, "groups": 2}]}"#,
+            "groups 2 must divide",
+        ),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 0, 8], "nodes": [{"name": "a", "op": "relu"}]}"#,
+            "zero dimension",
+        ),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 8, 8], "nodes": [{"name": "a", "op": "dropout", "p": 1.5}]}"#,
+            "must be in [0, 1)",
+        ),
+        (
+            r#"{"format": "cnnbench-model", "version": 1, "name": "x", "input": [3, 8, 8], "extra": 1, "nodes": []}"#,
+            "unknown field `extra`",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = Graph::from_json(text).unwrap_err().to_string();
+        assert!(e.contains(expected), "expected \"{expected}\" in: {e}");
+    }
+}
