@@ -20,7 +20,7 @@ fn lists_the_zoo_as_a_table_and_as_json() {
     let out = cnnbench().args(["models", "--json"]).output().unwrap();
     assert!(out.status.success());
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows.len(), 11);
+    assert_eq!(rows.len(), 23);
     let resnet50 = rows.iter().find(|r| r["name"] == "resnet50").unwrap();
     assert_eq!(resnet50["params"], 25_557_032u64);
     assert_eq!(resnet50["macs"], 4_089_184_256u64);

@@ -74,6 +74,12 @@ fn modern_models_train_at_64() {
         ("efficientnet-b0", 5_288_548),
         ("shufflenet-v2-x1.0", 2_278_604),
         ("regnet-y-400mf", 4_344_144),
+        ("mobilenet_v2", 3_504_872),
+        ("mnasnet1.0", 4_383_312),
+        ("squeezenet1_0", 1_248_424),
+        ("densenet121", 7_978_856),
+        ("resnext50-32x4d", 25_028_904),
+        ("wide-resnet50-2", 68_883_240),
     ] {
         let v = run(model, 64, "train");
         assert_eq!(v["model"]["params"], params, "{model}");
@@ -93,4 +99,32 @@ fn inception_v3_runs_at_its_smallest_size() {
     let v = run("inception_v3", 75, "train");
     assert_eq!(v["model"]["name"], "inception-v3");
     assert_eq!(v["model"]["params"], 23_834_568u64);
+}
+
+#[test]
+fn models_lists_the_modern_families_with_torchvision_counts() {
+    let out = cnnbench().args(["models", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for (name, params, macs) in [
+        ("mobilenet-v2", 3_504_872u64, 300_774_272u64),
+        ("mobilenet-v3-large", 5_483_032, 216_589_760),
+        ("efficientnet-b0", 5_288_548, 385_814_752),
+        ("densenet121", 7_978_856, 2_834_161_664),
+        ("convnext-tiny", 28_589_128, 4_455_531_264),
+        ("regnet-y-400mf", 4_344_144, 401_842_848),
+        ("squeezenet1.0", 1_248_424, 818_924_576),
+        ("inception-v3", 23_834_568, 5_713_216_096),
+        ("resnext50-32x4d", 25_028_904, 4_230_479_872),
+        ("wide-resnet50-2", 68_883_240, 11_398_021_120),
+        ("shufflenet-v2-x1.0", 2_278_604, 144_907_992),
+        ("mnasnet1.0", 4_383_312, 314_415_872),
+    ] {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        assert_eq!(row["params"], params, "{name}");
+        assert_eq!(row["macs"], macs, "{name}");
+    }
 }

@@ -1066,6 +1066,87 @@ mod tests {
     }
 
     #[test]
+    fn modern_ops_infer_count_and_round_trip() {
+        let map = Shape::chw(8, 5, 5);
+        let gate = Shape::chw(8, 1, 1);
+        let unit = || NoParams {};
+        let ops = [
+            Op::Relu6(unit()),
+            Op::Silu(unit()),
+            Op::Gelu(unit()),
+            Op::Hardswish(unit()),
+            Op::Hardsigmoid(unit()),
+            Op::Sigmoid(unit()),
+            Op::LayerNorm2d(LayerNorm2d::new(8)),
+            Op::LayerScale(LayerScale::new(8)),
+            Op::ChannelShuffle(ChannelShuffle { groups: 2 }),
+            Op::StochasticDepth(StochasticDepth { p: 0.1 }),
+        ];
+        for op in ops {
+            op.validate().unwrap();
+            assert_eq!(op.infer(&[&map]).unwrap(), map, "{}", op.tag());
+            assert_eq!(op.macs(&map), 0, "{}", op.tag());
+            assert_eq!(op.buffers(), 0, "{}", op.tag());
+            let json = serde_json::to_value(&op).unwrap();
+            assert_eq!(json["op"], op.tag());
+            let back: Op = serde_json::from_value(json).unwrap();
+            assert_eq!(back, op);
+            assert!(OP_TAGS.contains(&op.tag()));
+            assert!(!op.describe().is_empty());
+        }
+        assert_eq!(Op::LayerNorm2d(LayerNorm2d::new(8)).params(), 16);
+        assert_eq!(Op::LayerScale(LayerScale::new(8)).params(), 8);
+        // Defaults: ConvNeXt's eps and layer-scale init.
+        let ln: Op = serde_json::from_str(r#"{"op": "layer_norm2d", "num_channels": 4}"#).unwrap();
+        assert_eq!(ln, Op::LayerNorm2d(LayerNorm2d::new(4)));
+
+        let mul = Op::Mul(unit());
+        assert_eq!(mul.arity(), (2, 2));
+        assert_eq!(mul.infer(&[&map, &gate]).unwrap(), map);
+        assert_eq!(mul.infer(&[&gate, &map]).unwrap(), map);
+        assert_eq!(mul.infer(&[&map, &map]).unwrap(), map);
+        let err = mul.infer(&[&map, &Shape::chw(4, 1, 1)]).unwrap_err();
+        assert!(err.contains("do not broadcast"), "{err}");
+        let err = mul.infer(&[&map, &Shape::flat(8)]).unwrap_err();
+        assert!(err.contains("do not broadcast"), "{err}");
+
+        let slice = Op::SliceChannels(SliceChannels { start: 2, end: 6 });
+        assert_eq!(slice.infer(&[&map]).unwrap(), Shape::chw(4, 5, 5));
+        let err = Op::SliceChannels(SliceChannels { start: 4, end: 12 })
+            .infer(&[&map])
+            .unwrap_err();
+        assert!(err.contains("channels 4..12 of an input with 8"), "{err}");
+        let err = Op::SliceChannels(SliceChannels { start: 3, end: 3 })
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("empty"), "{err}");
+
+        let err = Op::ChannelShuffle(ChannelShuffle { groups: 3 })
+            .infer(&[&map])
+            .unwrap_err();
+        assert!(err.contains("must divide the 8 channels"), "{err}");
+        let err = Op::LayerNorm2d(LayerNorm2d::new(4))
+            .infer(&[&map])
+            .unwrap_err();
+        assert!(err.contains("expects 4 channels, got 8"), "{err}");
+        let err = Op::LayerScale(LayerScale::new(4))
+            .infer(&[&map])
+            .unwrap_err();
+        assert!(err.contains("expects 4 channels, got 8"), "{err}");
+        let err = Op::StochasticDepth(StochasticDepth { p: 1.0 })
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("[0, 1)"), "{err}");
+        let err = Op::LayerNorm2d(LayerNorm2d {
+            num_channels: 4,
+            eps: 0.0,
+        })
+        .validate()
+        .unwrap_err();
+        assert!(err.contains("eps"), "{err}");
+    }
+
+    #[test]
     fn every_tag_is_listed() {
         let ops = [
             Op::Relu(NoParams {}),

@@ -429,7 +429,16 @@ impl Comparison {
                 let config = if same_config || p.base_config == p.new_config {
                     p.base_config.clone()
                 } else {
-                    format!("{} → {}", p.base_config, p.new_config)
+                    // `CPU · burn-flex 0.22.1 → 0.22.2` when only the software changed.
+                    match (
+                        p.base_config.split_once(" · "),
+                        p.new_config.split_once(" · "),
+                    ) {
+                        (Some((da, ea)), Some((db, eb))) if da == db => {
+                            format!("{da} · {ea} → {eb}")
+                        }
+                        _ => format!("{} → {}", p.base_config, p.new_config),
+                    }
                 };
                 let mut verdict = p.verdict.as_str().to_string();
                 if p.regression {

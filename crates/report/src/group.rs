@@ -229,12 +229,8 @@ pub fn group(
             .collect();
         if n > 1 {
             if let Some(e) = made.first() {
-                let what = format!(
-                    "{} ({}) on {}",
-                    e.model_name,
-                    input_desc(&key.0),
-                    e.config_name()
-                );
+                let model = e.legacy_label.as_ref().unwrap_or(&e.model_name);
+                let what = format!("{model} ({}) on {}", input_desc(&key.0), e.config_name());
                 let files: Vec<String> = made
                     .iter()
                     .flat_map(|e| e.sources.iter())

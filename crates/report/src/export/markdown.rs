@@ -40,7 +40,7 @@ impl Exporter for MarkdownExporter {
             out.push_str(&table(&head, &rows));
             writeln!(
                 out,
-                "\nSpeed: the fastest total time ({}) of a forward and backward pass measured for the model.\n",
+                "\nSpeed: the fastest total time per pass ({}) measured for the model.\n",
                 report.stat.as_str()
             )?;
         }

@@ -2,10 +2,10 @@
 # Renders `cnnbench report --format html` in headless Chromium with the network cut
 # off, and checks the page laid out: every table and chart present in the DOM Chromium
 # built, and a screenshot that is not blank. Needs Debian's `chromium` package
-# (`apt-get install -y chromium`). Usage: crates/report/scripts/check-html.sh [OUT_DIR]
+# (`apt-get install -y chromium`). Usage: scripts/check-html.sh [OUT_DIR]
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/../../.." && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$(mktemp -d)}"
 mkdir -p "$out"
 fixtures="$root/crates/report/tests/fixtures"
