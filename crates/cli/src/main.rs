@@ -24,7 +24,7 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Compare two sets of results: ratios with confidence intervals and verdicts.
     Compare(commands::compare::CompareArgs),
-    /// Convert a model file (Caffe prototxt, model JSON) into a cnnbench model JSON.
+    /// Convert a model file (ONNX, Caffe prototxt, model JSON) into a cnnbench model JSON.
     Convert(commands::convert::ConvertArgs),
     /// List the engines this build can run on this machine, and why not the others.
     Engines,

@@ -187,3 +187,40 @@ fn converts_caffe_prototxt_and_runs_it() {
         .failure()
         .stderr(predicate::str::contains("must not exist yet"));
 }
+
+#[test]
+fn onnx_files_are_models_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let onnx = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../import/tests/fixtures/onnx/resnet18.torchscript.onnx");
+    cnnbench()
+        .args(["models", "--file"])
+        .arg(&onnx)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1,814,073,344"));
+    let json = dir.path().join("r18.json");
+    cnnbench()
+        .arg("convert")
+        .arg(&onnx)
+        .arg(&json)
+        .assert()
+        .success();
+    cnnbench()
+        .args([
+            "run",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "--model-file",
+        ])
+        .arg(&onnx)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .assert()
+        .success();
+}

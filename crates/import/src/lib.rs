@@ -1,8 +1,9 @@
-//! Converters from other model formats to the Graph IR, and [`load_model`], which picks
+//! Converters from other model formats (Caffe prototxt, ONNX) to the Graph IR, and [`load_model`], which picks
 //! the format of a model file by its extension and content, so that every command that
 //! takes a model file accepts all of them.
 
 pub mod caffe;
+pub mod onnx;
 pub mod text_format;
 
 use cnnbench_graph::{Graph, GraphError};
@@ -90,8 +91,20 @@ pub fn load_model(path: &Path) -> Result<Graph, ImportError> {
     match detect_format(path, &bytes)? {
         ModelFormat::CnnbenchJson => Ok(Graph::from_json(&text()?)?),
         ModelFormat::CaffePrototxt => caffe::from_prototxt(&text()?),
-        ModelFormat::Onnx => Err(ImportError::Unsupported(
-            "ONNX import is not part of this version yet; convert the network to a cnnbench model JSON or a Caffe prototxt".into(),
-        )),
+        ModelFormat::Onnx => {
+            let stem = path.file_stem().map_or_else(
+                || "onnx-model".to_string(),
+                |s| s.to_string_lossy().to_string(),
+            );
+            if bytes.len() > onnx::MAX_MODEL_BYTES {
+                return Err(ImportError::Unsupported(format!(
+                    "{} has {} bytes; ONNX files over {} MiB are refused",
+                    path.display(),
+                    bytes.len(),
+                    onnx::MAX_MODEL_BYTES >> 20
+                )));
+            }
+            onnx::from_onnx(&bytes, &stem)
+        }
     }
 }

@@ -44,3 +44,28 @@ proptest! {
         let _ = Graph::from_json(&String::from_utf8_lossy(&bytes));
     }
 }
+
+const ONNX_FIXTURE: &[u8] = include_bytes!("fixtures/onnx/everyop.torchscript.onnx");
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn truncated_onnx_never_panics(cut in 0usize..ONNX_FIXTURE.len()) {
+        let _ = cnnbench_import::onnx::from_onnx(&ONNX_FIXTURE[..cut], "t");
+    }
+
+    #[test]
+    fn bit_flipped_onnx_never_panics(flips in proptest::collection::vec((0usize..ONNX_FIXTURE.len(), 0u8..8), 1..8)) {
+        let mut bytes = ONNX_FIXTURE.to_vec();
+        for (at, bit) in flips {
+            bytes[at] ^= 1 << bit;
+        }
+        let _ = cnnbench_import::onnx::from_onnx(&bytes, "t");
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = cnnbench_import::onnx::from_onnx(&bytes, "t");
+    }
+}

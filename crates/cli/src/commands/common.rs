@@ -60,7 +60,7 @@ pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {
     })
 }
 
-/// A model file in any supported format (model JSON, Caffe prototxt), resized if asked.
+/// A model file in any supported format (model JSON, ONNX, Caffe prototxt), resized if asked.
 pub fn file_model(path: &Path, size: Option<ImageSize>) -> Result<Graph> {
     let graph = cnnbench_import::load_model(path)
         .with_context(|| format!("cannot use {}", path.display()))?;

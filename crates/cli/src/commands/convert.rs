@@ -1,4 +1,5 @@
-//! `cnnbench convert IN OUT.json`: any supported model file to a cnnbench model JSON.
+//! `cnnbench convert IN OUT.json`: any supported model file (ONNX, Caffe prototxt, model
+//! JSON) to a cnnbench model JSON, which a person can read and edit.
 
 use super::common::file_model;
 use super::models::write_new;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
-    /// The model to convert: a Caffe deploy .prototxt or a cnnbench model .json.
+    /// The model to convert: an .onnx file, a Caffe deploy .prototxt or a cnnbench model .json.
     pub input: PathBuf,
     /// Where to write the cnnbench model JSON (must not exist).
     pub output: PathBuf,

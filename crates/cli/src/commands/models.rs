@@ -11,7 +11,7 @@ use std::process::ExitCode;
 pub struct ModelsArgs {
     /// Show this model's per-layer summary (any name or alias from the list).
     pub name: Option<String>,
-    /// Load, validate and summarise a model file instead of a zoo model.
+    /// Load, validate and summarise a model file (model JSON, .onnx, Caffe .prototxt).
     #[arg(long, value_name = "FILE", conflicts_with = "name")]
     pub file: Option<PathBuf>,
     /// Recompute shapes and counts for another input size: N or HxW.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub struct RunArgs {
     /// Zoo models to run (default: the original suite's ten models).
     pub models: Vec<String>,
-    /// A model file to run (cnnbench model JSON); may be repeated.
+    /// A model file to run (model JSON, .onnx, Caffe .prototxt); may be repeated.
     #[arg(long, value_name = "FILE")]
     pub model_file: Vec<PathBuf>,
     /// train: forward + backward from a random gradient (the original method);
