@@ -1,5 +1,7 @@
 //! Records the git commit cnnbench is built from, for result files.
 
+use std::path::Path;
+
 fn main() {
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
@@ -10,6 +12,13 @@ fn main() {
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     println!("cargo:rustc-env=CNNBENCH_GIT_COMMIT={commit}");
-    println!("cargo:rerun-if-changed=../../.git/HEAD");
-    println!("cargo:rerun-if-changed=../../.git/refs/heads");
+    // Rebuild when HEAD moves: HEAD itself, the branch file it names, and packed refs.
+    let git = Path::new("../../.git");
+    println!("cargo:rerun-if-changed={}", git.join("HEAD").display());
+    println!("cargo:rerun-if-changed={}", git.join("packed-refs").display());
+    if let Ok(head) = std::fs::read_to_string(git.join("HEAD")) {
+        if let Some(branch) = head.trim().strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed={}", git.join(branch).display());
+        }
+    }
 }

@@ -6,7 +6,16 @@ use cnnbench_graph::Graph;
 
 /// Resets the kernel's resident-set high-water mark for this process (Linux ≥ 4.0,
 /// `echo 5 > /proc/self/clear_refs`). Returns whether it worked.
+///
+/// The reset sets the mark to the current resident size, so memory that an earlier
+/// model freed but the allocator kept would count against the next model: glibc's
+/// allocator is first asked to hand free pages back to the kernel.
 pub fn reset_peak_rss() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 

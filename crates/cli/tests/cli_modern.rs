@@ -128,3 +128,27 @@ fn models_lists_the_modern_families_with_torchvision_counts() {
         assert_eq!(row["macs"], macs, "{name}");
     }
 }
+
+#[test]
+fn every_modern_model_infers_and_convnext_trains() {
+    for (model, size) in [
+        ("mobilenet-v2", 64),
+        ("mobilenet-v3-large", 64),
+        ("efficientnet-b0", 64),
+        ("densenet121", 64),
+        ("convnext-tiny", 64),
+        ("regnet-y-400mf", 64),
+        ("squeezenet1.0", 64),
+        ("inception-v3", 75),
+        ("resnext50-32x4d", 64),
+        ("wide-resnet50-2", 64),
+        ("shufflenet-v2-x1.0", 64),
+        ("mnasnet1.0", 64),
+    ] {
+        let v = run(model, size, "infer");
+        assert!(v["samples"].get("backward").is_none(), "{model}: infer has no backward");
+        assert!(v["summary"]["forward"]["median"].as_f64().unwrap() > 0.0, "{model}");
+    }
+    let v = run("convnext-tiny", 64, "train");
+    assert_eq!(v["model"]["params"], 28_589_128u64);
+}

@@ -483,6 +483,18 @@ impl Comparison {
                     g
                 )
             };
+            // Say so when the interval does not clear the noise threshold.
+            let clear = self.geomean_ci95.is_none_or(|c| {
+                c[0] > 1.0 + self.threshold || c[1] < 1.0 - self.threshold
+            });
+            let direction = if clear || (g - 1.0).abs() < 0.0005 {
+                direction
+            } else {
+                format!(
+                    "{direction}, but the interval reaches into the ±{}% noise threshold: not a clear change",
+                    trim_num(self.threshold * 100.0)
+                )
+            };
             out.push(format!(
                 "Geometric mean of new/base ({} time, medians) over {} pairs: {:.3}{ci}: {direction}.",
                 self.quantity,

@@ -101,11 +101,20 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
             .with_context(|| format!("{} at {}×{}", entry.name, input[1], input[2]))?;
         rows.push(row(&graph, entry.aliases, entry.family));
     }
+    // Families together, in the order each first appears in the zoo.
+    let mut family_order: Vec<String> = Vec::new();
+    for r in &rows {
+        if !family_order.contains(&r.family) {
+            family_order.push(r.family.clone());
+        }
+    }
+    rows.sort_by_key(|r| family_order.iter().position(|f| *f == r.family));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = new_table(&[
+        "Family",
         "Model",
         "Aliases",
         "Layers",
@@ -125,6 +134,7 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
             ),
         };
         table.add_row(vec![
+            r.family.clone(),
             r.name.clone(),
             r.aliases.join(", "),
             r.depth.to_string(),
@@ -135,7 +145,7 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
             r.citation.clone().unwrap_or_default(),
         ]);
     }
-    align_right(&mut table, &[2, 3, 4]);
+    align_right(&mut table, &[3, 4, 5]);
     println!("{table}");
     Ok(ExitCode::SUCCESS)
 }

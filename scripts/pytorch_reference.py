@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Times torchvision's version of zoo models with PyTorch, by the original suite's method,
+as an independent check of `cnnbench run` on the same machine.
+
+Method (the same as cnnbench's `train` mode): model in training mode; per pass a fresh
+random input (untimed), forward timed, a random upstream gradient of the output's shape
+(untimed), backward timed (`output.backward(grad)`), warm-up passes dropped. On the CPU
+PyTorch runs synchronously; on CUDA the script synchronises around each timed region.
+Prints the same columns as `cnnbench run` (median ± sample standard deviation).
+
+Setup: pip install torch==2.11.0 torchvision
+Usage: python3 scripts/pytorch_reference.py resnet50 [MODELS…] [--batch-size 16]
+       [--passes 10] [--warmup 1] [--image-size 224] [--threads N] [--device cpu|cuda]
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torchvision
+from torchvision.models.resnet import Bottleneck, ResNet
+
+# Zoo names → torchvision constructors (alexnet-bvlc is a Caffe model: not in torchvision).
+MODELS = {
+    "alexnet": torchvision.models.alexnet,
+    "inception-v1": lambda: torchvision.models.googlenet(aux_logits=False, init_weights=True),
+    "vgg16": torchvision.models.vgg16,
+    "vgg19": torchvision.models.vgg19,
+    "resnet18": torchvision.models.resnet18,
+    "resnet34": torchvision.models.resnet34,
+    "resnet50": torchvision.models.resnet50,
+    "resnet101": torchvision.models.resnet101,
+    "resnet152": torchvision.models.resnet152,
+    "resnet200": lambda: ResNet(Bottleneck, [3, 24, 36, 3]),
+    "mobilenet-v2": torchvision.models.mobilenet_v2,
+    "efficientnet-b0": torchvision.models.efficientnet_b0,
+    "convnext-tiny": torchvision.models.convnext_tiny,
+    "densenet121": torchvision.models.densenet121,
+}
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench(name, args, device):
+    model = MODELS[name]().to(device).train()
+    params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    shape = (args.batch_size, 3, args.image_size, args.image_size)
+    forward, backward = [], []
+    for i in range(args.warmup + args.passes):
+        x = torch.randn(shape, device=device)
+        sync(device)
+        t0 = time.perf_counter()
+        out = model(x)
+        sync(device)
+        t1 = time.perf_counter()
+        grad = torch.randn_like(out)
+        sync(device)
+        t2 = time.perf_counter()
+        out.backward(grad)
+        sync(device)
+        t3 = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        if i >= args.warmup:
+            forward.append(t1 - t0)
+            backward.append(t3 - t2)
+    total = [f + b for f, b in zip(forward, backward)]
+    return params, forward, backward, total
+
+
+def ms(samples):
+    med = statistics.median(samples) * 1e3
+    std = statistics.stdev(samples) * 1e3 if len(samples) > 1 else 0.0
+    return f"{med:.2f} ± {std:.2f}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="+", choices=sorted(MODELS))
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--passes", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    print(f"PyTorch {torch.__version__}, torchvision {torchvision.__version__}, {torch.get_num_threads()} threads, device {device}", file=sys.stderr)
+    print("|Model|Engine|Batch|Forward (ms)|Backward (ms)|Total (ms)|Images/s|")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name in args.models:
+        params, f, b, t = bench(name, args, device)
+        images = args.batch_size / statistics.median(t)
+        print(f"|{name} ({args.image_size}×{args.image_size})|pytorch {torch.__version__}|{args.batch_size}|{ms(f)}|{ms(b)}|{ms(t)}|{images:.1f}|", flush=True)
+
+
+if __name__ == "__main__":
+    main()
