@@ -15,7 +15,10 @@ fn main() {
     // Rebuild when HEAD moves: HEAD itself, the branch file it names, and packed refs.
     let git = Path::new("../../.git");
     println!("cargo:rerun-if-changed={}", git.join("HEAD").display());
-    println!("cargo:rerun-if-changed={}", git.join("packed-refs").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        git.join("packed-refs").display()
+    );
     if let Ok(head) = std::fs::read_to_string(git.join("HEAD")) {
         if let Some(branch) = head.trim().strip_prefix("ref: ") {
             println!("cargo:rerun-if-changed={}", git.join(branch).display());

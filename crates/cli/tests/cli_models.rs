@@ -1,12 +1,11 @@
 //! End-to-end tests of `cnnbench models` and `cnnbench engines`.
 
-use assert_cmd::Command;
+mod common;
+
+use common::cnnbench;
+
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn cnnbench() -> Command {
-    Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
-}
 
 #[test]
 fn lists_the_zoo_as_a_table_and_as_json() {

@@ -1,29 +1,11 @@
 //! End-to-end runs of the modern families (issue 7) at 64×64, batch 2: each trains (or
 //! steps) through the CLI and writes a result whose counts are the zoo's.
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn cnnbench() -> Command {
-    Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
-}
-
-fn result_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                files.extend(result_files(&path));
-            } else if path.extension().is_some_and(|e| e == "json") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// Runs one model for one pass and returns its result document.
 fn run(model: &str, size: usize, mode: &str) -> Value {
@@ -146,8 +128,14 @@ fn every_modern_model_infers_and_convnext_trains() {
         ("mnasnet1.0", 64),
     ] {
         let v = run(model, size, "infer");
-        assert!(v["samples"].get("backward").is_none(), "{model}: infer has no backward");
-        assert!(v["summary"]["forward"]["median"].as_f64().unwrap() > 0.0, "{model}");
+        assert!(
+            v["samples"].get("backward").is_none(),
+            "{model}: infer has no backward"
+        );
+        assert!(
+            v["summary"]["forward"]["median"].as_f64().unwrap() > 0.0,
+            "{model}"
+        );
     }
     let v = run("convnext-tiny", 64, "train");
     assert_eq!(v["model"]["params"], 28_589_128u64);

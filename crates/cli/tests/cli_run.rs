@@ -1,29 +1,12 @@
 //! End-to-end tests of `cnnbench run` on tiny inputs.
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
+
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn cnnbench() -> Command {
-    Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
-}
-
-fn result_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                files.extend(result_files(&path));
-            } else if path.extension().is_some_and(|e| e == "json") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
+use std::path::Path;
 
 /// Checks a result file against the schema and for internal consistency.
 fn check_result(path: &Path, mode: &str, phases: &[&str], passes: usize) -> Value {

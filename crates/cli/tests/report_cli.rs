@@ -1,15 +1,14 @@
 //! `cnnbench report` end to end: formats, legacy layout, speed-ups, warnings, files.
 
-use assert_cmd::Command;
+mod common;
+
+use common::cnnbench;
+
 use predicates::prelude::*;
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures")
-}
-
-fn cnnbench() -> Command {
-    Command::cargo_bin("cnnbench").unwrap()
 }
 
 fn legacy_1080ti() -> Vec<PathBuf> {

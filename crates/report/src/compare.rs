@@ -484,9 +484,9 @@ impl Comparison {
                 )
             };
             // Say so when the interval does not clear the noise threshold.
-            let clear = self.geomean_ci95.is_none_or(|c| {
-                c[0] > 1.0 + self.threshold || c[1] < 1.0 - self.threshold
-            });
+            let clear = self
+                .geomean_ci95
+                .is_none_or(|c| c[0] > 1.0 + self.threshold || c[1] < 1.0 - self.threshold);
             let direction = if clear || (g - 1.0).abs() < 0.0005 {
                 direction
             } else {

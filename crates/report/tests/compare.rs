@@ -227,7 +227,11 @@ fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     Run::new("noisy", "Test CPU", noisy(100.0, 15.0, 5, 11)).write(b.path(), "noisy.json");
     Run::new("noisy", "Test CPU", noisy(104.0, 15.0, 5, 12)).write(n.path(), "noisy.json");
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
     let ci = c.geomean_ci95.unwrap();
     assert!(ci[0] < 1.02, "{ci:?}");
     let text = c.summary().join("\n");
@@ -235,7 +239,11 @@ fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
     // A clear regression keeps its plain sentence.
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
-    let c = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
     let clear = c.geomean_ci95.unwrap();
     let text = c.summary().join("\n");
     assert_eq!(

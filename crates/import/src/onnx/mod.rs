@@ -439,7 +439,7 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                 let x = tensor(0)?;
                 match (lo, hi) {
                     (Some(l), Some(h)) if l == 0.0 && h == 6.0 => Val::Tensor(b.add(name, Op::Relu6(NoParams {}), &[&x])),
-                    (Some(l), None) if l == 0.0 => Val::Tensor(b.relu(name, &x)),
+                    (Some(0.0), None) => Val::Tensor(b.relu(name, &x)),
                     _ => return Err(node.error(format!("clip to [{lo:?}, {hi:?}] is not supported; only ReLU ([0, ∞)) and ReLU6 ([0, 6])"))),
                 }
             }
