@@ -24,7 +24,6 @@ use crate::graph::{Graph, ModelInfo, NodeSpec, INPUT_NAME};
 use crate::ops::{Op, OP_TAGS};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::path::Path;
 
 pub const MODEL_FORMAT: &str = "cnnbench-model";
 pub const MODEL_VERSION: u32 = 1;
@@ -130,13 +129,6 @@ impl Graph {
             file.output.as_deref(),
             file.info,
         )
-    }
-
-    /// Reads a model file from disk.
-    pub fn load(path: &Path) -> Result<Graph, GraphError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| GraphError::File(format!("cannot read {}: {e}", path.display())))?;
-        Graph::from_json(&text)
     }
 }
 
