@@ -1,8 +1,17 @@
-//! Records the git commit cnnbench is built from, for result files.
+//! Records the git commit cnnbench is built from, for result files; with the `torch`
+//! feature, makes the binary find libtorch where it was built (tch's own rpath reaches
+//! only tch's targets) and keeps libtorch_cuda linked so CUDA is found at run time.
 
 use std::path::Path;
 
 fn main() {
+    if std::env::var_os("CARGO_FEATURE_TORCH").is_some() {
+        if let Some(lib) = std::env::var_os("DEP_TCH_LIBTORCH_LIB") {
+            println!("cargo:rustc-link-arg=-Wl,-rpath={}", lib.to_string_lossy());
+        }
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
+        println!("cargo:rustc-link-arg=-ltorch");
+    }
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()

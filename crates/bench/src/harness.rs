@@ -69,6 +69,7 @@ pub fn run(
         batch_size: request.batch_size,
         seed: request.seed,
         precision: request.precision,
+        deterministic: false,
     };
     let mut session = engine
         .prepare(graph, &config)

@@ -7,6 +7,7 @@ pub mod memory;
 pub mod output;
 pub mod result;
 pub mod stats;
+pub mod verify;
 
 pub use harness::{run, HarnessError, Progress, RunRequest};
 pub use result::BenchResult;

@@ -26,6 +26,8 @@ enum Command {
     Compare(commands::compare::CompareArgs),
     /// Convert a model file (ONNX, Caffe prototxt, model JSON) into a cnnbench model JSON.
     Convert(commands::convert::ConvertArgs),
+    /// Run one network on two engines with the same weights and inputs; compare outputs and gradients.
+    Verify(commands::verify::VerifyArgs),
     /// List the engines this build can run on this machine, and why not the others.
     Engines,
 }
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Convert(args) => commands::convert::run(args),
+        Command::Verify(args) => commands::verify::run(args),
         Command::Engines => commands::engines::run(),
     };
     match outcome {

@@ -17,7 +17,7 @@ use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use cnnbench_engine::{Engine, EngineInfo, Mode, Precision, Session, SessionConfig};
-use cnnbench_graph::Graph;
+use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
 
 /// The engine's name on the command line and in result files.
@@ -100,6 +100,7 @@ pub fn device_for(mode: Mode) -> Device {
 }
 
 struct BurnSession {
+    graph: Graph,
     device: Device,
     mode: Mode,
     batch: usize,
@@ -121,7 +122,10 @@ impl BurnSession {
     fn new(graph: &Graph, config: &SessionConfig) -> Result<Self> {
         let device = device_for(config.mode);
         device.seed(config.seed);
-        let (network, params) = Network::lower(graph, &device)?;
+        let (mut network, params) = Network::lower(graph, &device)?;
+        if config.deterministic {
+            network.disable_dropout();
+        }
         if config.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
             return Err(anyhow!(
                 "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
@@ -133,6 +137,7 @@ impl BurnSession {
             .with_momentum(Some(MomentumConfig::new().with_momentum(MOMENTUM)))
             .init();
         Ok(Self {
+            graph: graph.clone(),
             device,
             mode: config.mode,
             batch: config.batch_size,
@@ -245,6 +250,58 @@ impl Session for BurnSession {
         self.device
             .sync()
             .map_err(|e| anyhow!("burn device sync failed: {e:?}"))
+    }
+
+    fn export_weights(&self) -> Result<Weights> {
+        self.network.export_weights(self.params()?)
+    }
+
+    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        let mut params = self.params.take().context("parameters missing")?;
+        let imported = self
+            .network
+            .import_weights(&mut params, weights, &self.device);
+        self.params = Some(params);
+        imported
+    }
+
+    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+        let [c, h, w] = self.input_shape;
+        if input.shape != [self.batch, c, h, w] {
+            return Err(anyhow!(
+                "the input has shape {:?} but this session takes [{}, {c}, {h}, {w}]",
+                input.shape,
+                self.batch
+            ));
+        }
+        self.output = None;
+        self.loss = None;
+        self.output_grad = None;
+        self.grads = None;
+        self.input = Some(lower::from_host(input, &self.device)?);
+        Ok(())
+    }
+
+    fn output(&self) -> Result<HostTensor> {
+        self.output
+            .as_ref()
+            .context("no output: run forward first (in train or infer mode)")?
+            .to_host()
+    }
+
+    fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
+        let output = self.output.as_ref().context("no output to backpropagate")?;
+        self.output_grad = Some(output.like_from_host(grad, &self.device)?);
+        Ok(())
+    }
+
+    fn weight_gradients(&self) -> Result<Weights> {
+        let grads = self
+            .grads
+            .as_ref()
+            .context("no gradients: run backward first")?;
+        self.network.weight_gradients(self.params()?, grads)
     }
 }
 

@@ -2,6 +2,7 @@
 //! runs them.
 
 use anyhow::{anyhow, Result};
+use burn::module::RunningState;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{
@@ -10,8 +11,8 @@ use burn::nn::{
 use burn::tensor::activation::{gelu, hard_sigmoid, relu, relu6, sigmoid, silu};
 use burn::tensor::module::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
 use burn::tensor::ops::{AvgPoolOptions, MaxPoolOptions};
-use burn::tensor::{Device, Distribution, Tensor};
-use cnnbench_graph::{Graph, Op, Pad2d, Source};
+use burn::tensor::{Device, Distribution, Gradients, Tensor, TensorData};
+use cnnbench_graph::{Graph, HostTensor, Op, Pad2d, Source, Weights};
 
 /// The trainable state of a lowered network: one burn module per parameterised node.
 #[derive(Module, Debug)]
@@ -101,7 +102,8 @@ impl Activation {
 
 enum Lowered {
     Conv(usize),
-    Norm(usize),
+    /// The index and whether it has learned scale and shift.
+    Norm(usize, bool),
     Linear(usize),
     LayerNorm(usize),
     Scale(usize),
@@ -139,6 +141,8 @@ pub struct Network {
     steps: Vec<Step>,
     output: usize,
     output_features: usize,
+    /// Off for `cnnbench verify`, where engines must compute the same function.
+    dropout: bool,
 }
 
 fn pad_pairs(p: Pad2d) -> [(usize, usize); 2] {
@@ -193,7 +197,7 @@ impl Network {
                         norm.beta = norm.beta.set_require_grad(false);
                     }
                     params.norms.push(norm);
-                    Lowered::Norm(params.norms.len() - 1)
+                    Lowered::Norm(params.norms.len() - 1, b.affine)
                 }
                 Op::Linear(l) => {
                     let linear = LinearConfig::new(l.in_features, l.out_features)
@@ -263,8 +267,14 @@ impl Network {
             steps,
             output: graph.output_index(),
             output_features: graph.output_shape().elements() as usize,
+            dropout: true,
         };
         Ok((network, params))
+    }
+
+    /// Makes dropout the identity in training too.
+    pub fn disable_dropout(&mut self) {
+        self.dropout = false;
     }
 
     /// Elements of one example's output (the number of classes for a classifier).
@@ -290,7 +300,7 @@ impl Network {
             let first = fetch(&step.inputs[0])?;
             let out = match &step.op {
                 Lowered::Conv(k) => Value::Map(params.convs[*k].forward(first.into_map()?)),
-                Lowered::Norm(k) => Value::Map(params.norms[*k].forward(first.into_map()?)),
+                Lowered::Norm(k, _) => Value::Map(params.norms[*k].forward(first.into_map()?)),
                 Lowered::Linear(k) => Value::Flat(params.linears[*k].forward(first.into_flat()?)),
                 Lowered::LayerNorm(k) => {
                     // Channels last, normalise, channels first again.
@@ -347,7 +357,7 @@ impl Network {
                     Value::Map(adaptive_avg_pool2d(first.into_map()?, *size))
                 }
                 Lowered::Dropout(p) => {
-                    if training && *p > 0.0 {
+                    if training && self.dropout && *p > 0.0 {
                         match first {
                             Value::Map(t) => Value::Map(dropout(t, *p)),
                             Value::Flat(t) => Value::Flat(dropout(t, *p)),
@@ -427,4 +437,207 @@ fn local_response_norm(x: Tensor<4>, size: usize, alpha: f64, beta: f64, k: f64)
     let mean = avg_pool2d(squares, window).reshape([n, c, h, w]);
     let denominator = (mean * alpha + k).powf_scalar(beta);
     x / denominator
+}
+
+/// One weight tensor of [`NetParams`], seen through the PyTorch layout of its key.
+enum Slot<'a> {
+    Vector(&'a Param<Tensor<1>>),
+    /// A burn `Linear` weight, stored `[in, out]`: transposed to and from PyTorch's.
+    LinearWeight(&'a Param<Tensor<2>>),
+    Kernel(&'a Param<Tensor<4>>),
+    Running(&'a RunningState<Tensor<1>>),
+}
+
+impl Value {
+    /// Copies the value to the host.
+    pub fn to_host(&self) -> Result<HostTensor> {
+        match self {
+            Value::Map(t) => to_host(t.clone()),
+            Value::Flat(t) => to_host(t.clone()),
+        }
+    }
+    /// A value of the same rank as `self` holding `host`, which must have its shape.
+    pub fn like_from_host(&self, host: &HostTensor, device: &Device) -> Result<Value> {
+        if host.shape != self.dims() {
+            return Err(anyhow!(
+                "the gradient has shape {:?} but the output has {:?}",
+                host.shape,
+                self.dims()
+            ));
+        }
+        Ok(match self {
+            Value::Map(_) => Value::Map(from_host(host, device)?),
+            Value::Flat(_) => Value::Flat(from_host(host, device)?),
+        })
+    }
+}
+
+/// Copies a tensor to the host in row-major order.
+pub fn to_host<const D: usize>(tensor: Tensor<D>) -> Result<HostTensor> {
+    let shape = tensor.dims().to_vec();
+    let data = tensor
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .map_err(|e| anyhow!("cannot read a tensor back from burn: {e:?}"))?;
+    Ok(HostTensor::new(shape, data)?)
+}
+
+/// A burn tensor with a host tensor's values; its rank must be `D`.
+pub fn from_host<const D: usize>(host: &HostTensor, device: &Device) -> Result<Tensor<D>> {
+    if host.shape.len() != D {
+        return Err(anyhow!(
+            "expected a rank-{D} tensor, got shape {:?}",
+            host.shape
+        ));
+    }
+    Ok(Tensor::from_data(
+        TensorData::new(host.data.clone(), host.shape.clone()),
+        device,
+    ))
+}
+
+/// `new` in place of a parameter's value, keeping whether it trains.
+fn replace_param<const D: usize>(param: &mut Param<Tensor<D>>, new: Tensor<D>) {
+    let trains = param.is_require_grad();
+    *param = param.clone().map(|_| new.set_require_grad(trains));
+}
+
+impl Network {
+    /// Every weight of the network with its `<node>.<tensor>` key, in node order.
+    fn slots<'a>(&self, params: &'a NetParams) -> Vec<(String, Slot<'a>)> {
+        let mut slots = Vec::new();
+        for step in &self.steps {
+            let key = |name: &str| format!("{}.{name}", step.name);
+            match step.op {
+                Lowered::Conv(k) => {
+                    let conv = &params.convs[k];
+                    slots.push((key("weight"), Slot::Kernel(&conv.weight)));
+                    if let Some(bias) = &conv.bias {
+                        slots.push((key("bias"), Slot::Vector(bias)));
+                    }
+                }
+                Lowered::Norm(k, affine) => {
+                    let norm = &params.norms[k];
+                    if affine {
+                        slots.push((key("weight"), Slot::Vector(&norm.gamma)));
+                        slots.push((key("bias"), Slot::Vector(&norm.beta)));
+                    }
+                    slots.push((key("running_mean"), Slot::Running(&norm.running_mean)));
+                    slots.push((key("running_var"), Slot::Running(&norm.running_var)));
+                }
+                Lowered::Linear(k) => {
+                    let linear = &params.linears[k];
+                    slots.push((key("weight"), Slot::LinearWeight(&linear.weight)));
+                    if let Some(bias) = &linear.bias {
+                        slots.push((key("bias"), Slot::Vector(bias)));
+                    }
+                }
+                Lowered::LayerNorm(k) => {
+                    let norm = &params.layer_norms[k];
+                    slots.push((key("weight"), Slot::Vector(&norm.gamma)));
+                    if let Some(beta) = &norm.beta {
+                        slots.push((key("bias"), Slot::Vector(beta)));
+                    }
+                }
+                Lowered::Scale(k) => slots.push((key("scale"), Slot::Vector(&params.scales[k]))),
+                _ => {}
+            }
+        }
+        slots
+    }
+
+    /// Every weight (parameters and running statistics) in PyTorch's layout.
+    pub fn export_weights(&self, params: &NetParams) -> Result<Weights> {
+        let mut weights = Weights::new();
+        for (key, slot) in self.slots(params) {
+            let host = match slot {
+                Slot::Vector(p) => to_host(p.val()),
+                Slot::LinearWeight(p) => to_host(p.val().transpose()),
+                Slot::Kernel(p) => to_host(p.val()),
+                Slot::Running(r) => to_host(r.value()),
+            }?;
+            weights.insert(key, host);
+        }
+        Ok(weights)
+    }
+
+    /// The gradient of every trainable weight, in PyTorch's layout. A weight the loss
+    /// does not reach gets a zero gradient, as PyTorch would accumulate.
+    pub fn weight_gradients(&self, params: &NetParams, grads: &Gradients) -> Result<Weights> {
+        fn grad_of<const D: usize>(p: &Param<Tensor<D>>, grads: &Gradients) -> Tensor<D> {
+            let value = p.val();
+            value.grad(grads).unwrap_or_else(|| value.zeros_like())
+        }
+        let mut weights = Weights::new();
+        for (key, slot) in self.slots(params) {
+            let host = match slot {
+                Slot::Vector(p) => to_host(grad_of(p, grads)),
+                Slot::LinearWeight(p) => to_host(grad_of(p, grads).transpose()),
+                Slot::Kernel(p) => to_host(grad_of(p, grads)),
+                Slot::Running(_) => continue,
+            }?;
+            weights.insert(key, host);
+        }
+        Ok(weights)
+    }
+
+    /// Replaces every weight with the given values (which must be complete and checked
+    /// against the graph by the caller).
+    pub fn import_weights(
+        &self,
+        params: &mut NetParams,
+        weights: &Weights,
+        device: &Device,
+    ) -> Result<()> {
+        let get = |key: String| -> Result<&HostTensor> {
+            weights
+                .get(&key)
+                .ok_or_else(|| anyhow!("the weights have no tensor \"{key}\""))
+        };
+        for step in &self.steps {
+            let key = |name: &str| format!("{}.{name}", step.name);
+            match step.op {
+                Lowered::Conv(k) => {
+                    let conv = &mut params.convs[k];
+                    replace_param(&mut conv.weight, from_host(get(key("weight"))?, device)?);
+                    if let Some(bias) = &mut conv.bias {
+                        replace_param(bias, from_host(get(key("bias"))?, device)?);
+                    }
+                }
+                Lowered::Norm(k, affine) => {
+                    let norm = &mut params.norms[k];
+                    if affine {
+                        replace_param(&mut norm.gamma, from_host(get(key("weight"))?, device)?);
+                        replace_param(&mut norm.beta, from_host(get(key("bias"))?, device)?);
+                    }
+                    norm.running_mean =
+                        RunningState::new(from_host(get(key("running_mean"))?, device)?);
+                    norm.running_var =
+                        RunningState::new(from_host(get(key("running_var"))?, device)?);
+                }
+                Lowered::Linear(k) => {
+                    let linear = &mut params.linears[k];
+                    let weight: Tensor<2> = from_host(get(key("weight"))?, device)?;
+                    replace_param(&mut linear.weight, weight.transpose());
+                    if let Some(bias) = &mut linear.bias {
+                        replace_param(bias, from_host(get(key("bias"))?, device)?);
+                    }
+                }
+                Lowered::LayerNorm(k) => {
+                    let norm = &mut params.layer_norms[k];
+                    replace_param(&mut norm.gamma, from_host(get(key("weight"))?, device)?);
+                    if let Some(beta) = &mut norm.beta {
+                        replace_param(beta, from_host(get(key("bias"))?, device)?);
+                    }
+                }
+                Lowered::Scale(k) => replace_param(
+                    &mut params.scales[k],
+                    from_host(get(key("scale"))?, device)?,
+                ),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }

@@ -497,6 +497,7 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
             batch_size: 2,
             seed: 1,
             precision: Precision::F32,
+            deterministic: false,
         };
         let mut s = engine.prepare(&graph, &config).unwrap();
         for _ in 0..2 {
@@ -521,6 +522,7 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
         batch_size: 2,
         seed: 1,
         precision: Precision::F16,
+        deterministic: false,
     };
     let err = engine
         .prepare(&graph, &config)

@@ -2,7 +2,7 @@
 //! device; the harness drives the session and owns the clock. Engines never read the
 //! clock, so every engine is timed the same way.
 
-use cnnbench_graph::Graph;
+use cnnbench_graph::{Graph, HostTensor, Weights};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -90,6 +90,9 @@ pub struct SessionConfig {
     /// Seeds weights, inputs, gradients and labels.
     pub seed: u64,
     pub precision: Precision,
+    /// Dropout becomes the identity, so that two engines given the same weights and
+    /// input compute the same function (`cnnbench verify`). Benchmarks leave it off.
+    pub deterministic: bool,
 }
 
 /// What an engine reports about itself for the result file.
@@ -136,6 +139,35 @@ pub trait Session {
     fn device_peak_memory(&self) -> Option<u64> {
         None
     }
+
+    // What `cnnbench verify` needs to run one network on two engines: the same weights,
+    // input and upstream gradient in, the output and every gradient back out. Weights are
+    // keyed and laid out as [`Graph::weight_specs`] says (PyTorch's convention).
+
+    /// Every weight tensor, parameters and running statistics.
+    fn export_weights(&self) -> anyhow::Result<Weights> {
+        Err(no_weight_exchange())
+    }
+    /// Replaces every weight tensor; `weights` must be complete and fit the graph.
+    fn import_weights(&mut self, _weights: &Weights) -> anyhow::Result<()> {
+        Err(no_weight_exchange())
+    }
+    /// Untimed: use this input batch `[N, C, H, W]` instead of a random one.
+    fn set_input(&mut self, _input: &HostTensor) -> anyhow::Result<()> {
+        Err(no_weight_exchange())
+    }
+    /// The output of the last forward pass (train and infer modes).
+    fn output(&self) -> anyhow::Result<HostTensor> {
+        Err(no_weight_exchange())
+    }
+    /// Untimed: use this upstream gradient instead of a random one (train mode).
+    fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
+        Err(no_weight_exchange())
+    }
+    /// The gradient of every trainable weight after the last backward pass.
+    fn weight_gradients(&self) -> anyhow::Result<Weights> {
+        Err(no_weight_exchange())
+    }
 }
 
 /// A way to run graphs on one kind of device.
@@ -144,6 +176,12 @@ pub trait Engine {
     /// Lowers `graph` for `config`; fails with a clear message for an op or setting the
     /// engine does not support.
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>>;
+}
+
+fn no_weight_exchange() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this engine cannot exchange weights, inputs and gradients, so it cannot be verified"
+    )
 }
 
 /// The host CPU's model name, as CPU engines report their device.

@@ -14,6 +14,8 @@ pub enum GraphError {
     BadOutput(String),
     #[error("model file: {0}")]
     File(String),
+    #[error("weights: {0}")]
+    Weights(String),
 }
 
 impl GraphError {

@@ -11,6 +11,7 @@ mod geometry;
 mod graph;
 mod model_file;
 pub mod ops;
+mod weights;
 
 pub use builder::{GraphBuilder, T};
 pub use error::GraphError;
@@ -18,6 +19,7 @@ pub use geometry::{Hw, Pad2d, Shape};
 pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::Op;
+pub use weights::{max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights};
 
 #[cfg(test)]
 mod tests;

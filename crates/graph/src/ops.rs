@@ -881,6 +881,54 @@ impl Op {
         }
     }
 
+    /// The tensors this op owns, in PyTorch's layout and naming (`weight`, `bias`,
+    /// `running_mean`, …), with whether each is trained. Weight files and engines key
+    /// them as `<node>.<name>`, so weights move between engines and from imported files.
+    pub fn weight_specs(&self) -> Vec<(&'static str, Vec<usize>, bool)> {
+        match self {
+            Op::Conv2d(c) => {
+                let mut specs = vec![(
+                    "weight",
+                    vec![
+                        c.out_channels,
+                        c.in_channels / c.groups.max(1),
+                        c.kernel.h,
+                        c.kernel.w,
+                    ],
+                    true,
+                )];
+                if c.bias {
+                    specs.push(("bias", vec![c.out_channels], true));
+                }
+                specs
+            }
+            Op::BatchNorm2d(b) => {
+                let c = b.num_features;
+                let mut specs = Vec::new();
+                if b.affine {
+                    specs.push(("weight", vec![c], true));
+                    specs.push(("bias", vec![c], true));
+                }
+                specs.push(("running_mean", vec![c], false));
+                specs.push(("running_var", vec![c], false));
+                specs
+            }
+            Op::Linear(l) => {
+                let mut specs = vec![("weight", vec![l.out_features, l.in_features], true)];
+                if l.bias {
+                    specs.push(("bias", vec![l.out_features], true));
+                }
+                specs
+            }
+            Op::LayerNorm2d(l) => vec![
+                ("weight", vec![l.num_channels], true),
+                ("bias", vec![l.num_channels], true),
+            ],
+            Op::LayerScale(l) => vec![("scale", vec![l.channels], true)],
+            _ => Vec::new(),
+        }
+    }
+
     /// Non-trainable state that still occupies memory (batch-norm running mean and variance).
     pub fn buffers(&self) -> u64 {
         match self {

@@ -232,3 +232,136 @@ fn model_file_errors_are_specific() {
         assert!(e.contains(expected), "expected \"{expected}\" in: {e}");
     }
 }
+
+mod weights {
+    use super::*;
+
+    fn net() -> Graph {
+        let mut bn = BatchNorm2d::new(4);
+        bn.affine = true;
+        let mut fc = Linear::new(5);
+        fc.in_features = 4 * 6 * 6;
+        build(
+            vec![
+                spec("conv", conv(3, 4, 3), &["input"]),
+                spec("bn", Op::BatchNorm2d(bn), &["conv"]),
+                spec("flat", Op::Flatten(NoParams {}), &["bn"]),
+                spec("fc", Op::Linear(fc), &["flat"]),
+            ],
+            None,
+        )
+        .unwrap()
+    }
+
+    fn full(graph: &Graph) -> Weights {
+        let mut w = Weights::new();
+        for (i, s) in graph.weight_specs().into_iter().enumerate() {
+            w.insert(s.key, HostTensor::standard_normal(s.shape, i as u64));
+        }
+        w
+    }
+
+    #[test]
+    fn specs_use_pytorch_names_and_layout() {
+        let keys: Vec<(String, Vec<usize>, bool)> = net()
+            .weight_specs()
+            .into_iter()
+            .map(|s| (s.key, s.shape, s.trainable))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                ("conv.weight".into(), vec![4, 3, 3, 3], true),
+                ("conv.bias".into(), vec![4], true),
+                ("bn.weight".into(), vec![4], true),
+                ("bn.bias".into(), vec![4], true),
+                ("bn.running_mean".into(), vec![4], false),
+                ("bn.running_var".into(), vec![4], false),
+                ("fc.weight".into(), vec![5, 144], true),
+                ("fc.bias".into(), vec![5], true),
+            ]
+        );
+    }
+
+    #[test]
+    fn safetensors_round_trip() {
+        let g = net();
+        let w = full(&g);
+        let back = Weights::from_safetensors(&w.to_safetensors().unwrap()).unwrap();
+        assert_eq!(back, w);
+        back.check(&g, true).unwrap();
+        let dir = std::env::temp_dir().join(format!("cnnbench-weights-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.safetensors");
+        w.save(&path).unwrap();
+        assert_eq!(Weights::load(&path).unwrap(), w);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn check_names_missing_misshapen_and_unknown_tensors() {
+        let g = net();
+        let mut w = full(&g);
+        w.insert("fc.weight", HostTensor::standard_normal(vec![144, 5], 0));
+        let e = w.check(&g, true).unwrap_err().to_string();
+        assert!(
+            e.contains("\"fc.weight\" has shape [144, 5]") && e.contains("[5, 144]"),
+            "{e}"
+        );
+
+        let mut w = Weights::new();
+        w.insert(
+            "conv.weight",
+            HostTensor::standard_normal(vec![4, 3, 3, 3], 0),
+        );
+        w.check(&g, false).unwrap();
+        let e = w.check(&g, true).unwrap_err().to_string();
+        assert!(
+            e.contains("7 of model \"t\"'s 8 tensors are missing: conv.bias"),
+            "{e}"
+        );
+
+        w.insert("conv2.weight", HostTensor::standard_normal(vec![1], 0));
+        let e = w.check(&g, false).unwrap_err().to_string();
+        assert!(e.contains("\"conv2.weight\" is not a tensor"), "{e}");
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for bytes in [
+            &b""[..],
+            b"\x08\0\0\0\0\0\0\0{\"a\":1}",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+        ] {
+            let e = Weights::from_safetensors(bytes).unwrap_err().to_string();
+            assert!(e.contains("not a valid safetensors file"), "{e}");
+        }
+        assert!(HostTensor::new(vec![2, 3], vec![0.0; 5]).is_err());
+    }
+
+    #[test]
+    fn relative_error_scales_by_the_reference() {
+        let a = HostTensor::new(vec![3], vec![1.0, 2.0, 4.0]).unwrap();
+        let b = HostTensor::new(vec![3], vec![1.0, 2.0, 4.004]).unwrap();
+        let e = max_relative_error(&b, &a).unwrap();
+        assert!((e - 1e-3).abs() < 1e-6, "{e}");
+        assert_eq!(max_relative_error(&a, &a).unwrap(), 0.0);
+        let nan = HostTensor::new(vec![3], vec![1.0, f32::NAN, 4.0]).unwrap();
+        assert!(max_relative_error(&nan, &a).unwrap().is_infinite());
+        let other = HostTensor::new(vec![1, 3], vec![1.0, 2.0, 4.0]).unwrap();
+        assert!(max_relative_error(&other, &a).is_err());
+    }
+
+    #[test]
+    fn standard_normal_is_seeded_and_plausible() {
+        let a = HostTensor::standard_normal(vec![10_000], 7);
+        assert_eq!(a, HostTensor::standard_normal(vec![10_000], 7));
+        assert_ne!(a, HostTensor::standard_normal(vec![10_000], 8));
+        let mean = a.data.iter().sum::<f32>() / 1e4;
+        let var = a.data.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / 1e4;
+        assert!(
+            mean.abs() < 0.05 && (var - 1.0).abs() < 0.05,
+            "{mean} {var}"
+        );
+    }
+}

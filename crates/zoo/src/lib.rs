@@ -407,6 +407,26 @@ mod tests {
     }
 
     #[test]
+    fn weight_specs_cover_every_parameter_and_buffer() {
+        for e in entries() {
+            let g = (e.build)(e.default_input).unwrap();
+            let specs = g.weight_specs();
+            let count = |trainable: bool| -> u64 {
+                specs
+                    .iter()
+                    .filter(|s| s.trainable == trainable)
+                    .map(|s| s.shape.iter().product::<usize>() as u64)
+                    .sum()
+            };
+            assert_eq!(count(true), g.params(), "{}", e.name);
+            assert_eq!(count(false), g.buffers(), "{}", e.name);
+            let keys: std::collections::HashSet<&str> =
+                specs.iter().map(|s| s.key.as_str()).collect();
+            assert_eq!(keys.len(), specs.len(), "{}: duplicate weight keys", e.name);
+        }
+    }
+
+    #[test]
     fn every_model_records_its_provenance() {
         for e in entries() {
             let g = (e.build)(e.default_input).unwrap();

@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Engine;
+use cnnbench_engine_torch::{TorchBackend, TorchOptions};
 use std::process::ExitCode;
 
 /// Whether an engine can run here, and if not, why and what to do.
@@ -13,40 +14,31 @@ pub struct EngineStatus {
 
 /// Every engine cnnbench knows, built into this binary or not.
 pub fn statuses() -> Vec<EngineStatus> {
-    vec![EngineStatus {
+    let mut all = vec![EngineStatus {
         name: cnnbench_engine_burn::ENGINE_NAME,
         description: "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)",
         available: Ok(()),
-    }]
-    .into_iter()
-    .chain(torch_statuses())
-    .collect()
+    }];
+    for backend in TorchBackend::ALL {
+        all.push(EngineStatus {
+            name: backend.engine_name(),
+            description: backend.describe(),
+            available: cnnbench_engine_torch::availability(backend),
+        });
+    }
+    all
 }
 
-fn torch_statuses() -> Vec<EngineStatus> {
-    const NOT_BUILT: &str =
-        "not in this version: the libtorch engines are planned (cargo feature `torch`) but not built yet";
-    vec![
-        EngineStatus {
-            name: "torch-cpu",
-            description: "libtorch (PyTorch 2.11) on the CPU",
-            available: Err(NOT_BUILT.into()),
-        },
-        EngineStatus {
-            name: "torch-cuda",
-            description: "libtorch on an NVIDIA GPU with cuDNN",
-            available: Err(NOT_BUILT.into()),
-        },
-        EngineStatus {
-            name: "torch-cuda-nocudnn",
-            description: "libtorch on an NVIDIA GPU, cuDNN disabled (the original suite's \"nn\")",
-            available: Err(NOT_BUILT.into()),
-        },
-    ]
+/// Engine settings from the command line; each engine uses the ones that apply to it.
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// Thread-pool size (None: the engine's default, all cores).
+    pub threads: Option<usize>,
+    pub torch: TorchOptions,
 }
 
-/// Creates the engine named `name` with a thread pool of `threads` (None: all cores).
-pub fn create(name: &str, threads: Option<usize>) -> Result<Box<dyn Engine>> {
+/// Creates the engine named `name`, or says why it cannot run here.
+pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     let all = statuses();
     let Some(status) = all.iter().find(|s| s.name == name) else {
         let names: Vec<&str> = all.iter().map(|s| s.name).collect();
@@ -56,14 +48,20 @@ pub fn create(name: &str, threads: Option<usize>) -> Result<Box<dyn Engine>> {
         ));
     };
     if let Err(why) = &status.available {
-        return Err(anyhow!("engine {name} is {why}"));
+        return Err(anyhow!("engine {name} cannot run: {why}"));
     }
-    match name {
-        cnnbench_engine_burn::ENGINE_NAME => Ok(Box::new(
-            cnnbench_engine_burn::BurnFlexEngine::new(threads)?,
-        )),
-        _ => Err(anyhow!("engine {name} is not built into this binary")),
+    if name == cnnbench_engine_burn::ENGINE_NAME {
+        return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
+            options.threads,
+        )?));
     }
+    let backend = TorchBackend::from_engine_name(name)
+        .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
+    let torch = TorchOptions {
+        threads: options.threads,
+        ..options.torch.clone()
+    };
+    cnnbench_engine_torch::engine(backend, &torch)
 }
 
 pub fn run() -> Result<ExitCode> {

@@ -7,3 +7,4 @@ pub mod engines;
 pub mod models;
 pub mod report;
 pub mod run;
+pub mod verify;

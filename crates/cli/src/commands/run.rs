@@ -47,6 +47,8 @@ pub struct RunArgs {
     /// Size of the engine's thread pool (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// Numeric precision.
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: PrecisionArg,
@@ -65,6 +67,35 @@ pub struct RunArgs {
     /// Run even when the memory estimate exceeds the available memory.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Settings of the CUDA engines.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct GpuArgs {
+    /// Which CUDA GPU the torch-cuda engines use.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub device: usize,
+    /// Let cuDNN time its algorithms on the first (warm-up) passes and keep the fastest.
+    #[arg(long)]
+    pub cudnn_benchmark: bool,
+    /// Allow TF32 tensor-core math for f32 convolutions and matrix products (off by default).
+    #[arg(long)]
+    pub tf32: bool,
+}
+
+impl GpuArgs {
+    /// The engine options for these settings and a thread count.
+    pub fn engine_options(&self, threads: Option<usize>) -> engines::EngineOptions {
+        engines::EngineOptions {
+            threads,
+            torch: cnnbench_engine_torch::TorchOptions {
+                threads,
+                device: self.device,
+                cudnn_benchmark: self.cudnn_benchmark,
+                tf32: self.tf32,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -166,7 +197,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let mode: Mode = args.mode.into();
     let planned = plan(&args)?;
-    let engine = engines::create(&args.engine, args.threads)?;
+    let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     output::check_writable(&args.output)?;
     check_memory(&planned, mode, args.batch_size, args.force)?;
 

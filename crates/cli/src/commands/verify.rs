@@ -1,0 +1,170 @@
+//! `cnnbench verify MODEL --engines A,B`: run the same network with the same weights and
+//! inputs on two engines and compare outputs and gradients, so a benchmark compares
+//! engines computing the same thing.
+
+use super::common::{align_right, file_model, new_table, zoo_model, ImageSize};
+use super::engines;
+use super::run::GpuArgs;
+use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::verify::{
+    self, Comparison, VerifyReport, VerifyRequest, DEFAULT_TOLERANCE, FLOOR_FACTOR, PERTURBATION,
+};
+use cnnbench_graph::Weights;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// The zoo model to verify (or use --model-file).
+    pub model: Option<String>,
+    /// A model file instead of a zoo model (model JSON, .onnx, Caffe .prototxt).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub model_file: Option<PathBuf>,
+    /// The two engines, reference first: e.g. burn-flex,torch-cpu.
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "burn-flex,torch-cpu")]
+    pub engines: Vec<String>,
+    /// Weights to load into both (safetensors keyed <node>.<tensor>, as `convert` writes
+    /// them); default: the reference engine's random initialisation.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+    /// Images in the batch.
+    #[arg(long, short = 'b', default_value_t = 2)]
+    pub batch_size: usize,
+    /// Input image size: N or HxW (default: the model's own).
+    #[arg(long, value_name = "SIZE")]
+    pub image_size: Option<ImageSize>,
+    /// Seed of the input and the upstream gradient.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Largest allowed error, relative to each reference tensor's largest magnitude.
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE)]
+    pub tolerance: f64,
+    /// List every gradient, not only the worst.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Thread-pool size of both engines.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+pub fn run(args: VerifyArgs) -> Result<ExitCode> {
+    let graph = match (&args.model, &args.model_file) {
+        (Some(name), None) => zoo_model(name, args.image_size)?,
+        (None, Some(path)) => file_model(path, args.image_size)?,
+        _ => return Err(anyhow!("name a zoo model or give --model-file FILE")),
+    };
+    let [reference, candidate] = args.engines.as_slice() else {
+        return Err(anyhow!(
+            "--engines takes exactly two engines, reference first (e.g. burn-flex,torch-cpu); got {}",
+            args.engines.len()
+        ));
+    };
+    if !(args.tolerance >= 0.0) {
+        return Err(anyhow!("--tolerance must be a number ≥ 0"));
+    }
+    let options = args.gpu.engine_options(args.threads);
+    let reference = engines::create(reference, &options)?;
+    let candidate = engines::create(candidate, &options)?;
+    let weights = args
+        .weights
+        .as_deref()
+        .map(|path| {
+            Weights::load(path).with_context(|| format!("cannot use --weights {}", path.display()))
+        })
+        .transpose()?;
+    let request = VerifyRequest {
+        batch_size: args.batch_size,
+        seed: args.seed,
+        tolerance: args.tolerance,
+        weights,
+    };
+    let report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, args.all);
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_report(report: &VerifyReport, all: bool) {
+    let [n, c, h, w] = report.input;
+    println!(
+        "{} at {n}×{c}×{h}×{w}: {} (candidate) against {} (reference), weights {}",
+        report.model, report.candidate, report.reference, report.weights
+    );
+    let mut table = new_table(&[
+        "Compared",
+        "Max relative error",
+        "Relative L2 error",
+        "Noise floor",
+        "Passes",
+    ]);
+    let row = |label: String, c: &Comparison| {
+        vec![
+            label,
+            format!("{:.2e}", c.max_relative_error),
+            format!("{:.2e}", c.relative_l2_error),
+            format!("{:.2e}", c.noise_floor),
+            if c.passes(report.tolerance) {
+                "yes"
+            } else {
+                "NO"
+            }
+            .to_string(),
+        ]
+    };
+    let (grads, outputs): (Vec<&Comparison>, Vec<&Comparison>) = report
+        .comparisons
+        .iter()
+        .partition(|c| c.name.starts_with("grad "));
+    for c in outputs {
+        table.add_row(row(c.name.clone(), c));
+    }
+    if all {
+        for c in &grads {
+            table.add_row(row(c.name.clone(), c));
+        }
+    } else if let Some(worst) = grads
+        .iter()
+        .max_by(|a, b| a.max_relative_error.total_cmp(&b.max_relative_error))
+    {
+        let label = format!(
+            "{} weight gradients (largest error: {})",
+            grads.len(),
+            worst.name.trim_start_matches("grad ")
+        );
+        table.add_row(row(label, worst));
+    }
+    align_right(&mut table, &[1, 2, 3]);
+    println!("{table}");
+    println!(
+        "errors are relative to the reference tensor's largest magnitude; the noise floor is the reference against itself with input and weights perturbed by {PERTURBATION:.0e} (its own rounding sensitivity)"
+    );
+    let failures = report.failures();
+    if failures.is_empty() {
+        println!(
+            "PASS: every tensor is within {:.0e}, or within {FLOOR_FACTOR}× its noise floor",
+            report.tolerance
+        );
+    } else {
+        let names: Vec<&str> = failures.iter().take(5).map(|c| c.name.as_str()).collect();
+        println!(
+            "FAIL: {} of {} tensors differ by more than {:.0e} and more than {FLOOR_FACTOR}× their noise floor: {}{}",
+            failures.len(),
+            report.comparisons.len(),
+            report.tolerance,
+            names.join(", "),
+            if failures.len() > names.len() { ", …" } else { "" }
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! The reference engines: libtorch (PyTorch 2.11.0) through `tch` 0.24, on the CPU
+//! (`torch-cpu`: oneDNN/MKL) or a CUDA GPU with cuDNN (`torch-cuda`) or without it
+//! (`torch-cuda-nocudnn`, the original suite's "nn" backend). Their numbers are the ones
+//! people trust, and the GPU path cnnbench has.
+//!
+//! libtorch is optional: without the `torch` feature this crate builds with cargo alone
+//! and only explains how to get the engines, so the default build and test need nothing
+//! else.
+
+use cnnbench_engine::Precision;
+
+#[cfg(feature = "torch")]
+mod info;
+#[cfg(feature = "torch")]
+mod lower;
+#[cfg(feature = "torch")]
+mod session;
+
+#[cfg(feature = "torch")]
+pub use session::TorchEngine;
+
+/// Whether this build links libtorch.
+pub const BUILT: bool = cfg!(feature = "torch");
+
+/// How a build gets these engines, for error messages and `cnnbench engines`.
+pub const SETUP_HINT: &str = "build with `--features torch` against PyTorch 2.11.0 (see the README, \"The libtorch engines\")";
+
+/// The libtorch engines cnnbench knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TorchBackend {
+    Cpu,
+    /// A CUDA GPU; `cudnn: false` turns cuDNN off for the whole process.
+    Cuda {
+        cudnn: bool,
+    },
+}
+
+impl TorchBackend {
+    /// All of them, in the order `cnnbench engines` lists them.
+    pub const ALL: [TorchBackend; 3] = [
+        TorchBackend::Cpu,
+        TorchBackend::Cuda { cudnn: true },
+        TorchBackend::Cuda { cudnn: false },
+    ];
+
+    /// The engine's name on the command line.
+    pub fn engine_name(self) -> &'static str {
+        match self {
+            TorchBackend::Cpu => "torch-cpu",
+            TorchBackend::Cuda { cudnn: true } => "torch-cuda",
+            TorchBackend::Cuda { cudnn: false } => "torch-cuda-nocudnn",
+        }
+    }
+
+    /// The backend for an engine name, if it is one of ours.
+    pub fn from_engine_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.engine_name() == name)
+    }
+
+    /// What the engine runs on, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TorchBackend::Cpu => "libtorch on the CPU (oneDNN/MKL)",
+            TorchBackend::Cuda { cudnn: true } => "libtorch on a CUDA GPU with cuDNN",
+            TorchBackend::Cuda { cudnn: false } => {
+                "libtorch on a CUDA GPU, cuDNN off (the original suite's \"nn\" backend)"
+            }
+        }
+    }
+
+    /// Checks a precision against what libtorch's autocast supports on this device.
+    pub fn check_precision(self, precision: Precision) -> Result<(), String> {
+        match (self, precision) {
+            (TorchBackend::Cpu, Precision::F16) => Err(format!(
+                "{} does not run f16 (libtorch's CPU kernels are slow or missing in half precision); use --precision bf16 on the CPU or f16 on torch-cuda",
+                self.engine_name()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Settings of the libtorch engines, from the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TorchOptions {
+    /// CPU threads of libtorch's intra-op pool (`None`: libtorch's default).
+    pub threads: Option<usize>,
+    /// Which CUDA GPU.
+    pub device: usize,
+    /// Let cuDNN time its algorithms on the first passes and keep the fastest.
+    pub cudnn_benchmark: bool,
+    /// Allow TF32 tensor-core math for f32 convolutions and matrix products.
+    pub tf32: bool,
+}
+
+impl Default for TorchOptions {
+    fn default() -> Self {
+        Self {
+            threads: None,
+            device: 0,
+            cudnn_benchmark: false,
+            tf32: false,
+        }
+    }
+}
+
+/// Whether `backend` can run on this machine with this build, and if not, why.
+pub fn availability(backend: TorchBackend) -> Result<(), String> {
+    #[cfg(feature = "torch")]
+    {
+        session::availability(backend)
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = backend;
+        Err(format!("not in this build: {SETUP_HINT}"))
+    }
+}
+
+/// The engine for `backend`, or why it cannot run here (including "not in this build").
+pub fn engine(
+    backend: TorchBackend,
+    options: &TorchOptions,
+) -> anyhow::Result<Box<dyn cnnbench_engine::Engine>> {
+    #[cfg(feature = "torch")]
+    {
+        Ok(Box::new(TorchEngine::new(backend, options)?))
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = options;
+        Err(anyhow::anyhow!(
+            "engine {} is not in this build of cnnbench: {SETUP_HINT}",
+            backend.engine_name()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in TorchBackend::ALL {
+            assert_eq!(TorchBackend::from_engine_name(b.engine_name()), Some(b));
+        }
+        assert_eq!(TorchBackend::from_engine_name("burn-flex"), None);
+    }
+
+    #[test]
+    fn f16_on_the_cpu_is_refused_with_a_way_out() {
+        let e = TorchBackend::Cpu
+            .check_precision(Precision::F16)
+            .unwrap_err();
+        assert!(e.contains("bf16"), "{e}");
+        TorchBackend::Cpu.check_precision(Precision::Bf16).unwrap();
+        TorchBackend::Cuda { cudnn: true }
+            .check_precision(Precision::F16)
+            .unwrap();
+    }
+
+    #[cfg(not(feature = "torch"))]
+    #[test]
+    fn without_the_feature_every_engine_says_how_to_get_it() {
+        for b in TorchBackend::ALL {
+            let e = availability(b).unwrap_err();
+            assert!(e.contains("--features torch"), "{e}");
+            let e = engine(b, &TorchOptions::default()).unwrap_err().to_string();
+            assert!(
+                e.contains(b.engine_name()) && e.contains("--features torch"),
+                "{e}"
+            );
+        }
+    }
+}

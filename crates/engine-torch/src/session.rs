@@ -1,0 +1,374 @@
+//! The libtorch engines and their sessions.
+
+use crate::info;
+use crate::lower::{from_host, to_host, Network};
+use crate::{TorchBackend, TorchOptions};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::{Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_graph::{Graph, HostTensor, Weights};
+use std::collections::BTreeMap;
+use tch::{COptimizer, Cuda, Device, Kind, Tensor};
+
+/// Learning rate and momentum of the SGD step (the values do not change the timing);
+/// the same as the burn engine's.
+const LEARNING_RATE: f64 = 0.01;
+const MOMENTUM: f64 = 0.9;
+
+/// Whether `backend` can run here, and if not, why.
+pub fn availability(backend: TorchBackend) -> Result<(), String> {
+    match backend {
+        TorchBackend::Cpu => Ok(()),
+        TorchBackend::Cuda { cudnn } => {
+            if !info::libtorch_has_cuda() {
+                return Err(format!(
+                    "the libtorch this binary loaded ({}) has no CUDA: install the CUDA build of PyTorch 2.11.0",
+                    info::libtorch_version()
+                ));
+            }
+            if !Cuda::is_available() || Cuda::device_count() == 0 {
+                return Err(
+                    "no CUDA GPU is visible (no NVIDIA GPU or driver here, or CUDA_VISIBLE_DEVICES hides them)"
+                        .to_string(),
+                );
+            }
+            if cudnn && !Cuda::cudnn_is_available() {
+                return Err("this libtorch cannot load cuDNN; use torch-cuda-nocudnn".to_string());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// libtorch on one device, with the process-wide settings the engine asked for.
+pub struct TorchEngine {
+    backend: TorchBackend,
+    device: Device,
+    options: TorchOptions,
+}
+
+impl TorchEngine {
+    /// Checks the device and applies the process-wide settings (threads, cuDNN on/off,
+    /// cuDNN autotuning, TF32). A process runs one libtorch configuration: cnnbench
+    /// refuses to mix `torch-cuda` and `torch-cuda-nocudnn` in one run.
+    pub fn new(backend: TorchBackend, options: &TorchOptions) -> Result<Self> {
+        availability(backend)
+            .map_err(|why| anyhow!("{} cannot run here: {why}", backend.engine_name()))?;
+        if let Some(n) = options.threads {
+            if n == 0 {
+                return Err(anyhow!("--threads must be at least 1"));
+            }
+            tch::utils::set_num_threads(n as i32);
+        }
+        let device = match backend {
+            TorchBackend::Cpu => Device::Cpu,
+            TorchBackend::Cuda { cudnn } => {
+                let count = Cuda::device_count();
+                if options.device as i64 >= count {
+                    return Err(anyhow!(
+                        "--device {} does not exist: this machine has {count} CUDA GPU{} (0..{})",
+                        options.device,
+                        if count == 1 { "" } else { "s" },
+                        count - 1
+                    ));
+                }
+                // TF32 is chosen through the variables NVIDIA's libraries and ATen read
+                // when they create their handles, i.e. before the first convolution.
+                if options.tf32 {
+                    set_env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1");
+                    if std::env::var("NVIDIA_TF32_OVERRIDE").as_deref() == Ok("0") {
+                        return Err(anyhow!(
+                            "--tf32 asks for TF32 but NVIDIA_TF32_OVERRIDE=0 in the environment forbids it; unset it"
+                        ));
+                    }
+                } else {
+                    set_env("NVIDIA_TF32_OVERRIDE", "0");
+                }
+                Cuda::set_user_enabled_cudnn(cudnn);
+                Cuda::cudnn_set_benchmark(options.cudnn_benchmark);
+                Device::Cuda(options.device)
+            }
+        };
+        Ok(Self {
+            backend,
+            device,
+            options: options.clone(),
+        })
+    }
+}
+
+fn set_env(key: &str, value: &str) {
+    // Called while the process sets up its engine, before libtorch starts CUDA work.
+    std::env::set_var(key, value);
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
+impl Engine for TorchEngine {
+    fn info(&self) -> EngineInfo {
+        let version = info::libtorch_version();
+        let mut libraries = BTreeMap::new();
+        libraries.insert("libtorch".to_string(), version.clone());
+        libraries.insert("tch".to_string(), "0.24.0".to_string());
+        let mut settings = BTreeMap::new();
+        let (backend, device, device_name) = match self.backend {
+            TorchBackend::Cpu => {
+                libraries.insert("mkl".to_string(), on_off(tch::utils::has_mkl()));
+                libraries.insert("onednn".to_string(), on_off(tch::utils::has_mkldnn()));
+                (
+                    "cpu".to_string(),
+                    "cpu".to_string(),
+                    cnnbench_engine::host_cpu_name(),
+                )
+            }
+            TorchBackend::Cuda { cudnn } => {
+                libraries.insert(
+                    "cuda".to_string(),
+                    info::cuda_version(tch::utils::version_cudart()),
+                );
+                if Cuda::cudnn_is_available() {
+                    libraries.insert(
+                        "cudnn".to_string(),
+                        info::cudnn_version(tch::utils::version_cudnn()),
+                    );
+                }
+                settings.insert("cudnn".to_string(), on_off(cudnn));
+                settings.insert(
+                    "cudnn_benchmark".to_string(),
+                    on_off(cudnn && self.options.cudnn_benchmark),
+                );
+                settings.insert("tf32".to_string(), on_off(self.options.tf32));
+                (
+                    if cudnn { "cuda" } else { "cuda-nocudnn" }.to_string(),
+                    format!("cuda:{}", self.options.device),
+                    info::gpu_name(self.options.device),
+                )
+            }
+        };
+        EngineInfo {
+            name: self.backend.engine_name().to_string(),
+            framework: "libtorch".to_string(),
+            framework_version: version,
+            backend,
+            device,
+            device_name,
+            threads: tch::utils::get_num_threads().max(1) as usize,
+            libraries,
+            settings,
+        }
+    }
+
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        self.backend
+            .check_precision(config.precision)
+            .map_err(|e| anyhow!(e))?;
+        if config.batch_size == 0 {
+            return Err(anyhow!("the batch size must be at least 1"));
+        }
+        if config.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
+            return Err(anyhow!(
+                "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
+                graph.name(),
+                graph.output_shape()
+            ));
+        }
+        tch::manual_seed(config.seed as i64);
+        let mut network = Network::lower(graph, self.device, config.precision)
+            .with_context(|| format!("lowering {} onto libtorch", graph.name()))?;
+        if config.deterministic {
+            network.disable_dropout();
+        }
+        let optimizer = match config.mode {
+            Mode::Infer => None,
+            Mode::Train | Mode::Step => {
+                let mut opt = COptimizer::sgd(LEARNING_RATE, MOMENTUM, 0.0, 0.0, false)?;
+                for p in network.parameters() {
+                    opt.add_parameters(&p.tensor, 0)?;
+                }
+                Some(opt)
+            }
+        };
+        let [c, h, w] = graph.input_shape();
+        Ok(Box::new(TorchSession {
+            graph: graph.clone(),
+            device: self.device,
+            mode: config.mode,
+            input_shape: [config.batch_size as i64, c as i64, h as i64, w as i64],
+            classes: graph.output_shape().elements() as i64,
+            network,
+            optimizer,
+            input: None,
+            labels: None,
+            output: None,
+            loss: None,
+            output_grad: None,
+        }))
+    }
+}
+
+struct TorchSession {
+    graph: Graph,
+    device: Device,
+    mode: Mode,
+    input_shape: [i64; 4],
+    classes: i64,
+    network: Network,
+    /// libtorch's SGD with momentum; in train mode it only clears gradients.
+    optimizer: Option<COptimizer>,
+    input: Option<Tensor>,
+    labels: Option<Tensor>,
+    output: Option<Tensor>,
+    loss: Option<Tensor>,
+    output_grad: Option<Tensor>,
+}
+
+impl TorchSession {
+    /// Drops the last pass's graph and gradients (PyTorch's `zero_grad(set_to_none)`).
+    fn clear(&mut self) -> Result<()> {
+        self.output = None;
+        self.loss = None;
+        self.output_grad = None;
+        if let Some(opt) = &self.optimizer {
+            opt.zero_grad()?;
+        }
+        Ok(())
+    }
+}
+
+impl Session for TorchSession {
+    fn prepare_batch(&mut self) -> Result<()> {
+        self.clear()?;
+        self.input = Some(Tensor::f_randn(
+            self.input_shape,
+            (Kind::Float, self.device),
+        )?);
+        if self.mode == Mode::Step {
+            self.labels = Some(Tensor::f_randint(
+                self.classes.max(1),
+                [self.input_shape[0]],
+                (Kind::Int64, self.device),
+            )?);
+        }
+        Ok(())
+    }
+
+    fn forward(&mut self) -> Result<()> {
+        let input = self
+            .input
+            .take()
+            .context("forward called before prepare_batch")?;
+        match self.mode {
+            Mode::Infer => {
+                let _guard = tch::no_grad_guard();
+                self.output = Some(self.network.forward(&input, false)?);
+            }
+            Mode::Train => self.output = Some(self.network.forward(&input, true)?),
+            Mode::Step => {
+                let logits = self.network.forward(&input, true)?;
+                let labels = self.labels.take().context("no labels for the step")?;
+                let loss = logits
+                    .f_to_kind(Kind::Float)?
+                    .f_flatten(1, -1)?
+                    .f_cross_entropy_loss::<Tensor>(
+                        &labels,
+                        None,
+                        tch::Reduction::Mean,
+                        -100,
+                        0.0,
+                    )?;
+                self.loss = Some(loss);
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_output_grad(&mut self) -> Result<()> {
+        let output = self.output.as_ref().context("no output to backpropagate")?;
+        self.output_grad = Some(output.f_randn_like()?);
+        Ok(())
+    }
+
+    fn backward(&mut self) -> Result<()> {
+        match self.mode {
+            Mode::Infer => Err(anyhow!("inference mode has no backward pass")),
+            Mode::Step => Ok(self
+                .loss
+                .take()
+                .context("no loss: run forward first")?
+                .f_backward()?),
+            Mode::Train => {
+                let output = self.output.take().context("no output: run forward first")?;
+                let grad = self
+                    .output_grad
+                    .take()
+                    .context("no upstream gradient: run prepare_output_grad first")?;
+                // sum(output ⊙ grad) hands `grad` to the output, as output.backward(grad).
+                Ok(output.f_mul(&grad)?.f_sum(None::<Kind>)?.f_backward()?)
+            }
+        }
+    }
+
+    fn update(&mut self) -> Result<()> {
+        let opt = self
+            .optimizer
+            .as_ref()
+            .context("inference mode has no optimizer")?;
+        let _guard = tch::no_grad_guard();
+        Ok(opt.step()?)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        if let Device::Cuda(index) = self.device {
+            Cuda::synchronize(index as i64);
+        }
+        Ok(())
+    }
+
+    fn export_weights(&self) -> Result<Weights> {
+        self.network.export_weights()
+    }
+
+    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        self.network.import_weights(weights)
+    }
+
+    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+        let expected: Vec<usize> = self.input_shape.iter().map(|&d| d as usize).collect();
+        if input.shape != expected {
+            return Err(anyhow!(
+                "the input has shape {:?} but this session takes {expected:?}",
+                input.shape
+            ));
+        }
+        self.clear()?;
+        self.input = Some(from_host(input, self.device)?);
+        Ok(())
+    }
+
+    fn output(&self) -> Result<HostTensor> {
+        to_host(
+            self.output
+                .as_ref()
+                .context("no output: run forward first (in train or infer mode)")?,
+        )
+    }
+
+    fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
+        let output = self.output.as_ref().context("no output to backpropagate")?;
+        let shape: Vec<usize> = output.size().iter().map(|&d| d as usize).collect();
+        if grad.shape != shape {
+            return Err(anyhow!(
+                "the gradient has shape {:?} but the output has {shape:?}",
+                grad.shape
+            ));
+        }
+        self.output_grad = Some(from_host(grad, self.device)?.f_to_kind(output.kind())?);
+        Ok(())
+    }
+
+    fn weight_gradients(&self) -> Result<Weights> {
+        self.network.weight_gradients()
+    }
+}
