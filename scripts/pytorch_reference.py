@@ -13,6 +13,7 @@ Usage: python3 scripts/pytorch_reference.py resnet50 [MODELS…] [--batch-size 1
        [--passes 10] [--warmup 1] [--image-size 224] [--threads N] [--device cpu|cuda]
 """
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -21,8 +22,27 @@ import torch
 import torchvision
 from torchvision.models.resnet import Bottleneck, ResNet
 
-# Zoo names → torchvision constructors (alexnet-bvlc is a Caffe model: not in torchvision).
+def alexnet_bvlc():
+    """The original suite's Caffe AlexNet (grouped convolutions, LRN, ceil-mode pooling)."""
+    nn = torch.nn
+    lrn = lambda: nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0)
+    pool = lambda: nn.MaxPool2d(3, 2, ceil_mode=True)
+    return nn.Sequential(
+        nn.Conv2d(3, 96, 11, stride=4), nn.ReLU(), lrn(), pool(),
+        nn.Conv2d(96, 256, 5, padding=2, groups=2), nn.ReLU(), lrn(), pool(),
+        nn.Conv2d(256, 384, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(384, 384, 3, padding=1, groups=2), nn.ReLU(),
+        nn.Conv2d(384, 256, 3, padding=1, groups=2), nn.ReLU(), pool(),
+        nn.Flatten(),
+        nn.Linear(9216, 4096), nn.ReLU(), nn.Dropout(),
+        nn.Linear(4096, 4096), nn.ReLU(), nn.Dropout(),
+        nn.Linear(4096, 1000),
+    )
+
+
+# Zoo names → torchvision constructors (alexnet-bvlc written out above).
 MODELS = {
+    "alexnet-bvlc": alexnet_bvlc,
     "alexnet": torchvision.models.alexnet,
     "inception-v1": lambda: torchvision.models.googlenet(aux_logits=False, init_weights=True),
     "vgg16": torchvision.models.vgg16,
@@ -86,16 +106,23 @@ def main():
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--json", action="store_true", help="one JSON line per model with the raw samples (seconds)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)
     print(f"PyTorch {torch.__version__}, torchvision {torchvision.__version__}, {torch.get_num_threads()} threads, device {device}", file=sys.stderr)
-    print("|Model|Engine|Batch|Forward (ms)|Backward (ms)|Total (ms)|Images/s|")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    if not args.json:
+        print("|Model|Engine|Batch|Forward (ms)|Backward (ms)|Total (ms)|Images/s|")
+        print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.models:
         params, f, b, t = bench(name, args, device)
+        if args.json:
+            print(json.dumps({"model": name, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
+                              "batch_size": args.batch_size, "params": params,
+                              "forward": f, "backward": b, "total": t}), flush=True)
+            continue
         images = args.batch_size / statistics.median(t)
         print(f"|{name} ({args.image_size}×{args.image_size})|pytorch {torch.__version__}|{args.batch_size}|{ms(f)}|{ms(b)}|{ms(t)}|{images:.1f}|", flush=True)
 

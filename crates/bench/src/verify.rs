@@ -274,3 +274,208 @@ pub fn verify(
         comparisons,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cnnbench_engine::EngineInfo;
+    use cnnbench_graph::GraphBuilder;
+    use std::collections::BTreeMap;
+
+    /// A one-op network `y = scale ⊙ x` computed by hand, with a configurable error in
+    /// the candidate's output and gradient.
+    struct ScaleEngine {
+        name: &'static str,
+        output_error: f32,
+        grad_error: f32,
+    }
+
+    struct ScaleSession {
+        output_error: f32,
+        grad_error: f32,
+        scale: Vec<f32>,
+        input: Option<HostTensor>,
+        output_grad: Option<HostTensor>,
+        grad: Option<Vec<f32>>,
+    }
+
+    impl Engine for ScaleEngine {
+        fn info(&self) -> EngineInfo {
+            EngineInfo {
+                name: self.name.into(),
+                framework: "test".into(),
+                framework_version: "0".into(),
+                backend: "cpu".into(),
+                device: "cpu".into(),
+                device_name: "test".into(),
+                threads: 1,
+                libraries: BTreeMap::new(),
+                settings: BTreeMap::new(),
+            }
+        }
+        fn prepare(&self, graph: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+            Ok(Box::new(ScaleSession {
+                output_error: self.output_error,
+                grad_error: self.grad_error,
+                scale: vec![0.5; graph.input_shape()[0]],
+                input: None,
+                output_grad: None,
+                grad: None,
+            }))
+        }
+    }
+
+    impl ScaleSession {
+        fn channel_of(&self, x: &HostTensor, i: usize) -> usize {
+            let per_channel = x.shape[2] * x.shape[3];
+            (i / per_channel) % x.shape[1]
+        }
+    }
+
+    impl Session for ScaleSession {
+        fn prepare_batch(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn forward(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn prepare_output_grad(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn backward(&mut self) -> Result<()> {
+            let x = self.input.as_ref().context("no input")?;
+            let g = self.output_grad.as_ref().context("no grad")?;
+            let mut grad = vec![0.0f32; self.scale.len()];
+            for (i, (xv, gv)) in x.data.iter().zip(&g.data).enumerate() {
+                grad[self.channel_of(x, i)] += xv * gv;
+            }
+            grad[0] *= 1.0 + self.grad_error;
+            self.grad = Some(grad);
+            Ok(())
+        }
+        fn update(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn export_weights(&self) -> Result<Weights> {
+            let mut w = Weights::new();
+            w.insert(
+                "s.scale",
+                HostTensor::new(vec![self.scale.len()], self.scale.clone())?,
+            );
+            Ok(w)
+        }
+        fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+            self.scale = weights.get("s.scale").context("no scale")?.data.clone();
+            Ok(())
+        }
+        fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+            self.input = Some(input.clone());
+            Ok(())
+        }
+        fn output(&self) -> Result<HostTensor> {
+            let x = self.input.as_ref().context("no input")?;
+            let mut y = x.clone();
+            for (i, v) in y.data.iter_mut().enumerate() {
+                *v *= self.scale[self.channel_of(x, i)] * (1.0 + self.output_error);
+            }
+            Ok(y)
+        }
+        fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
+            self.output_grad = Some(grad.clone());
+            Ok(())
+        }
+        fn weight_gradients(&self) -> Result<Weights> {
+            let mut w = Weights::new();
+            let grad = self.grad.clone().context("no backward")?;
+            w.insert("s.scale", HostTensor::new(vec![grad.len()], grad)?);
+            Ok(w)
+        }
+    }
+
+    fn graph() -> Graph {
+        let mut b = GraphBuilder::new("scale", [3, 4, 4]);
+        let x = b.input();
+        let y = b.layer_scale("s", &x, 0.5);
+        b.finish(&y).unwrap()
+    }
+
+    fn run(output_error: f32, grad_error: f32) -> VerifyReport {
+        let reference = ScaleEngine {
+            name: "ref",
+            output_error: 0.0,
+            grad_error: 0.0,
+        };
+        let candidate = ScaleEngine {
+            name: "cand",
+            output_error,
+            grad_error,
+        };
+        let request = VerifyRequest {
+            batch_size: 2,
+            seed: 3,
+            tolerance: DEFAULT_TOLERANCE,
+            weights: None,
+        };
+        verify(&graph(), &reference, &candidate, &request).unwrap()
+    }
+
+    #[test]
+    fn identical_engines_pass_with_zero_error() {
+        let report = run(0.0, 0.0);
+        assert!(report.passed());
+        assert_eq!(report.comparisons.len(), 3);
+        assert!(report
+            .comparisons
+            .iter()
+            .all(|c| c.max_relative_error == 0.0));
+        assert_eq!(report.weights, "random, from ref");
+    }
+
+    #[test]
+    fn an_output_error_above_tolerance_and_floor_fails() {
+        let report = run(1e-3, 0.0);
+        assert!(!report.passed());
+        let names: Vec<&str> = report.failures().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["output (train)", "output (infer)"]);
+        let c = report.failures()[0];
+        assert!((c.max_relative_error - 1e-3).abs() < 1e-5, "{c:?}");
+        // The floor of a linear network is the perturbation itself, far below 1e-3.
+        assert!(c.noise_floor < 1e-5, "{c:?}");
+    }
+
+    #[test]
+    fn a_gradient_error_fails_and_is_named() {
+        let report = run(0.0, 1e-2);
+        let names: Vec<&str> = report.failures().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["grad s.scale"]);
+    }
+
+    #[test]
+    fn rounding_sized_errors_pass() {
+        assert!(run(2e-7, 2e-7).passed());
+    }
+
+    #[test]
+    fn given_weights_are_checked_against_the_graph() {
+        let engine = ScaleEngine {
+            name: "ref",
+            output_error: 0.0,
+            grad_error: 0.0,
+        };
+        let mut weights = Weights::new();
+        weights.insert("s.scale", HostTensor::new(vec![2], vec![1.0, 2.0]).unwrap());
+        let request = VerifyRequest {
+            batch_size: 1,
+            seed: 0,
+            tolerance: DEFAULT_TOLERANCE,
+            weights: Some(weights),
+        };
+        let e = verify(&graph(), &engine, &engine, &request)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"s.scale\" has shape [2]"), "{e}");
+    }
+}

@@ -155,6 +155,16 @@ impl BurnSession {
         })
     }
 
+    /// A network without parameters still has a backward pass (to its input), which
+    /// autodiff records only when the input itself is tracked.
+    fn track_if_parameterless(&self, input: Tensor<4>) -> Tensor<4> {
+        if self.mode != Mode::Infer && self.graph.params() == 0 {
+            input.require_grad()
+        } else {
+            input
+        }
+    }
+
     fn params(&self) -> Result<&NetParams> {
         self.params
             .as_ref()
@@ -170,11 +180,12 @@ impl Session for BurnSession {
         self.output_grad = None;
         self.grads = None;
         let [c, h, w] = self.input_shape;
-        self.input = Some(Tensor::random(
+        let input = Tensor::random(
             [self.batch, c, h, w],
             Distribution::Normal(0.0, 1.0),
             &self.device,
-        ));
+        );
+        self.input = Some(self.track_if_parameterless(input));
         if self.mode == Mode::Step {
             let classes = self.network.output_features().max(1) as u64;
             let labels: Vec<i64> = (0..self.batch)
@@ -279,7 +290,8 @@ impl Session for BurnSession {
         self.loss = None;
         self.output_grad = None;
         self.grads = None;
-        self.input = Some(lower::from_host(input, &self.device)?);
+        let input = lower::from_host(input, &self.device)?;
+        self.input = Some(self.track_if_parameterless(input));
         Ok(())
     }
 

@@ -530,3 +530,34 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
         .expect("f16 is refused");
     assert!(err.to_string().contains("f32 only"), "{err}");
 }
+
+#[test]
+fn a_network_without_parameters_still_trains() {
+    // Backward reaches only the input; it must not panic for lack of tracked weights.
+    let graph = single("lrn-only", [6, 4, 4], |b, x| {
+        b.lrn(
+            "lrn",
+            x,
+            LocalResponseNorm {
+                size: 3,
+                alpha: 1e-1,
+                beta: 0.75,
+                k: 2.0,
+            },
+        )
+    });
+    let engine = BurnFlexEngine::new(None).unwrap();
+    let config = SessionConfig {
+        mode: Mode::Train,
+        batch_size: 2,
+        seed: 1,
+        precision: Precision::F32,
+        deterministic: false,
+    };
+    let mut s = engine.prepare(&graph, &config).unwrap();
+    s.prepare_batch().unwrap();
+    s.forward().unwrap();
+    s.prepare_output_grad().unwrap();
+    s.backward().unwrap();
+    assert!(s.weight_gradients().unwrap().is_empty());
+}

@@ -80,8 +80,9 @@ impl TorchBackend {
     }
 }
 
-/// Settings of the libtorch engines, from the command line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Settings of the libtorch engines, from the command line (default: libtorch's
+/// thread count, GPU 0, no autotuning, no TF32).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TorchOptions {
     /// CPU threads of libtorch's intra-op pool (`None`: libtorch's default).
     pub threads: Option<usize>,
@@ -93,16 +94,6 @@ pub struct TorchOptions {
     pub tf32: bool,
 }
 
-impl Default for TorchOptions {
-    fn default() -> Self {
-        Self {
-            threads: None,
-            device: 0,
-            cudnn_benchmark: false,
-            tf32: false,
-        }
-    }
-}
 
 /// Whether `backend` can run on this machine with this build, and if not, why.
 pub fn availability(backend: TorchBackend) -> Result<(), String> {
@@ -174,3 +165,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(all(test, feature = "torch"))]
+mod torch_tests;

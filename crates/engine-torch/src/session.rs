@@ -236,6 +236,18 @@ impl TorchSession {
     }
 }
 
+impl TorchSession {
+    /// A network without parameters still has a backward pass (to its input), which
+    /// autograd records only when the input requires grad.
+    fn track_if_parameterless(&self, input: Tensor) -> Result<Tensor> {
+        if self.mode != Mode::Infer && self.graph.params() == 0 {
+            Ok(input.f_set_requires_grad(true)?)
+        } else {
+            Ok(input)
+        }
+    }
+}
+
 impl Session for TorchSession {
     fn prepare_batch(&mut self) -> Result<()> {
         self.clear()?;
@@ -343,7 +355,8 @@ impl Session for TorchSession {
             ));
         }
         self.clear()?;
-        self.input = Some(from_host(input, self.device)?);
+        let input = from_host(input, self.device)?;
+        self.input = Some(self.track_if_parameterless(input)?);
         Ok(())
     }
 

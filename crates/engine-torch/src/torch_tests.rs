@@ -1,0 +1,165 @@
+//! The libtorch engine on its own: every zoo model in every mode, weights in and out,
+//! what it records, what it refuses. (Agreement with the burn engine is tested through
+//! `verify` in the CLI's tests, which know both engines.)
+
+use crate::*;
+use cnnbench_engine::{Engine, Mode, SessionConfig};
+use cnnbench_graph::{HostTensor, Weights};
+
+fn cpu() -> TorchEngine {
+    TorchEngine::new(TorchBackend::Cpu, &TorchOptions::default()).unwrap()
+}
+
+fn config(mode: Mode, precision: Precision) -> SessionConfig {
+    SessionConfig {
+        mode,
+        batch_size: 2,
+        seed: 1,
+        precision,
+        deterministic: false,
+    }
+}
+
+#[test]
+fn every_zoo_model_runs_in_every_mode() {
+    let engine = cpu();
+    for entry in cnnbench_zoo::entries() {
+        let graph = (entry.build)(entry.smallest_input()).unwrap();
+        for mode in [Mode::Train, Mode::Infer, Mode::Step] {
+            let mut s = engine
+                .prepare(&graph, &config(mode, Precision::F32))
+                .unwrap_or_else(|e| panic!("{} {mode}: {e:#}", entry.name));
+            s.prepare_batch().unwrap();
+            s.forward().unwrap();
+            if mode == Mode::Train {
+                s.prepare_output_grad().unwrap();
+            }
+            if mode != Mode::Infer {
+                s.backward().unwrap();
+            }
+            if mode == Mode::Step {
+                s.update().unwrap();
+            }
+            s.sync().unwrap();
+        }
+        // Parameter count of what libtorch allocated equals the Graph's.
+        let s = engine
+            .prepare(&graph, &config(Mode::Train, Precision::F32))
+            .unwrap();
+        let weights = s.export_weights().unwrap();
+        weights.check(&graph, true).unwrap();
+        let trainable: u64 = graph
+            .weight_specs()
+            .iter()
+            .filter(|w| w.trainable)
+            .map(|w| weights.get(&w.key).unwrap().data.len() as u64)
+            .sum();
+        assert_eq!(trainable, graph.params(), "{}", entry.name);
+    }
+}
+
+#[test]
+fn weights_go_in_and_come_out_unchanged() {
+    let engine = cpu();
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let mut s = engine
+        .prepare(&graph, &config(Mode::Train, Precision::F32))
+        .unwrap();
+    let mut weights = Weights::new();
+    for (i, spec) in graph.weight_specs().into_iter().enumerate() {
+        let mut t = HostTensor::standard_normal(spec.shape, i as u64);
+        if spec.key.ends_with("running_var") {
+            t.data.iter_mut().for_each(|v| *v = v.abs() + 0.5);
+        }
+        weights.insert(spec.key, t);
+    }
+    s.import_weights(&weights).unwrap();
+    assert_eq!(s.export_weights().unwrap(), weights);
+
+    let mut wrong = weights.clone();
+    wrong.insert("fc.weight", HostTensor::standard_normal(vec![512, 1000], 0));
+    let e = s.import_weights(&wrong).unwrap_err().to_string();
+    assert!(e.contains("\"fc.weight\" has shape [512, 1000]"), "{e}");
+}
+
+#[test]
+fn step_mode_changes_the_weights_and_train_mode_does_not() {
+    let engine = cpu();
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    for (mode, changes) in [(Mode::Step, true), (Mode::Train, false)] {
+        let mut s = engine
+            .prepare(&graph, &config(mode, Precision::F32))
+            .unwrap();
+        let before = s.export_weights().unwrap();
+        s.prepare_batch().unwrap();
+        s.forward().unwrap();
+        if mode == Mode::Train {
+            s.prepare_output_grad().unwrap();
+        }
+        s.backward().unwrap();
+        if mode == Mode::Step {
+            s.update().unwrap();
+        }
+        let after = s.export_weights().unwrap();
+        let conv = |w: &Weights| w.get("conv1.weight").unwrap().clone();
+        assert_eq!(conv(&before) != conv(&after), changes, "{mode}");
+    }
+}
+
+#[test]
+fn bf16_runs_on_the_cpu_and_f16_is_refused() {
+    let engine = cpu();
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let mut s = engine
+        .prepare(&graph, &config(Mode::Train, Precision::Bf16))
+        .unwrap();
+    let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 5);
+    s.set_input(&input).unwrap();
+    s.forward().unwrap();
+    let out = s.output().unwrap();
+    assert!(out.data.iter().all(|v| v.is_finite()));
+    s.prepare_output_grad().unwrap();
+    s.backward().unwrap();
+    let grads = s.weight_gradients().unwrap();
+    assert!(grads.get("conv1.weight").unwrap().max_abs() > 0.0);
+    let e = engine
+        .prepare(&graph, &config(Mode::Train, Precision::F16))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("--precision bf16"), "{e}");
+}
+
+#[test]
+fn info_names_libtorch_and_its_versions() {
+    let info = cpu().info();
+    assert_eq!(info.name, "torch-cpu");
+    assert_eq!(info.framework, "libtorch");
+    assert!(
+        info.framework_version.starts_with("2.11.0"),
+        "{}",
+        info.framework_version
+    );
+    assert_eq!(info.libraries["tch"], "0.24.0");
+    assert!(info.threads >= 1);
+    assert_eq!(info.device, "cpu");
+}
+
+#[test]
+fn cuda_is_refused_with_the_reason_when_there_is_no_gpu() {
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        return; // scripts/gpu-check.sh covers GPU machines
+    }
+    for backend in [
+        TorchBackend::Cuda { cudnn: true },
+        TorchBackend::Cuda { cudnn: false },
+    ] {
+        let e = TorchEngine::new(backend, &TorchOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no CUDA GPU is visible"), "{e}");
+        assert!(availability(backend).is_err());
+    }
+    availability(TorchBackend::Cpu).unwrap();
+}
