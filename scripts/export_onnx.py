@@ -10,8 +10,21 @@ records what the importer must find, computed here from the ONNX graph itself:
 parameters (each use of an initializer by Conv/Gemm/MatMul(+Add bias)/BatchNormalization
 scale and bias) and the torchvision reference MACs where the network is a torchvision model.
 
+A second set keeps its weights (`OUT_DIR/../onnx-weights`): a tiny network (conv, batch
+norm, ReLU, pooling, flatten, linear and a MatMul + Add layer; a few hundred parameters)
+exported three ways: TorchScript in eval mode (batch norm folded into the convolution),
+TorchScript preserving the batch norm, and torch.export (which also folds it). Beside
+each, `<name>.expected-weights.json` records, per tensor the importer must keep (keyed
+`<node>.<tensor>` as the importer names them: the ONNX node name without its leading
+`/`), the shape, the sum, the sum of magnitudes and the first three values, computed
+from the PyTorch module in PyTorch's layout (the folded convolution from
+torch.nn.utils.fusion.fuse_conv_bn_eval, the MatMul layer's matrix transposed to
+Linear's [out, in]), never from the ONNX file's values.
+
 Setup: pip install torch==2.11.0 torchvision onnx onnxscript
-Usage: python3 scripts/export_onnx.py [OUT_DIR]   (default crates/import/tests/fixtures/onnx)
+Usage: python3 scripts/export_onnx.py [--only-weights] [OUT_DIR]
+       (default OUT_DIR crates/import/tests/fixtures/onnx; --only-weights: just the
+       fixtures with weights)
 """
 import json
 import math
@@ -23,8 +36,11 @@ import torch
 import torch.nn as nn
 import torchvision
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+ARGS = [a for a in sys.argv[1:] if a != "--only-weights"]
+ONLY_WEIGHTS = "--only-weights" in sys.argv[1:]
+OUT = ARGS[0] if ARGS else os.path.join(
     os.path.dirname(__file__), "..", "crates", "import", "tests", "fixtures", "onnx")
+WEIGHTS_OUT = os.path.join(OUT, "..", "onnx-weights")
 
 
 class EveryOp(nn.Module):
@@ -136,13 +152,116 @@ def export(name, module, size, macs, dynamo):
     print(f"{path}: {os.path.getsize(path)} bytes, params {expected['params']}, ops {' '.join(ops)}")
 
 
+class TinyWeights(nn.Module):
+    """A few hundred parameters: conv + batch norm + ReLU + max pool + flatten + linear,
+    then a bare matrix product plus a bias, which the exporters emit as MatMul + Add."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(64, 6)
+        self.w = nn.Parameter(torch.randn(6, 5))  # [in, out], as MatMul takes it
+        self.b = nn.Parameter(torch.randn(5))
+        with torch.no_grad():
+            # Not the identity batch norm, so that folding it changes the convolution.
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.5, 0.5)
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        x = torch.flatten(x, 1)
+        x = torch.relu(self.fc(x))
+        return torch.matmul(x, self.w) + self.b
+
+
+def importer_names(model: onnx.ModelProto) -> list:
+    """The node names cnnbench's importer gives: the ONNX name without leading `/`, or
+    `<op>_<index>` when empty; a repeated name (or "input") gets `#<index>`."""
+    names, used = [], set()
+    for index, n in enumerate(model.graph.node):
+        name = n.name.lstrip("/") if n.name else f"{n.op_type}_{index}"
+        if name == "input" or name in used:
+            name = f"{name}#{index}"
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def summary(t: torch.Tensor) -> dict:
+    t = t.detach().to(torch.float64).contiguous()
+    flat = t.flatten()
+    return {
+        "shape": list(t.shape),
+        "sum": flat.sum().item(),
+        "abs_sum": flat.abs().sum().item(),
+        "first": flat[:3].tolist(),
+    }
+
+
+def export_with_weights(module: TinyWeights, size: int, tag: str) -> None:
+    module.eval()
+    x = torch.randn(1, 3, size, size)
+    path = os.path.join(WEIGHTS_OUT, f"tiny.{tag}.onnx")
+    if tag == "dynamo":
+        torch.onnx.export(module, (x,), path, dynamo=True, external_data=False)
+    elif tag == "torchscript":
+        torch.onnx.export(module, (x,), path, dynamo=False, opset_version=17)
+    else:  # torchscript-bn: no eval-mode folding, so the batch norm stays a node
+        torch.onnx.export(module, (x,), path, dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    model = onnx.load(path)
+    names = importer_names(model)
+    nodes = list(zip(model.graph.node, names))
+    folded = not any(n.op_type == "BatchNormalization" for n in model.graph.node)
+    # What each lowered layer holds, from the PyTorch module, in PyTorch's layout.
+    if folded:
+        conv = torch.nn.utils.fusion.fuse_conv_bn_eval(module.conv, module.bn)
+        convs = [{"weight": conv.weight, "bias": conv.bias}]
+        bns = []
+    else:
+        convs = [{"weight": module.conv.weight, "bias": module.conv.bias}]
+        bns = [{"weight": module.bn.weight, "bias": module.bn.bias,
+                "running_mean": module.bn.running_mean, "running_var": module.bn.running_var}]
+    linears = [{"weight": module.fc.weight, "bias": module.fc.bias},
+               {"weight": module.w.t(), "bias": module.b}]
+    by_op = {"Conv": convs, "BatchNormalization": bns, "Gemm": linears, "MatMul": linears}
+    order = {"Conv": "conv", "BatchNormalization": "bn", "Gemm": "linear", "MatMul": "linear"}
+    taken = {"conv": 0, "bn": 0, "linear": 0}
+    expected = {}
+    for n, name in nodes:
+        if n.op_type not in by_op:
+            continue
+        kind = order[n.op_type]
+        layer = by_op[n.op_type][taken[kind]]
+        taken[kind] += 1
+        for tensor, value in layer.items():
+            expected[f"{name}.{tensor}"] = summary(value)
+    assert taken == {"conv": 1, "bn": len(bns), "linear": 2}, (tag, taken)
+    out = {"input": [3, size, size], "complete": True, "folded_batch_norm": folded,
+           "tensors": expected}
+    with open(os.path.join(WEIGHTS_OUT, f"tiny.{tag}.expected-weights.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    ops = " ".join(n.op_type for n in model.graph.node)
+    print(f"{path}: {os.path.getsize(path)} bytes, {len(expected)} tensors, ops {ops}")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    os.makedirs(WEIGHTS_OUT, exist_ok=True)
+    if not ONLY_WEIGHTS:
+        torch.manual_seed(0)
+        for dynamo in (False, True):
+            export("everyop", EveryOp(), 16, None, dynamo)
+            for name, (ctor, macs) in TORCHVISION.items():
+                export(name, ctor(weights=None), 224, macs, dynamo)
     torch.manual_seed(0)
-    for dynamo in (False, True):
-        export("everyop", EveryOp(), 16, None, dynamo)
-        for name, (ctor, macs) in TORCHVISION.items():
-            export(name, ctor(weights=None), 224, macs, dynamo)
+    tiny = TinyWeights()
+    for tag in ("torchscript", "torchscript-bn", "dynamo"):
+        export_with_weights(tiny, 8, tag)
 
 
 if __name__ == "__main__":

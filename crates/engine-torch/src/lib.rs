@@ -94,7 +94,6 @@ pub struct TorchOptions {
     pub tf32: bool,
 }
 
-
 /// Whether `backend` can run on this machine with this build, and if not, why.
 pub fn availability(backend: TorchBackend) -> Result<(), String> {
     #[cfg(feature = "torch")]

@@ -1,12 +1,13 @@
 //! Converters from other model formats (Caffe prototxt, ONNX) to the Graph IR, and [`load_model`], which picks
 //! the format of a model file by its extension and content, so that every command that
-//! takes a model file accepts all of them.
+//! takes a model file accepts all of them. [`load_model_with_weights`] also keeps the
+//! weights the file carries (ONNX initializers; model JSON and Caffe prototxt carry none).
 
 pub mod caffe;
 pub mod onnx;
 pub mod text_format;
 
-use cnnbench_graph::{Graph, GraphError};
+use cnnbench_graph::{Graph, GraphError, Weights};
 use std::path::Path;
 use thiserror::Error;
 
@@ -78,8 +79,39 @@ pub fn detect_format(path: &Path, bytes: &[u8]) -> Result<ModelFormat, ImportErr
     }
 }
 
-/// Reads a model file in any supported format.
+/// A model file's network with the weights it carries.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub graph: Graph,
+    /// The weights kept from the file, in PyTorch's layout keyed `<node>.<tensor>`: all
+    /// of the network's, some of them (see `notes`) or none. They always fit `graph`.
+    pub weights: Weights,
+    /// What could not be kept and why, one sentence each (e.g. an external-data file
+    /// that is missing); never an error, since the shapes are there regardless.
+    pub notes: Vec<String>,
+}
+
+impl Imported {
+    /// Whether `weights` holds every tensor of the network.
+    pub fn weights_complete(&self) -> bool {
+        self.weights.check(&self.graph, true).is_ok()
+    }
+}
+
+/// Reads a model file in any supported format: the network only (weight values are not
+/// read, external-data files not opened).
 pub fn load_model(path: &Path) -> Result<Graph, ImportError> {
+    load(path, false).map(|imported| imported.graph)
+}
+
+/// Reads a model file in any supported format, keeping the weights it carries. An ONNX
+/// file's external data is read from the file's folder; what cannot be kept is said in
+/// [`Imported::notes`] and is not an error.
+pub fn load_model_with_weights(path: &Path) -> Result<Imported, ImportError> {
+    load(path, true)
+}
+
+fn load(path: &Path, keep_weights: bool) -> Result<Imported, ImportError> {
     let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
         path: path.display().to_string(),
         source,
@@ -88,9 +120,14 @@ pub fn load_model(path: &Path) -> Result<Graph, ImportError> {
         String::from_utf8(bytes.clone())
             .map_err(|_| ImportError::Unsupported(format!("{} is not UTF-8 text", path.display())))
     };
+    let graph_only = |graph: Graph| Imported {
+        graph,
+        weights: Weights::new(),
+        notes: Vec::new(),
+    };
     match detect_format(path, &bytes)? {
-        ModelFormat::CnnbenchJson => Ok(Graph::from_json(&text()?)?),
-        ModelFormat::CaffePrototxt => caffe::from_prototxt(&text()?),
+        ModelFormat::CnnbenchJson => Ok(graph_only(Graph::from_json(&text()?)?)),
+        ModelFormat::CaffePrototxt => Ok(graph_only(caffe::from_prototxt(&text()?)?)),
         ModelFormat::Onnx => {
             let stem = path.file_stem().map_or_else(
                 || "onnx-model".to_string(),
@@ -104,7 +141,14 @@ pub fn load_model(path: &Path) -> Result<Graph, ImportError> {
                     onnx::MAX_MODEL_BYTES >> 20
                 )));
             }
-            onnx::from_onnx(&bytes, &stem)
+            if keep_weights {
+                // External data lives beside the model (the parent of a bare name is "",
+                // the current folder).
+                let dir = path.parent().unwrap_or(Path::new(""));
+                onnx::from_onnx_with_weights(&bytes, &stem, Some(dir))
+            } else {
+                onnx::from_onnx(&bytes, &stem).map(graph_only)
+            }
         }
     }
 }

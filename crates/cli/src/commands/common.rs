@@ -1,7 +1,8 @@
 //! Pieces several subcommands share: image sizes, model resolution, tables, numbers.
 
 use anyhow::{anyhow, Context, Result};
-use cnnbench_graph::Graph;
+use cnnbench_graph::{Graph, Weights};
+use cnnbench_import::Imported;
 use comfy_table::{presets, ContentArrangement, Table};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -64,6 +65,52 @@ pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {
 pub fn file_model(path: &Path, size: Option<ImageSize>) -> Result<Graph> {
     let graph = cnnbench_import::load_model(path)
         .with_context(|| format!("cannot use {}", path.display()))?;
+    resize(graph, size)
+}
+
+/// A model file with the weights it carries (ONNX initializers), unresized; see
+/// [`cnnbench_import::load_model_with_weights`].
+pub fn file_model_with_weights(path: &Path) -> Result<Imported> {
+    cnnbench_import::load_model_with_weights(path)
+        .with_context(|| format!("cannot use {}", path.display()))
+}
+
+/// A model file, resized if asked, with the weights it carries when they are a complete
+/// set for the (resized) network. Otherwise the weights are `None`, and notes on stderr
+/// say why: what the importer could not keep, and that random weights will be used.
+pub fn file_model_and_weights(
+    path: &Path,
+    size: Option<ImageSize>,
+) -> Result<(Graph, Option<Weights>)> {
+    let imported = file_model_with_weights(path)?;
+    for note in &imported.notes {
+        eprintln!("note: {note}");
+    }
+    let graph = resize(imported.graph, size)?;
+    let weights = imported.weights;
+    if weights.is_empty() {
+        return Ok((graph, None));
+    }
+    if let Err(e) = weights.check(&graph, false) {
+        eprintln!(
+            "note: the weights in {} do not fit this network ({e}); using random weights",
+            path.display()
+        );
+        return Ok((graph, None));
+    }
+    let total = graph.weight_specs().len();
+    if weights.len() < total {
+        eprintln!(
+            "note: {} carries {} of the network's {total} weight tensors (partial); using random weights",
+            path.display(),
+            weights.len()
+        );
+        return Ok((graph, None));
+    }
+    Ok((graph, Some(weights)))
+}
+
+fn resize(graph: Graph, size: Option<ImageSize>) -> Result<Graph> {
     match size {
         None => Ok(graph),
         Some(s) => {

@@ -1,17 +1,19 @@
 //! `cnnbench convert IN OUT.json`: any supported model file (ONNX, Caffe prototxt, model
-//! JSON) to a cnnbench model JSON, which a person can read and edit.
+//! JSON) to a cnnbench model JSON, which a person can read and edit. The weights the file
+//! carries (ONNX initializers) go beside it, to OUT.safetensors, for `cnnbench verify`.
 
-use super::common::file_model;
+use super::common::file_model_with_weights;
 use super::models::write_new;
-use anyhow::Result;
-use std::path::PathBuf;
+use anyhow::{anyhow, Context, Result};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
     /// The model to convert: an .onnx file, a Caffe deploy .prototxt or a cnnbench model .json.
     pub input: PathBuf,
-    /// Where to write the cnnbench model JSON (must not exist).
+    /// Where to write the cnnbench model JSON (must not exist). Weights the input carries
+    /// go beside it with the extension .safetensors (which must not exist either).
     pub output: PathBuf,
     /// Name of the converted model (default: the name in the file).
     #[arg(long)]
@@ -19,11 +21,43 @@ pub struct ConvertArgs {
 }
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
-    let mut graph = file_model(&args.input, None)?;
+    let imported = file_model_with_weights(&args.input)?;
+    let complete = imported.weights_complete();
+    let (mut graph, weights, notes) = (imported.graph, imported.weights, imported.notes);
     if let Some(name) = args.name {
         graph.set_name(name);
     }
+    // Weights go beside the JSON; both are checked before either is written.
+    let weights_path = (!weights.is_empty()).then(|| args.output.with_extension("safetensors"));
+    if args.output.exists() {
+        return Err(anyhow!(
+            "cannot create {} (it must not exist yet)",
+            args.output.display()
+        ));
+    }
+    if let Some(path) = &weights_path {
+        if *path == args.output {
+            return Err(anyhow!(
+                "{} would be both the model JSON and its weights: name the output .json",
+                path.display()
+            ));
+        }
+        if path.exists() {
+            return Err(anyhow!(
+                "cannot create {} for the weights (it must not exist yet)",
+                path.display()
+            ));
+        }
+    }
+    let encoded = weights_path
+        .as_ref()
+        .map(|_| weights.to_safetensors())
+        .transpose()
+        .context("cannot encode the weights")?;
     write_new(&args.output, &graph.to_json())?;
+    if let (Some(path), Some(bytes)) = (&weights_path, &encoded) {
+        write_new_bytes(path, bytes)?;
+    }
     eprintln!(
         "converted {} → {}: {} nodes, {} params, {:.3} GMACs at {}",
         args.input.display(),
@@ -36,5 +70,35 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             format!("{c}×{h}×{w}")
         }
     );
+    if let Some(path) = &weights_path {
+        let total = graph.weight_specs().len();
+        eprintln!(
+            "weights → {}: {} tensors, {} values ({})",
+            path.display(),
+            weights.len(),
+            super::common::thousands(weights.elements() as u64),
+            if complete {
+                "complete".to_string()
+            } else {
+                format!("partial: {} of the model's {total} tensors", weights.len())
+            }
+        );
+    }
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a new binary file; an existing one is an error rather than silently replaced.
+fn write_new_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }

@@ -2,7 +2,9 @@
 //! inputs on two engines and compare outputs and gradients, so a benchmark compares
 //! engines computing the same thing.
 
-use super::common::{align_right, file_model, new_table, zoo_model, ImageSize};
+use super::common::{
+    align_right, file_model, file_model_and_weights, new_table, zoo_model, ImageSize,
+};
 use super::engines;
 use super::run::GpuArgs;
 use anyhow::{anyhow, Context, Result};
@@ -24,7 +26,8 @@ pub struct VerifyArgs {
     #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "burn-flex,torch-cpu")]
     pub engines: Vec<String>,
     /// Weights to load into both (safetensors keyed <node>.<tensor>, as `convert` writes
-    /// them); default: the reference engine's random initialisation.
+    /// them); default: those the --model-file carries when they are complete, else the
+    /// reference engine's random initialisation.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
     /// Images in the batch.
@@ -53,18 +56,23 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
-    let graph = match (&args.model, &args.model_file) {
-        (Some(name), None) => zoo_model(name, args.image_size)?,
-        (None, Some(path)) => file_model(path, args.image_size)?,
+    // Without --weights, a model file's own weights are used when it carries all of them.
+    let (graph, file_weights) = match (&args.model, &args.model_file) {
+        (Some(name), None) => (zoo_model(name, args.image_size)?, None),
+        (None, Some(path)) if args.weights.is_none() => {
+            file_model_and_weights(path, args.image_size)?
+        }
+        (None, Some(path)) => (file_model(path, args.image_size)?, None),
         _ => return Err(anyhow!("name a zoo model or give --model-file FILE")),
     };
+    let weights_from_file = file_weights.is_some();
     let [reference, candidate] = args.engines.as_slice() else {
         return Err(anyhow!(
             "--engines takes exactly two engines, reference first (e.g. burn-flex,torch-cpu); got {}",
             args.engines.len()
         ));
     };
-    if !(args.tolerance >= 0.0) {
+    if args.tolerance.is_nan() || args.tolerance < 0.0 {
         return Err(anyhow!("--tolerance must be a number ≥ 0"));
     }
     let options = args.gpu.engine_options(args.threads);
@@ -76,14 +84,18 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         .map(|path| {
             Weights::load(path).with_context(|| format!("cannot use --weights {}", path.display()))
         })
-        .transpose()?;
+        .transpose()?
+        .or(file_weights);
     let request = VerifyRequest {
         batch_size: args.batch_size,
         seed: args.seed,
         tolerance: args.tolerance,
         weights,
     };
-    let report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
+    let mut report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
+    if let (true, Some(path)) = (weights_from_file, &args.model_file) {
+        report.weights = format!("from {}", path.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

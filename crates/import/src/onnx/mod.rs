@@ -1,17 +1,24 @@
 //! ONNX → Graph. Reads a `ModelProto` (prost decodes it), maps the operators classic and
 //! modern CNNs use onto IR ops, and folds the small constant subgraphs exporters emit to
 //! compute shapes (`Shape → Gather → Unsqueeze → Concat → Reshape` for a flatten).
-//! Weights are not needed to benchmark, so external-data files are never opened.
+//!
+//! [`from_onnx`] reads shapes only and never opens external-data files;
+//! [`from_onnx_with_weights`] also keeps the float weights the file carries, in PyTorch's
+//! layout keyed `<node>.<tensor>`, and says in notes what it could not keep.
 
 mod proto;
+mod weights;
 
 pub use proto::*;
+pub use weights::MAX_EXTERNAL_DATA_BYTES;
 
-use crate::ImportError;
+use crate::{ImportError, Imported};
 use cnnbench_graph::ops::*;
 use cnnbench_graph::{Graph, GraphBuilder, Hw, ModelInfo, Pad2d, T};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use weights::{Layout, WeightUse};
 
 /// Larger files are refused before decoding (weights inline can make real models large,
 /// but not this large).
@@ -57,18 +64,24 @@ enum Val {
 }
 
 /// A constant tensor: an initializer or a `Constant` node's value.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Const {
     dims: Vec<i64>,
     ints: Vec<i64>,
     floats: Vec<f32>,
+    /// TensorProto.data_type (DATA_FLOAT or DATA_INT64 for attribute values).
+    data_type: i32,
+    /// The `external_data` entries (location, offset, length) when the values live in
+    /// another file.
+    external: Option<Vec<StringStringEntryProto>>,
 }
 
 fn read_const(t: &TensorProto) -> Const {
     let mut c = Const {
         dims: t.dims.clone(),
-        ints: Vec::new(),
-        floats: Vec::new(),
+        data_type: t.data_type,
+        external: (t.data_location == LOCATION_EXTERNAL).then(|| t.external_data.clone()),
+        ..Const::default()
     };
     match t.data_type {
         DATA_FLOAT => {
@@ -206,8 +219,46 @@ fn padding(node: &Node, x: &T, kernel: Hw, stride: Hw, dilation: Hw) -> Result<P
     }
 }
 
-/// Converts an ONNX model (the bytes of a `.onnx` file).
+/// Converts an ONNX model (the bytes of a `.onnx` file): the network's structure only;
+/// weight values are not read and external-data files are never opened.
 pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError> {
+    convert(bytes, fallback_name).map(|c| c.graph)
+}
+
+/// Converts an ONNX model and keeps the float weights it carries, in PyTorch's layout
+/// keyed `<node>.<tensor>` (Gemm's B with transB = 0 and MatMul's B are transposed to
+/// Linear's [out, in]; a MatMul's bias Add becomes the Linear's bias). Values stored in
+/// external-data files are read from `external_dir` (the model's folder) when the file is
+/// there, within it and within [`MAX_EXTERNAL_DATA_BYTES`]. What cannot be kept (a
+/// missing external file, another data type than FLOAT, a tensor that does not fit its
+/// layer) is left out with a note: the weights may then be partial, never wrong.
+pub fn from_onnx_with_weights(
+    bytes: &[u8],
+    fallback_name: &str,
+    external_dir: Option<&Path>,
+) -> Result<Imported, ImportError> {
+    let Converted {
+        graph,
+        uses,
+        consts,
+    } = convert(bytes, fallback_name)?;
+    let (weights, notes) = weights::collect(&graph, &uses, consts, external_dir);
+    weights.check(&graph, false)?;
+    Ok(Imported {
+        graph,
+        weights,
+        notes,
+    })
+}
+
+/// A converted model with what its weights need: which constant feeds which tensor.
+struct Converted {
+    graph: Graph,
+    uses: Vec<WeightUse>,
+    consts: HashMap<String, Const>,
+}
+
+fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> {
     let model = ModelProto::decode(bytes).map_err(|e| {
         ImportError::Unsupported(format!(
             "not a valid ONNX model (protobuf decoding failed: {e})"
@@ -287,6 +338,8 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
     let outputs: HashSet<&str> = graph.output.iter().map(|o| o.name.as_str()).collect();
     let mut used_names: HashSet<String> = HashSet::new();
     let mut skip: HashSet<usize> = HashSet::new();
+    // Which constant feeds which weight tensor of which lowered node.
+    let mut uses: Vec<WeightUse> = Vec::new();
 
     for (index, proto) in graph.node.iter().enumerate() {
         if skip.contains(&index) {
@@ -341,21 +394,22 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                         node.attr("value_ints").map(|a| Const {
                             dims: vec![a.ints.len() as i64],
                             ints: a.ints.clone(),
-                            floats: vec![],
+                            data_type: DATA_INT64,
+                            ..Const::default()
                         })
                     })
                     .or_else(|| {
                         node.attr("value_int").map(|a| Const {
-                            dims: vec![],
                             ints: vec![a.i],
-                            floats: vec![],
+                            data_type: DATA_INT64,
+                            ..Const::default()
                         })
                     })
                     .or_else(|| {
                         node.attr("value_float").map(|a| Const {
-                            dims: vec![],
-                            ints: vec![],
                             floats: vec![a.f],
+                            data_type: DATA_FLOAT,
+                            ..Const::default()
                         })
                     })
                     .ok_or_else(|| node.error("has no supported value attribute"))?;
@@ -406,6 +460,11 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                     .padding(pad)
                     .groups(to_usize(&node, "group", node.int("group", 1))?)
                     .bias(has_input(2));
+                uses.extend(WeightUse::inputs(
+                    &name,
+                    proto,
+                    &[(1, "weight", Layout::AsIs), (2, "bias", Layout::Vector)],
+                ));
                 Val::Tensor(b.conv(name, &x, conv))
             }
             "BatchNormalization" => {
@@ -413,6 +472,16 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                 let mut bn = BatchNorm2d::new(x.channels());
                 bn.eps = node.float("epsilon", 1e-5) as f64;
                 bn.momentum = 1.0 - node.float("momentum", 0.9) as f64;
+                uses.extend(WeightUse::inputs(
+                    &name,
+                    proto,
+                    &[
+                        (1, "weight", Layout::Vector),
+                        (2, "bias", Layout::Vector),
+                        (3, "running_mean", Layout::Vector),
+                        (4, "running_var", Layout::Vector),
+                    ],
+                ));
                 Val::Tensor(b.add(name, Op::BatchNorm2d(bn), &[&x]))
             }
             "Relu" => Val::Tensor(b.relu(name, &tensor(0)?)),
@@ -631,7 +700,8 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                 let [d0, d1] = w.dims.as_slice() else {
                     return Err(node.error("weight B is not a matrix"));
                 };
-                let out = if node.int("transB", 0) != 0 { *d0 } else { *d1 };
+                let trans_b = node.int("transB", 0) != 0;
+                let out = if trans_b { *d0 } else { *d1 };
                 let flat = if x.shape().rank() == 1 {
                     x
                 } else {
@@ -641,6 +711,17 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                     bias: has_input(2),
                     ..Linear::new(to_usize(&node, "B", out)?)
                 };
+                // B is [out, in] (Linear's layout) with transB, else [in, out].
+                let layout = if trans_b {
+                    Layout::AsIs
+                } else {
+                    Layout::Transpose
+                };
+                uses.extend(WeightUse::inputs(
+                    &name,
+                    proto,
+                    &[(1, "weight", layout), (2, "bias", Layout::Vector)],
+                ));
                 Val::Tensor(b.add(name, Op::Linear(linear), &[&flat]))
             }
             "MatMul" => {
@@ -669,6 +750,17 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
                     bias: bias_add.is_some(),
                     ..Linear::new(to_usize(&node, "weight", *out)?)
                 };
+                // B is [in, out]: Linear's weight is its transpose.
+                uses.extend(WeightUse::inputs(
+                    &name,
+                    proto,
+                    &[(1, "weight", Layout::Transpose)],
+                ));
+                if let Some(j) = bias_add {
+                    if let Some(c) = graph.node[j].input.iter().find(|n| **n != out_name) {
+                        uses.push(WeightUse::new(&name, "bias", c, Layout::Vector));
+                    }
+                }
                 let y = b.add(name, Op::Linear(linear), &[&x]);
                 if let Some(j) = bias_add {
                     skip.insert(j);
@@ -708,7 +800,11 @@ pub fn from_onnx(bytes: &[u8], fallback_name: &str) -> Result<Graph, ImportError
         .map(|o| o.name.clone())
         .ok_or_else(|| ImportError::Unsupported("the graph has no output".into()))?;
     match vals.get(&output_name) {
-        Some(Val::Tensor(t)) => Ok(b.finish(&t.clone())?),
+        Some(Val::Tensor(t)) => Ok(Converted {
+            graph: b.finish(&t.clone())?,
+            uses,
+            consts,
+        }),
         _ => Err(ImportError::Unsupported(format!(
             "the graph output \"{output_name}\" is not produced by a supported node"
         ))),
