@@ -82,9 +82,7 @@ impl Engine for BurnFlexEngine {
                 config.precision.as_str()
             ));
         }
-        if config.batch_size == 0 {
-            return Err(anyhow!("the batch size must be at least 1"));
-        }
+        config.check(graph)?;
         Ok(Box::new(BurnSession::new(graph, config)?))
     }
 }
@@ -125,13 +123,6 @@ impl BurnSession {
         let (mut network, params) = Network::lower(graph, &device)?;
         if config.deterministic {
             network.disable_dropout();
-        }
-        if config.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
-            return Err(anyhow!(
-                "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
-                graph.name(),
-                graph.output_shape()
-            ));
         }
         let optimizer = SgdConfig::new()
             .with_momentum(Some(MomentumConfig::new().with_momentum(MOMENTUM)))

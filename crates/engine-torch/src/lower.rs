@@ -115,6 +115,29 @@ struct Step {
     op: Lowered,
     inputs: Vec<Source>,
     frees: Vec<usize>,
+    /// ReLU, ReLU6 and Add may overwrite their (first) input, as torchvision's
+    /// `ReLU(inplace=True)` and `out += identity` do: saves an allocation and a pass over
+    /// memory. See [`may_overwrite`].
+    in_place: bool,
+}
+
+/// Whether node `index` may overwrite its first input: the input is another node's
+/// value that nothing else reads, and its producer's backward does not need its own
+/// output (convolution, batch norm, linear and add need only their inputs), so
+/// autograd's saved tensors stay intact.
+pub(crate) fn may_overwrite(graph: &Graph, index: usize, readers: &[usize]) -> bool {
+    let node = &graph.nodes()[index];
+    let overwrites = matches!(node.op, Op::Relu(_) | Op::Relu6(_) | Op::Add(_));
+    let Some(Source::Node(producer)) = node.inputs.first().copied() else {
+        return false;
+    };
+    overwrites
+        && readers[producer] == 1
+        && producer != graph.output_index()
+        && matches!(
+            graph.nodes()[producer].op,
+            Op::Conv2d(_) | Op::BatchNorm2d(_) | Op::Linear(_) | Op::Add(_)
+        )
 }
 
 /// A Graph lowered for libtorch, with its weights.
@@ -161,8 +184,16 @@ impl Network {
                 frees[last].push(node);
             }
         }
+        let mut readers = vec![0usize; graph.nodes().len()];
+        for node in graph.nodes() {
+            for s in &node.inputs {
+                if let Source::Node(j) = s {
+                    readers[*j] += 1;
+                }
+            }
+        }
         let mut steps = Vec::with_capacity(graph.nodes().len());
-        for (node, frees) in graph.nodes().iter().zip(frees) {
+        for (index, (node, frees)) in graph.nodes().iter().zip(frees).enumerate() {
             let key = |name: &str| format!("{}.{name}", node.name);
             let op = match &node.op {
                 Op::Conv2d(c) => {
@@ -293,6 +324,7 @@ impl Network {
                 op,
                 inputs: node.inputs.clone(),
                 frees,
+                in_place: may_overwrite(graph, index, &readers),
             });
         }
         let compute = match precision {
@@ -409,6 +441,14 @@ impl Network {
                     x.f_mul(&scale.f_view([1, -1, 1, 1])?)?
                 }
                 Lowered::Act(a) => match a {
+                    Activation::Relu if step.in_place => {
+                        let mut x = x;
+                        x.f_relu_()?
+                    }
+                    Activation::Relu6 if step.in_place => {
+                        let mut x = x;
+                        x.f_relu6_()?
+                    }
                     Activation::Relu => x.f_relu()?,
                     Activation::Relu6 => x.f_relu6()?,
                     Activation::Silu => x.f_silu()?,
@@ -471,8 +511,14 @@ impl Network {
                 }
                 Lowered::Add => {
                     let mut acc = x;
-                    for s in &step.inputs[1..] {
-                        acc = acc.f_add(&fetch(s)?)?;
+                    for (k, s) in step.inputs[1..].iter().enumerate() {
+                        // The first sum may overwrite the first input; later ones always
+                        // overwrite the fresh sum.
+                        acc = if step.in_place || k > 0 {
+                            acc.f_add_(&fetch(s)?)?
+                        } else {
+                            acc.f_add(&fetch(s)?)?
+                        };
                     }
                     acc
                 }

@@ -163,16 +163,7 @@ impl Engine for TorchEngine {
         self.backend
             .check_precision(config.precision)
             .map_err(|e| anyhow!(e))?;
-        if config.batch_size == 0 {
-            return Err(anyhow!("the batch size must be at least 1"));
-        }
-        if config.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
-            return Err(anyhow!(
-                "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
-                graph.name(),
-                graph.output_shape()
-            ));
-        }
+        config.check(graph)?;
         tch::manual_seed(config.seed as i64);
         let mut network = Network::lower(graph, self.device, config.precision)
             .with_context(|| format!("lowering {} onto libtorch", graph.name()))?;

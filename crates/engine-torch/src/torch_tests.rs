@@ -163,3 +163,47 @@ fn cuda_is_refused_with_the_reason_when_there_is_no_gpu() {
     }
     availability(TorchBackend::Cpu).unwrap();
 }
+
+#[test]
+fn relu_and_add_overwrite_only_values_nobody_else_needs() {
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let mut readers = vec![0usize; graph.nodes().len()];
+    for node in graph.nodes() {
+        for s in &node.inputs {
+            if let cnnbench_graph::Source::Node(j) = s {
+                readers[*j] += 1;
+            }
+        }
+    }
+    let in_place: Vec<&str> = graph
+        .nodes()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| crate::lower::may_overwrite(&graph, *i, &readers))
+        .map(|(_, n)| n.name.as_str())
+        .collect();
+    // As torchvision: the stem's ReLU after bn1, each block's inner ReLU, the residual
+    // add (over bn2's output) and the ReLU after it.
+    for name in [
+        "relu",
+        "layer1.0.relu1",
+        "layer1.0.add",
+        "layer1.0.relu",
+        "layer4.1.add",
+    ] {
+        assert!(
+            in_place.contains(&name),
+            "{name} not in place: {in_place:?}"
+        );
+    }
+    // The max-pool's output feeds both layer1.0.conv1 and the residual add: never
+    // overwritten, and no op other than ReLU, ReLU6 and Add is.
+    for name in in_place {
+        let node = graph.nodes().iter().find(|n| n.name == name).unwrap();
+        assert!(
+            matches!(node.op.tag(), "relu" | "relu6" | "add"),
+            "{name}: {}",
+            node.op.tag()
+        );
+    }
+}

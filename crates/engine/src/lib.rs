@@ -95,6 +95,24 @@ pub struct SessionConfig {
     pub deterministic: bool,
 }
 
+impl SessionConfig {
+    /// What every engine requires of a configuration for `graph`: at least one image,
+    /// and class scores at the end for a training step's loss.
+    pub fn check(&self, graph: &Graph) -> anyhow::Result<()> {
+        if self.batch_size == 0 {
+            return Err(anyhow::anyhow!("the batch size must be at least 1"));
+        }
+        if self.mode == Mode::Step && graph.output_shape().as_flat().is_none() {
+            return Err(anyhow::anyhow!(
+                "step mode needs a network that ends in class scores (a flat vector), but \"{}\" outputs {}",
+                graph.name(),
+                graph.output_shape()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// What an engine reports about itself for the result file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EngineInfo {
