@@ -1,0 +1,81 @@
+//! `cnnbench verify` in every build: bad requests are one clear line, and an engine
+//! verified against itself agrees exactly.
+
+mod common;
+
+use common::cnnbench;
+use predicates::prelude::*;
+
+#[test]
+fn bad_requests_fail_with_one_clear_line() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["verify", "resnet18", "--engines", "burn-flex"],
+            "--engines takes exactly two engines, reference first",
+        ),
+        (vec!["verify"], "name a zoo model or give --model-file FILE"),
+        (
+            vec!["verify", "resnet18", "--engines", "burn-flex,warp"],
+            "unknown engine \"warp\"",
+        ),
+        (
+            vec!["verify", "resnet18", "--tolerance=-1"],
+            "--tolerance must be a number ≥ 0",
+        ),
+        (vec!["verify", "nosuchnet"], "unknown model \"nosuchnet\""),
+        (
+            vec![
+                "verify",
+                "resnet18",
+                "--weights",
+                "/nonexistent/w.safetensors",
+                "--engines",
+                "burn-flex,burn-flex",
+            ],
+            "cannot use --weights /nonexistent/w.safetensors",
+        ),
+    ];
+    for (args, expected) in cases {
+        cnnbench().args(&args).assert().failure().stderr(
+            predicate::str::contains(expected).and(predicate::str::contains("panicked").not()),
+        );
+    }
+    if !cfg!(feature = "torch") {
+        // The default pair needs the libtorch engines.
+        cnnbench()
+            .args(["verify", "resnet18"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(
+                "engine torch-cpu cannot run: not in this build: build with `--features torch`",
+            ));
+    }
+}
+
+#[test]
+fn an_engine_against_itself_agrees_exactly() {
+    let out = cnnbench()
+        .args([
+            "verify",
+            "squeezenet1.0",
+            "--image-size",
+            "32",
+            "-b",
+            "2",
+            "--engines",
+            "burn-flex,burn-flex",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let comparisons = report["comparisons"].as_array().unwrap();
+    // Two outputs and a weight and bias gradient for each of the 26 convolutions.
+    assert_eq!(comparisons.len(), 2 + 52);
+    for c in comparisons {
+        assert_eq!(c["max_relative_error"].as_f64(), Some(0.0), "{c}");
+    }
+}
