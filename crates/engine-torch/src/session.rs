@@ -43,7 +43,8 @@ pub fn availability(backend: TorchBackend) -> Result<(), String> {
 pub struct TorchEngine {
     backend: TorchBackend,
     device: Device,
-    options: TorchOptions,
+    /// Read once: finding the GPU's name may run `nvidia-smi`.
+    info: EngineInfo,
 }
 
 impl TorchEngine {
@@ -91,7 +92,7 @@ impl TorchEngine {
         Ok(Self {
             backend,
             device,
-            options: options.clone(),
+            info: describe(backend, options),
         })
     }
 }
@@ -107,59 +108,70 @@ fn on_off(b: bool) -> String {
 
 impl Engine for TorchEngine {
     fn info(&self) -> EngineInfo {
-        let version = info::libtorch_version();
-        let mut libraries = BTreeMap::new();
-        libraries.insert("libtorch".to_string(), version.clone());
-        libraries.insert("tch".to_string(), "0.24.0".to_string());
-        let mut settings = BTreeMap::new();
-        let (backend, device, device_name) = match self.backend {
-            TorchBackend::Cpu => {
-                libraries.insert("mkl".to_string(), on_off(tch::utils::has_mkl()));
-                libraries.insert("onednn".to_string(), on_off(tch::utils::has_mkldnn()));
-                (
-                    "cpu".to_string(),
-                    "cpu".to_string(),
-                    cnnbench_engine::host_cpu_name(),
-                )
-            }
-            TorchBackend::Cuda { cudnn } => {
-                libraries.insert(
-                    "cuda".to_string(),
-                    info::cuda_version(tch::utils::version_cudart()),
-                );
-                if Cuda::cudnn_is_available() {
-                    libraries.insert(
-                        "cudnn".to_string(),
-                        info::cudnn_version(tch::utils::version_cudnn()),
-                    );
-                }
-                settings.insert("cudnn".to_string(), on_off(cudnn));
-                settings.insert(
-                    "cudnn_benchmark".to_string(),
-                    on_off(cudnn && self.options.cudnn_benchmark),
-                );
-                settings.insert("tf32".to_string(), on_off(self.options.tf32));
-                (
-                    if cudnn { "cuda" } else { "cuda-nocudnn" }.to_string(),
-                    format!("cuda:{}", self.options.device),
-                    info::gpu_name(self.options.device),
-                )
-            }
-        };
-        EngineInfo {
-            name: self.backend.engine_name().to_string(),
-            framework: "libtorch".to_string(),
-            framework_version: version,
-            backend,
-            device,
-            device_name,
-            threads: tch::utils::get_num_threads().max(1) as usize,
-            libraries,
-            settings,
-        }
+        self.info.clone()
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        self.prepare_session(graph, config)
+    }
+}
+
+/// What the result file records about an engine.
+fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
+    let version = info::libtorch_version();
+    let mut libraries = BTreeMap::new();
+    libraries.insert("libtorch".to_string(), version.clone());
+    libraries.insert("tch".to_string(), "0.24.0".to_string());
+    let mut settings = BTreeMap::new();
+    let (backend_name, device, device_name) = match backend {
+        TorchBackend::Cpu => {
+            libraries.insert("mkl".to_string(), on_off(tch::utils::has_mkl()));
+            libraries.insert("onednn".to_string(), on_off(tch::utils::has_mkldnn()));
+            (
+                "cpu".to_string(),
+                "cpu".to_string(),
+                cnnbench_engine::host_cpu_name(),
+            )
+        }
+        TorchBackend::Cuda { cudnn } => {
+            libraries.insert(
+                "cuda".to_string(),
+                info::cuda_version(tch::utils::version_cudart()),
+            );
+            if Cuda::cudnn_is_available() {
+                libraries.insert(
+                    "cudnn".to_string(),
+                    info::cudnn_version(tch::utils::version_cudnn()),
+                );
+            }
+            settings.insert("cudnn".to_string(), on_off(cudnn));
+            settings.insert(
+                "cudnn_benchmark".to_string(),
+                on_off(cudnn && options.cudnn_benchmark),
+            );
+            settings.insert("tf32".to_string(), on_off(options.tf32));
+            (
+                if cudnn { "cuda" } else { "cuda-nocudnn" }.to_string(),
+                format!("cuda:{}", options.device),
+                info::gpu_name(options.device),
+            )
+        }
+    };
+    EngineInfo {
+        name: backend.engine_name().to_string(),
+        framework: "libtorch".to_string(),
+        framework_version: version,
+        backend: backend_name,
+        device,
+        device_name,
+        threads: tch::utils::get_num_threads().max(1) as usize,
+        libraries,
+        settings,
+    }
+}
+
+impl TorchEngine {
+    fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.backend
             .check_precision(config.precision)
             .map_err(|e| anyhow!(e))?;
