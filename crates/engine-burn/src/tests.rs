@@ -8,6 +8,14 @@ use cnnbench_graph::{GraphBuilder, Pad2d, T};
 
 const BATCH: usize = 2;
 
+/// burn's random generator is one per process: tests that seed it and draw from it
+/// (every lowering draws its weights lazily, on the first forward pass) take turns, so
+/// each sees the same numbers on every run whatever else runs in parallel.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn normal_data(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = SplitMix64(seed);
     (0..n)
@@ -201,6 +209,7 @@ fn single(name: &str, input: [usize; 3], f: impl FnOnce(&mut GraphBuilder, &T) -
 
 #[test]
 fn conv_gradients_with_groups_dilation_and_asymmetric_padding() {
+    let _serial = serial();
     check_gradients(single("conv", [4, 7, 6], |b, x| {
         b.conv(
             "c",
@@ -224,11 +233,13 @@ fn conv_gradients_with_groups_dilation_and_asymmetric_padding() {
 
 #[test]
 fn batch_norm_gradients_in_training_mode() {
+    let _serial = serial();
     check_gradients(single("bn", [3, 4, 4], |b, x| b.batch_norm("bn", x)));
 }
 
 #[test]
 fn relu_and_linear_gradients() {
+    let _serial = serial();
     check_gradients(single("linear", [2, 3, 3], |b, x| {
         let f = b.flatten("flat", x);
         let r = b.relu("relu", &f);
@@ -238,6 +249,7 @@ fn relu_and_linear_gradients() {
 
 #[test]
 fn lrn_gradients() {
+    let _serial = serial();
     check_gradients(single("lrn", [6, 3, 3], |b, x| {
         b.lrn(
             "lrn",
@@ -254,6 +266,7 @@ fn lrn_gradients() {
 
 #[test]
 fn pooling_gradients() {
+    let _serial = serial();
     check_gradients(single("maxpool-ceil", [2, 7, 7], |b, x| {
         b.max_pool("p", x, MaxPool2d::new(3, 2).ceil_mode(true))
     }));
@@ -274,6 +287,7 @@ fn pooling_gradients() {
 
 #[test]
 fn concat_and_add_gradients() {
+    let _serial = serial();
     check_gradients(single("concat-add", [3, 4, 4], |b, x| {
         let a = b.conv("a", x, Conv2d::new(2, 1));
         let c = b.conv("c", x, Conv2d::new(2, 3).padding(1));
@@ -285,6 +299,7 @@ fn concat_and_add_gradients() {
 
 #[test]
 fn activation_gradients() {
+    let _serial = serial();
     type Act = fn(&mut GraphBuilder, &str, &T) -> T;
     let acts: [(&str, Act); 6] = [
         ("relu6", |b, n, x| b.relu6(n, x)),
@@ -308,6 +323,7 @@ fn activation_gradients() {
 
 #[test]
 fn squeeze_and_excitation_mul_gradients() {
+    let _serial = serial();
     check_gradients(single("se", [4, 5, 5], |b, x| {
         let s = b.adaptive_avg_pool("squeeze", x, 1, 1);
         let s = b.conv("fc1", &s, Conv2d::new(2, 1));
@@ -323,6 +339,7 @@ fn squeeze_and_excitation_mul_gradients() {
 
 #[test]
 fn layer_norm_and_layer_scale_gradients() {
+    let _serial = serial();
     check_gradients(single("layer-norm", [5, 3, 4], |b, x| {
         let y = b.layer_norm2d("ln", x, 1e-6);
         let y = b.conv("c", &y, Conv2d::new(3, 1));
@@ -335,6 +352,7 @@ fn layer_norm_and_layer_scale_gradients() {
 
 #[test]
 fn channel_shuffle_and_slice_gradients() {
+    let _serial = serial();
     check_gradients(single("shuffle", [6, 3, 3], |b, x| {
         let left = b.slice_channels("left", x, 0, 2);
         let right = b.slice_channels("right", x, 2, 6);
@@ -346,6 +364,7 @@ fn channel_shuffle_and_slice_gradients() {
 
 #[test]
 fn new_ops_compute_what_pytorch_computes() {
+    let _serial = serial();
     let device = device_for(Mode::Infer);
     let run = |graph: &Graph, data: Vec<f32>| -> Vec<f32> {
         let [c, h, w] = graph.input_shape();
@@ -394,6 +413,7 @@ fn new_ops_compute_what_pytorch_computes() {
 
 #[test]
 fn lowering_matches_graph_shapes_and_parameter_counts_on_every_zoo_model() {
+    let _serial = serial();
     for entry in cnnbench_zoo::entries() {
         // VGG and AlexNet are large in parameters, not in compute at 32x32: check them all,
         // but keep the input small (32x32, or the smallest the model accepts: inception-v1
@@ -422,6 +442,7 @@ fn lowering_matches_graph_shapes_and_parameter_counts_on_every_zoo_model() {
 
 #[test]
 fn batch_norm_uses_batch_statistics_in_training_and_running_ones_in_inference() {
+    let _serial = serial();
     let graph = single("bn", [2, 3, 3], |b, x| b.batch_norm("bn", x));
     let input: Vec<f32> = normal_data(2 * 2 * 3 * 3, 5)
         .iter()
@@ -446,6 +467,7 @@ fn batch_norm_uses_batch_statistics_in_training_and_running_ones_in_inference() 
 
 #[test]
 fn dropout_is_active_in_training_and_identity_in_inference() {
+    let _serial = serial();
     let graph = single("drop", [1, 40, 50], |b, x| b.dropout("d", x, 0.5));
     let ones = vec![1.0f32; 2000];
     let device = device_for(Mode::Train);
@@ -483,6 +505,7 @@ fn dropout_is_active_in_training_and_identity_in_inference() {
 
 #[test]
 fn sessions_run_every_mode_and_refuse_other_precisions() {
+    let _serial = serial();
     let graph = single("tiny", [3, 8, 8], |b, x| {
         let c = b.conv("c", x, Conv2d::new(4, 3).padding(1));
         let r = b.relu("r", &c);
@@ -533,6 +556,7 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
 
 #[test]
 fn a_network_without_parameters_still_trains() {
+    let _serial = serial();
     // Backward reaches only the input; it must not panic for lack of tracked weights.
     let graph = single("lrn-only", [6, 4, 4], |b, x| {
         b.lrn(
