@@ -160,13 +160,7 @@ impl Network {
             layer_norms: Vec::new(),
             scales: Vec::new(),
         };
-        let last_uses = graph.last_uses();
-        let mut frees: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
-        for (node, &last) in last_uses.iter().enumerate() {
-            if last != usize::MAX {
-                frees[last].push(node);
-            }
-        }
+        let frees = graph.values_to_free();
         let mut steps = Vec::with_capacity(graph.nodes().len());
         for (node, frees) in graph.nodes().iter().zip(frees) {
             let op = match &node.op {

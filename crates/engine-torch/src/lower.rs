@@ -177,21 +177,8 @@ impl Network {
         let uniform = |shape: &[i64], bound: f64| -> Result<Tensor> {
             Ok(Tensor::f_empty(shape, f32_on)?.f_uniform_(-bound, bound)?)
         };
-        let last_uses = graph.last_uses();
-        let mut frees: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
-        for (node, &last) in last_uses.iter().enumerate() {
-            if last != usize::MAX {
-                frees[last].push(node);
-            }
-        }
-        let mut readers = vec![0usize; graph.nodes().len()];
-        for node in graph.nodes() {
-            for s in &node.inputs {
-                if let Source::Node(j) = s {
-                    readers[*j] += 1;
-                }
-            }
-        }
+        let frees = graph.values_to_free();
+        let readers = graph.reader_counts();
         let mut steps = Vec::with_capacity(graph.nodes().len());
         for (index, (node, frees)) in graph.nodes().iter().zip(frees).enumerate() {
             let key = |name: &str| format!("{}.{name}", node.name);

@@ -167,14 +167,7 @@ fn cuda_is_refused_with_the_reason_when_there_is_no_gpu() {
 #[test]
 fn relu_and_add_overwrite_only_values_nobody_else_needs() {
     let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
-    let mut readers = vec![0usize; graph.nodes().len()];
-    for node in graph.nodes() {
-        for s in &node.inputs {
-            if let cnnbench_graph::Source::Node(j) = s {
-                readers[*j] += 1;
-            }
-        }
-    }
+    let readers = graph.reader_counts();
     let in_place: Vec<&str> = graph
         .nodes()
         .iter()

@@ -314,6 +314,32 @@ impl Graph {
         last[self.output] = usize::MAX;
         last
     }
+
+    /// For each node, the nodes whose values can be dropped once it has run (their last
+    /// reader), so interpreters keep only live values.
+    pub fn values_to_free(&self) -> Vec<Vec<usize>> {
+        let mut frees = vec![Vec::new(); self.nodes.len()];
+        for (node, &last) in self.last_uses().iter().enumerate() {
+            if last != usize::MAX {
+                frees[last].push(node);
+            }
+        }
+        frees
+    }
+
+    /// For each node, how many times later nodes read its value (a node reading it twice
+    /// counts twice), so an engine knows which values it may overwrite.
+    pub fn reader_counts(&self) -> Vec<usize> {
+        let mut readers = vec![0usize; self.nodes.len()];
+        for node in &self.nodes {
+            for s in &node.inputs {
+                if let Source::Node(j) = s {
+                    readers[*j] += 1;
+                }
+            }
+        }
+        readers
+    }
 }
 
 /// Kahn's algorithm, taking ready nodes in their written order so a file already in

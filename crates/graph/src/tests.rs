@@ -156,6 +156,8 @@ fn nodes_may_be_written_in_any_order() {
     assert_eq!(names, ["a", "b"]);
     assert_eq!(g.depth(), 1);
     assert_eq!(g.last_uses(), vec![1, usize::MAX]);
+    assert_eq!(g.values_to_free(), vec![vec![], vec![0]]);
+    assert_eq!(g.reader_counts(), vec![1, 0]);
 }
 
 #[test]
