@@ -281,6 +281,9 @@ mod tests {
         }
     }
     impl Engine for SleepyEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            cnnbench_engine::Capabilities::cpu_f32()
+        }
         fn info(&self) -> EngineInfo {
             EngineInfo {
                 name: "sleepy".into(),

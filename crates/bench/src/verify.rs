@@ -69,6 +69,9 @@ pub struct VerifyReport {
     pub tolerance: f64,
     /// Where the weights came from.
     pub weights: String,
+    /// What was compared, in words: both modes and every gradient, or the inference
+    /// output alone when an engine cannot train.
+    pub compared: String,
     pub comparisons: Vec<Comparison>,
 }
 
@@ -123,9 +126,10 @@ fn perturb(t: &HostTensor, seed: u64) -> HostTensor {
     out
 }
 
-/// What one engine computed: outputs in both modes and the weight gradients.
+/// What one engine computed: outputs in both modes and the weight gradients (the
+/// training half is absent when an engine of the pair cannot train).
 struct Computed {
-    train_output: HostTensor,
+    train_output: Option<HostTensor>,
     gradients: Weights,
     infer_output: HostTensor,
 }
@@ -139,24 +143,28 @@ fn compute(
     weights: &Weights,
     input: &HostTensor,
     seed: u64,
+    trains: bool,
 ) -> Result<Computed> {
     let name = engine.info().name;
-    let mut train = session(engine, graph, Mode::Train, request)?;
-    train
-        .import_weights(weights)
-        .with_context(|| format!("loading the weights into {name}"))?;
-    train.set_input(input)?;
-    train
-        .forward()
-        .with_context(|| format!("{name}: forward"))?;
-    let train_output = train.output()?;
-    let upstream = HostTensor::standard_normal(train_output.shape.clone(), seed);
-    train.set_output_grad(&upstream)?;
-    train
-        .backward()
-        .with_context(|| format!("{name}: backward"))?;
-    let gradients = train.weight_gradients()?;
-    drop(train);
+    let (mut train_output, mut gradients) = (None, Weights::new());
+    if trains {
+        let mut train = session(engine, graph, Mode::Train, request)?;
+        train
+            .import_weights(weights)
+            .with_context(|| format!("loading the weights into {name}"))?;
+        train.set_input(input)?;
+        train
+            .forward()
+            .with_context(|| format!("{name}: forward"))?;
+        let output = train.output()?;
+        let upstream = HostTensor::standard_normal(output.shape.clone(), seed);
+        train.set_output_grad(&upstream)?;
+        train
+            .backward()
+            .with_context(|| format!("{name}: backward"))?;
+        gradients = train.weight_gradients()?;
+        train_output = Some(output);
+    }
     let mut infer = session(engine, graph, Mode::Infer, request)?;
     infer
         .import_weights(weights)
@@ -185,13 +193,29 @@ pub fn verify(
     if request.batch_size == 0 {
         return Err(anyhow!("the batch size must be at least 1"));
     }
+    let (ref_caps, cand_caps) = (reference.capabilities(), candidate.capabilities());
+    for (name, caps) in [(&ref_name, &ref_caps), (&cand_name, &cand_caps)] {
+        if !caps.weight_exchange {
+            return Err(anyhow!(
+                "{name} cannot exchange weights, inputs and gradients, so it cannot be verified"
+            ));
+        }
+    }
+    let trains = ref_caps.trains() && cand_caps.trains();
+    let compared = if trains {
+        "outputs in train and infer modes, and every weight gradient".to_string()
+    } else {
+        let which = if ref_caps.trains() { &cand_name } else { &ref_name };
+        format!("the inference output only ({which} cannot train)")
+    };
+    let first_mode = if trains { Mode::Train } else { Mode::Infer };
     let (weights, source) = match &request.weights {
         Some(w) => {
             w.check(graph, true)?;
             (w.clone(), "given".to_string())
         }
         None => (
-            session(reference, graph, Mode::Train, request)?
+            session(reference, graph, first_mode, request)?
                 .export_weights()
                 .with_context(|| format!("exporting {ref_name}'s weights"))?,
             format!("random, from {ref_name}"),
@@ -202,7 +226,7 @@ pub fn verify(
     // Rounding differs between engines in every layer, so the floor runs perturb every
     // weight as well as the input; two draws, because one can miss a sensitive unit.
     let grad_seed = request.seed.wrapping_add(1);
-    let base = compute(reference, graph, request, &weights, &input, grad_seed)?;
+    let base = compute(reference, graph, request, &weights, &input, grad_seed, trains)?;
     let mut shaken = Vec::new();
     for draw in 0..FLOOR_DRAWS {
         let seed = request.seed.wrapping_add(1000 * (draw + 1));
@@ -220,9 +244,10 @@ pub fn verify(
             &perturbed_weights,
             &perturb(&input, seed),
             grad_seed,
+            trains,
         )?);
     }
-    let cand = compute(candidate, graph, request, &weights, &input, grad_seed)?;
+    let cand = compute(candidate, graph, request, &weights, &input, grad_seed, trains)?;
 
     let compare =
         |name: String, pick: &dyn Fn(&Computed) -> Result<HostTensor>| -> Result<Comparison> {
@@ -248,9 +273,14 @@ pub fn verify(
             base.gradients.len()
         ));
     }
-    let mut comparisons = vec![compare("output (train)".into(), &|c| {
-        Ok(c.train_output.clone())
-    })?];
+    let mut comparisons = Vec::new();
+    if trains {
+        comparisons.push(compare("output (train)".into(), &|c| {
+            c.train_output
+                .clone()
+                .context("no training output was computed")
+        })?);
+    }
     for key in base.gradients.iter().map(|(k, _)| k.clone()) {
         let pick = |c: &Computed| -> Result<HostTensor> {
             c.gradients
@@ -271,6 +301,7 @@ pub fn verify(
         candidate: cand_name,
         tolerance: request.tolerance,
         weights: source,
+        compared,
         comparisons,
     })
 }
@@ -300,6 +331,9 @@ mod tests {
     }
 
     impl Engine for ScaleEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            cnnbench_engine::Capabilities::cpu_f32()
+        }
         fn info(&self) -> EngineInfo {
             EngineInfo {
                 name: self.name.into(),

@@ -173,7 +173,7 @@ fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
                 "-n".into(),
                 "1".into(),
             ],
-            "f32 only",
+            "burn-flex does not compute in f16; it computes in: f32",
         ),
     ];
     if !cfg!(feature = "torch") {

@@ -1,10 +1,9 @@
 //! The default engine, `burn-flex`: burn 0.22's pure-Rust `flex` CPU backend with
 //! autodiff. It needs nothing but cargo, so every cnnbench build can run benchmarks.
 //!
-//! The Graph is lowered once into a list of steps (one per node) with burn modules for
-//! the parameterised ops; a forward pass interprets the steps in order and drops each
-//! intermediate tensor right after its last reader, so memory use is that of the network,
-//! not of the interpreter.
+//! The engine kit's interpreter runs the Graph; this crate supplies burn's kernels
+//! (`lower.rs`), the weights as burn parameters (so burn's optimizer can own them) and
+//! the session plumbing.
 
 mod lower;
 
@@ -16,7 +15,10 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
-use cnnbench_engine::{Engine, EngineInfo, Mode, Precision, Session, SessionConfig};
+use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::{
+    Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig,
+};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
 
@@ -24,9 +26,6 @@ use std::collections::BTreeMap;
 pub const ENGINE_NAME: &str = "burn-flex";
 /// The burn version this engine is built against (pinned in Cargo.toml).
 pub const BURN_VERSION: &str = "0.22.1";
-/// Learning rate of the SGD step in `step` mode (the value does not change the timing).
-const LEARNING_RATE: f64 = 0.01;
-const MOMENTUM: f64 = 0.9;
 
 /// burn with the flex CPU backend. Its thread pool is rayon's global pool, which can be
 /// sized once per process.
@@ -75,16 +74,20 @@ impl Engine for BurnFlexEngine {
         }
     }
 
+    fn capabilities(&self) -> Capabilities {
+        capabilities()
+    }
+
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        if config.precision != Precision::F32 {
-            return Err(anyhow!(
-                "{ENGINE_NAME} runs in f32 only; --precision {} needs the torch engines",
-                config.precision.as_str()
-            ));
-        }
+        capabilities().check(ENGINE_NAME, config.mode, config.precision)?;
         config.check(graph)?;
         Ok(Box::new(BurnSession::new(graph, config)?))
     }
+}
+
+/// What burn-flex does: every mode, f32 only, on the host's memory.
+pub fn capabilities() -> Capabilities {
+    Capabilities::cpu_f32()
 }
 
 /// Device for a mode: training and steps record autodiff graphs, inference does not
@@ -259,7 +262,6 @@ impl Session for BurnSession {
     }
 
     fn import_weights(&mut self, weights: &Weights) -> Result<()> {
-        weights.check(&self.graph, true)?;
         let mut params = self.params.take().context("parameters missing")?;
         let imported = self
             .network

@@ -1,29 +1,43 @@
-//! Lowering of Graph nodes onto burn modules and tensor ops, and the interpreter that
-//! runs them.
+//! burn's kernels for the engine kit's interpreter, and the weights they read: one burn
+//! parameter per weight of the Graph, in a module the optimizer can own.
 
 use anyhow::{anyhow, Result};
-use burn::module::RunningState;
-use burn::module::{Module, Param};
-use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{
-    BatchNorm, BatchNormConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig, PaddingConfig2d,
-};
+use burn::module::{Module, Param, RunningState};
 use burn::tensor::activation::{gelu, hard_sigmoid, relu, relu6, sigmoid, silu};
-use burn::tensor::module::{adaptive_avg_pool2d, avg_pool2d, max_pool2d};
-use burn::tensor::ops::{AvgPoolOptions, MaxPoolOptions};
+use burn::tensor::module::{
+    adaptive_avg_pool2d, avg_pool2d, batch_norm, batch_norm_train, conv2d, layer_norm, linear,
+    max_pool2d,
+};
+use burn::tensor::ops::{AvgPoolOptions, ConvOptions, MaxPoolOptions};
 use burn::tensor::{Device, Distribution, Gradients, Tensor, TensorData};
-use cnnbench_graph::{Graph, HostTensor, Op, Pad2d, Source, Weights};
+use cnnbench_engine::kit::{
+    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program,
+    WeightInit, WeightStore,
+};
+use cnnbench_graph::ops::{
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, LayerNorm2d, LayerScale, Linear,
+    LocalResponseNorm, MaxPool2d, SliceChannels,
+};
+use cnnbench_graph::{Activation, Graph, HostTensor, Pad2d, Weights};
 
-/// The trainable state of a lowered network: one burn module per parameterised node.
+/// The weights of a lowered network, grouped by rank so burn's optimizer can own them.
 #[derive(Module, Debug)]
 pub struct NetParams {
-    pub convs: Vec<Conv2d>,
-    pub norms: Vec<BatchNorm>,
-    pub linears: Vec<Linear>,
-    /// Channel LayerNorms (ConvNeXt), applied channels-last.
-    pub layer_norms: Vec<LayerNorm>,
-    /// Per-channel scales (ConvNeXt's layer scale).
-    pub scales: Vec<Param<Tensor<1>>>,
+    pub vectors: Vec<Param<Tensor<1>>>,
+    /// Linear weights in burn's `[in, out]` layout (PyTorch's transposed).
+    pub matrices: Vec<Param<Tensor<2>>>,
+    pub kernels: Vec<Param<Tensor<4>>>,
+    /// Batch-norm running statistics.
+    pub running: Vec<RunningState<Tensor<1>>>,
+}
+
+/// Where weight `i` of the program lives in [`NetParams`].
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    Vector(usize),
+    Matrix(usize),
+    Kernel(usize),
+    Running(usize),
 }
 
 /// A tensor flowing between nodes: a batch of feature maps or of flat vectors.
@@ -71,197 +85,104 @@ impl Value {
             _ => Err(anyhow!("gradient and output have different ranks")),
         }
     }
-}
-
-/// Element-wise activations, which apply to feature maps and flat vectors alike.
-#[derive(Clone, Copy)]
-enum Activation {
-    Relu,
-    Relu6,
-    Silu,
-    Gelu,
-    Hardswish,
-    Hardsigmoid,
-    Sigmoid,
-}
-
-impl Activation {
-    fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+    /// Copies the value to the host.
+    pub fn to_host(&self) -> Result<HostTensor> {
         match self {
-            Activation::Relu => relu(x),
-            Activation::Relu6 => relu6(x),
-            Activation::Silu => silu(x),
-            Activation::Gelu => gelu(x),
-            // PyTorch: x · relu6(x + 3) / 6 and relu6(x + 3) / 6.
-            Activation::Hardswish => x.clone() * hard_sigmoid(x, 1.0 / 6.0, 0.5),
-            Activation::Hardsigmoid => hard_sigmoid(x, 1.0 / 6.0, 0.5),
-            Activation::Sigmoid => sigmoid(x),
+            Value::Map(t) => to_host(t.clone()),
+            Value::Flat(t) => to_host(t.clone()),
         }
+    }
+    /// A value of the same rank as `self` holding `host`, which must have its shape.
+    pub fn like_from_host(&self, host: &HostTensor, device: &Device) -> Result<Value> {
+        if host.shape != self.dims() {
+            return Err(anyhow!(
+                "the gradient has shape {:?} but the output has {:?}",
+                host.shape,
+                self.dims()
+            ));
+        }
+        Ok(match self {
+            Value::Map(_) => Value::Map(from_host(host, device)?),
+            Value::Flat(_) => Value::Flat(from_host(host, device)?),
+        })
+    }
+
+    fn map(self, f: impl FnOnce(Tensor<4>) -> Tensor<4>) -> Result<Value> {
+        Ok(Value::Map(f(self.into_map()?)))
     }
 }
 
-enum Lowered {
-    Conv(usize),
-    /// The index and whether it has learned scale and shift.
-    Norm(usize, bool),
-    Linear(usize),
-    LayerNorm(usize),
-    Scale(usize),
-    Act(Activation),
-    Mul,
-    Shuffle(usize),
-    Slice(usize, usize),
-    Identity,
-    Lrn {
-        size: usize,
-        alpha: f64,
-        beta: f64,
-        k: f64,
-    },
-    MaxPool(MaxPoolOptions<2>),
-    AvgPool(AvgPoolOptions<2>),
-    AdaptiveAvgPool([usize; 2]),
-    Dropout(f64),
-    Flatten,
-    Concat,
-    Add,
+/// A planted fault, for the conformance suite's own test: it must catch a wrong kernel.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Convolutions use their kernels transposed (H and W swapped).
+    TransposedConvKernel,
+    /// Max pooling pads one extra pixel at the bottom and right.
+    WrongPoolPadding,
 }
 
-struct Step {
-    name: String,
-    op: Lowered,
-    inputs: Vec<Source>,
-    /// Nodes whose last reader is this step: their values are dropped after it runs.
-    frees: Vec<usize>,
-}
-
-/// A Graph lowered for burn: the steps to interpret, without the parameters (which live
-/// in [`NetParams`] so an optimizer can own them).
+/// A Graph lowered for burn: the kit's program plus where each weight lives.
 pub struct Network {
-    steps: Vec<Step>,
-    output: usize,
-    output_features: usize,
+    program: Program,
+    slots: Vec<Slot>,
     /// Off for `cnnbench verify`, where engines must compute the same function.
     dropout: bool,
-}
-
-fn pad_pairs(p: Pad2d) -> [(usize, usize); 2] {
-    [(p.top, p.bottom), (p.left, p.right)]
+    #[cfg(test)]
+    pub(crate) fault: Option<Fault>,
 }
 
 impl Network {
-    /// Lowers every node; parameters are initialised on `device` with burn's defaults
-    /// (Kaiming-uniform convolutions and linear layers, unit batch-norm scale).
+    /// Lowers `graph` and creates its weights on `device` as PyTorch initialises them.
     pub fn lower(graph: &Graph, device: &Device) -> Result<(Network, NetParams)> {
+        let program = Program::new(graph);
         let mut params = NetParams {
-            convs: Vec::new(),
-            norms: Vec::new(),
-            linears: Vec::new(),
-            layer_norms: Vec::new(),
-            scales: Vec::new(),
+            vectors: Vec::new(),
+            matrices: Vec::new(),
+            kernels: Vec::new(),
+            running: Vec::new(),
         };
-        let frees = graph.values_to_free();
-        let mut steps = Vec::with_capacity(graph.nodes().len());
-        for (node, frees) in graph.nodes().iter().zip(frees) {
-            let op = match &node.op {
-                Op::Conv2d(c) => {
-                    let conv =
-                        Conv2dConfig::new([c.in_channels, c.out_channels], c.kernel.as_array())
-                            .with_stride(c.stride.as_array())
-                            .with_dilation(c.dilation.as_array())
-                            .with_groups(c.groups)
-                            .with_padding(PaddingConfig2d::Explicit(
-                                c.padding.top,
-                                c.padding.left,
-                                c.padding.bottom,
-                                c.padding.right,
-                            ))
-                            .with_bias(c.bias)
-                            .init(device);
-                    params.convs.push(conv);
-                    Lowered::Conv(params.convs.len() - 1)
+        let mut slots = Vec::with_capacity(program.weights().len());
+        for weight in program.weights() {
+            let shape = &weight.spec.shape;
+            let slot = match (shape.len(), weight.spec.trainable) {
+                (1, false) => {
+                    let t = initial::<1>(weight.init, [shape[0]], device);
+                    params.running.push(RunningState::new(t));
+                    Slot::Running(params.running.len() - 1)
                 }
-                Op::BatchNorm2d(b) => {
-                    let mut norm = BatchNormConfig::new(b.num_features)
-                        .with_epsilon(b.eps)
-                        .with_momentum(b.momentum)
-                        .init(device);
-                    if !b.affine {
-                        norm.gamma = norm.gamma.set_require_grad(false);
-                        norm.beta = norm.beta.set_require_grad(false);
-                    }
-                    params.norms.push(norm);
-                    Lowered::Norm(params.norms.len() - 1, b.affine)
+                (1, true) => {
+                    let t = initial::<1>(weight.init, [shape[0]], device);
+                    params.vectors.push(Param::from_tensor(t));
+                    Slot::Vector(params.vectors.len() - 1)
                 }
-                Op::Linear(l) => {
-                    let linear = LinearConfig::new(l.in_features, l.out_features)
-                        .with_bias(l.bias)
-                        .init(device);
-                    params.linears.push(linear);
-                    Lowered::Linear(params.linears.len() - 1)
+                (2, true) => {
+                    let t = initial::<2>(weight.init, [shape[1], shape[0]], device);
+                    params.matrices.push(Param::from_tensor(t));
+                    Slot::Matrix(params.matrices.len() - 1)
                 }
-                Op::LayerNorm2d(l) => {
-                    let norm = LayerNormConfig::new(l.num_channels)
-                        .with_epsilon(l.eps)
-                        .init(device);
-                    params.layer_norms.push(norm);
-                    Lowered::LayerNorm(params.layer_norms.len() - 1)
+                (4, true) => {
+                    let dims = [shape[0], shape[1], shape[2], shape[3]];
+                    params
+                        .kernels
+                        .push(Param::from_tensor(initial::<4>(weight.init, dims, device)));
+                    Slot::Kernel(params.kernels.len() - 1)
                 }
-                Op::LayerScale(l) => {
-                    let scale = Tensor::<1>::full([l.channels], l.init, device);
-                    params.scales.push(Param::from_tensor(scale));
-                    Lowered::Scale(params.scales.len() - 1)
+                _ => {
+                    return Err(anyhow!(
+                        "weight \"{}\" of shape {shape:?} has no place in the burn engine",
+                        weight.spec.key
+                    ))
                 }
-                Op::Relu(_) => Lowered::Act(Activation::Relu),
-                Op::Relu6(_) => Lowered::Act(Activation::Relu6),
-                Op::Silu(_) => Lowered::Act(Activation::Silu),
-                Op::Gelu(_) => Lowered::Act(Activation::Gelu),
-                Op::Hardswish(_) => Lowered::Act(Activation::Hardswish),
-                Op::Hardsigmoid(_) => Lowered::Act(Activation::Hardsigmoid),
-                Op::Sigmoid(_) => Lowered::Act(Activation::Sigmoid),
-                Op::Mul(_) => Lowered::Mul,
-                Op::ChannelShuffle(c) => Lowered::Shuffle(c.groups),
-                Op::SliceChannels(c) => Lowered::Slice(c.start, c.end),
-                // Recorded for the model's description; the benchmark runs it as the
-                // identity (as torchvision does in evaluation).
-                Op::StochasticDepth(_) => Lowered::Identity,
-                Op::LocalResponseNorm(l) => Lowered::Lrn {
-                    size: l.size,
-                    alpha: l.alpha,
-                    beta: l.beta,
-                    k: l.k,
-                },
-                Op::MaxPool2d(p) => Lowered::MaxPool(
-                    MaxPoolOptions::new(p.kernel.as_array())
-                        .with_stride(p.effective_stride().as_array())
-                        .with_padding_pairs(pad_pairs(p.padding))
-                        .with_ceil_mode(p.ceil_mode),
-                ),
-                Op::AvgPool2d(p) => Lowered::AvgPool(
-                    AvgPoolOptions::new(p.kernel.as_array())
-                        .with_stride(p.effective_stride().as_array())
-                        .with_padding_pairs(pad_pairs(p.padding))
-                        .with_ceil_mode(p.ceil_mode)
-                        .with_count_include_pad(p.count_include_pad),
-                ),
-                Op::AdaptiveAvgPool2d(p) => Lowered::AdaptiveAvgPool(p.output.as_array()),
-                Op::Dropout(d) => Lowered::Dropout(d.p),
-                Op::Flatten(_) => Lowered::Flatten,
-                Op::Concat(_) => Lowered::Concat,
-                Op::Add(_) => Lowered::Add,
             };
-            steps.push(Step {
-                name: node.name.clone(),
-                op,
-                inputs: node.inputs.clone(),
-                frees,
-            });
+            slots.push(slot);
         }
         let network = Network {
-            steps,
-            output: graph.output_index(),
-            output_features: graph.output_shape().elements() as usize,
+            program,
+            slots,
             dropout: true,
+            #[cfg(test)]
+            fault: None,
         };
         Ok((network, params))
     }
@@ -273,126 +194,288 @@ impl Network {
 
     /// Elements of one example's output (the number of classes for a classifier).
     pub fn output_features(&self) -> usize {
-        self.output_features
+        self.program.graph().output_shape().elements() as usize
     }
 
     /// Runs the network on a batch `[N, C, H, W]`. Layers train when `input` lives on an
     /// autodiff device and evaluate otherwise.
     pub fn forward(&self, params: &NetParams, input: Tensor<4>) -> Result<Value> {
-        let training = input.device().is_autodiff();
-        let input = Value::Map(input);
-        let mut values: Vec<Option<Value>> = vec![None; self.steps.len()];
-        for (i, step) in self.steps.iter().enumerate() {
-            let fetch = |s: &Source| -> Result<Value> {
-                match s {
-                    Source::Input => Ok(input.clone()),
-                    Source::Node(j) => values[*j]
-                        .clone()
-                        .ok_or_else(|| anyhow!("node \"{}\" read a freed value", step.name)),
-                }
-            };
-            let first = fetch(&step.inputs[0])?;
-            let out = match &step.op {
-                Lowered::Conv(k) => Value::Map(params.convs[*k].forward(first.into_map()?)),
-                Lowered::Norm(k, _) => Value::Map(params.norms[*k].forward(first.into_map()?)),
-                Lowered::Linear(k) => Value::Flat(params.linears[*k].forward(first.into_flat()?)),
-                Lowered::LayerNorm(k) => {
-                    // Channels last, normalise, channels first again.
-                    let x = first.into_map()?.permute([0, 2, 3, 1]);
-                    Value::Map(params.layer_norms[*k].forward(x).permute([0, 3, 1, 2]))
-                }
-                Lowered::Scale(k) => {
-                    let scale = params.scales[*k].val();
-                    let [c] = scale.dims();
-                    Value::Map(first.into_map()?.mul(scale.reshape([1, c, 1, 1])))
-                }
-                Lowered::Act(a) => match first {
-                    Value::Map(t) => Value::Map(a.apply(t)),
-                    Value::Flat(t) => Value::Flat(a.apply(t)),
-                },
-                Lowered::Mul => {
-                    let other = fetch(&step.inputs[1])?;
-                    match (first, other) {
-                        (Value::Map(a), Value::Map(b)) => Value::Map(broadcast_mul(a, b)),
-                        (Value::Flat(a), Value::Flat(b)) => Value::Flat(a * b),
-                        _ => {
-                            return Err(anyhow!(
-                                "node \"{}\" multiplies tensors of different ranks",
-                                step.name
-                            ))
-                        }
-                    }
-                }
-                Lowered::Shuffle(groups) => {
-                    let x = first.into_map()?;
-                    let [n, c, h, w] = x.dims();
-                    let x: Tensor<5> = x.reshape([n, *groups, c / groups, h, w]);
-                    Value::Map(x.swap_dims(1, 2).reshape([n, c, h, w]))
-                }
-                Lowered::Slice(start, end) => {
-                    Value::Map(first.into_map()?.narrow(1, *start, end - start))
-                }
-                Lowered::Identity => first,
-                Lowered::Lrn {
-                    size,
-                    alpha,
-                    beta,
-                    k,
-                } => Value::Map(local_response_norm(
-                    first.into_map()?,
-                    *size,
-                    *alpha,
-                    *beta,
-                    *k,
-                )),
-                Lowered::MaxPool(o) => Value::Map(max_pool2d(first.into_map()?, o.clone())),
-                Lowered::AvgPool(o) => Value::Map(avg_pool2d(first.into_map()?, o.clone())),
-                Lowered::AdaptiveAvgPool(size) => {
-                    Value::Map(adaptive_avg_pool2d(first.into_map()?, *size))
-                }
-                Lowered::Dropout(p) => {
-                    if training && self.dropout && *p > 0.0 {
-                        match first {
-                            Value::Map(t) => Value::Map(dropout(t, *p)),
-                            Value::Flat(t) => Value::Flat(dropout(t, *p)),
-                        }
-                    } else {
-                        first
-                    }
-                }
-                Lowered::Flatten => Value::Flat(first.into_flat()?),
-                Lowered::Concat => {
-                    let mut maps = vec![first.into_map()?];
-                    for s in &step.inputs[1..] {
-                        maps.push(fetch(s)?.into_map()?);
-                    }
-                    Value::Map(Tensor::cat(maps, 1))
-                }
-                Lowered::Add => {
-                    let mut acc = first;
-                    for s in &step.inputs[1..] {
-                        acc = match (acc, fetch(s)?) {
-                            (Value::Map(a), Value::Map(b)) => Value::Map(a + b),
-                            (Value::Flat(a), Value::Flat(b)) => Value::Flat(a + b),
-                            _ => {
-                                return Err(anyhow!(
-                                    "node \"{}\" adds tensors of different ranks",
-                                    step.name
-                                ))
-                            }
-                        };
-                    }
-                    acc
-                }
-            };
-            values[i] = Some(out);
-            for &j in &step.frees {
-                values[j] = None;
+        let pass = Pass {
+            training: input.device().is_autodiff(),
+            dropout: self.dropout,
+        };
+        let kernels = BurnKernels {
+            params,
+            slots: &self.slots,
+            #[cfg(test)]
+            fault: self.fault,
+        };
+        self.program.forward(&kernels, Value::Map(input), pass)
+    }
+
+    /// Every weight (parameters and running statistics) in PyTorch's layout.
+    pub fn export_weights(&self, params: &NetParams) -> Result<Weights> {
+        self.program.export_weights(&self.store(params, None))
+    }
+
+    /// The gradient of every trainable weight, in PyTorch's layout.
+    pub fn weight_gradients(&self, params: &NetParams, grads: &Gradients) -> Result<Weights> {
+        self.program
+            .weight_gradients(&self.store(params, Some(grads)))
+    }
+
+    /// Replaces every weight; `weights` must be complete and fit the graph.
+    pub fn import_weights(
+        &self,
+        params: &mut NetParams,
+        weights: &Weights,
+        device: &Device,
+    ) -> Result<()> {
+        let mut store = Store {
+            params: Target::Mut(params, device),
+            slots: &self.slots,
+            grads: None,
+        };
+        self.program.import_weights(&mut store, weights)
+    }
+
+    fn store<'a>(&'a self, params: &'a NetParams, grads: Option<&'a Gradients>) -> Store<'a> {
+        Store {
+            params: Target::Ref(params),
+            slots: &self.slots,
+            grads,
+        }
+    }
+}
+
+fn initial<const D: usize>(init: WeightInit, dims: [usize; D], device: &Device) -> Tensor<D> {
+    match init {
+        WeightInit::Uniform { bound } => {
+            Tensor::random(dims, Distribution::Uniform(-bound, bound), device)
+        }
+        WeightInit::Constant(v) => Tensor::full(dims, v, device),
+    }
+}
+
+struct BurnKernels<'a> {
+    params: &'a NetParams,
+    slots: &'a [Slot],
+    #[cfg(test)]
+    fault: Option<Fault>,
+}
+
+impl BurnKernels<'_> {
+    fn vector(&self, i: usize) -> Result<Tensor<1>> {
+        match self.slots[i] {
+            Slot::Vector(k) => Ok(self.params.vectors[k].val()),
+            Slot::Running(k) => Ok(self.params.running[k].value()),
+            other => Err(anyhow!("weight {i} is a {other:?}, not a vector")),
+        }
+    }
+    fn running(&self, i: usize) -> Result<&RunningState<Tensor<1>>> {
+        match self.slots[i] {
+            Slot::Running(k) => Ok(&self.params.running[k]),
+            other => Err(anyhow!("weight {i} is a {other:?}, not a running statistic")),
+        }
+    }
+    fn kernel(&self, i: usize) -> Result<Tensor<4>> {
+        match self.slots[i] {
+            Slot::Kernel(k) => Ok(self.params.kernels[k].val()),
+            other => Err(anyhow!("weight {i} is a {other:?}, not a kernel")),
+        }
+    }
+    fn matrix(&self, i: usize) -> Result<Tensor<2>> {
+        match self.slots[i] {
+            Slot::Matrix(k) => Ok(self.params.matrices[k].val()),
+            other => Err(anyhow!("weight {i} is a {other:?}, not a matrix")),
+        }
+    }
+}
+
+fn pad_pairs(p: Pad2d) -> [(usize, usize); 2] {
+    [(p.top, p.bottom), (p.left, p.right)]
+}
+
+impl Kernels for BurnKernels<'_> {
+    type Value = Value;
+
+    fn conv2d(&self, x: Value, c: &Conv2d, w: ConvWeights) -> Result<Value> {
+        let weight = self.kernel(w.weight)?;
+        #[cfg(test)]
+        let weight = if self.fault == Some(Fault::TransposedConvKernel) {
+            weight.swap_dims(2, 3)
+        } else {
+            weight
+        };
+        let bias = w.bias.map(|b| self.vector(b)).transpose()?;
+        let options = ConvOptions::new_with_padding(
+            c.stride.as_array(),
+            pad_pairs(c.padding),
+            c.dilation.as_array(),
+            c.groups,
+        );
+        x.map(|x| conv2d(x, weight, bias, options))
+    }
+
+    fn batch_norm2d(
+        &self,
+        x: Value,
+        b: &BatchNorm2d,
+        w: NormWeights,
+        training: bool,
+    ) -> Result<Value> {
+        let x = x.into_map()?;
+        let (gamma, beta) = match w.affine {
+            Some((g, s)) => (self.vector(g)?, self.vector(s)?),
+            None => {
+                let device = x.device();
+                (
+                    Tensor::ones([b.num_features], &device),
+                    Tensor::zeros([b.num_features], &device),
+                )
+            }
+        };
+        let (mean, var) = (self.running(w.running_mean)?, self.running(w.running_var)?);
+        if !training {
+            let out = batch_norm(x, gamma, beta, mean.value(), var.value(), b.eps);
+            return Ok(Value::Map(out));
+        }
+        let result = batch_norm_train(x, gamma, beta, b.eps);
+        let m = b.momentum;
+        let update = |state: &RunningState<Tensor<1>>, batch: Tensor<1>| {
+            let next = state
+                .value_sync()
+                .mul_scalar(1.0 - m)
+                .add(batch.detach().mul_scalar(m));
+            state.update(next.detach());
+        };
+        update(mean, result.mean);
+        update(var, result.variance);
+        Ok(Value::Map(result.output))
+    }
+
+    fn linear(&self, x: Value, _: &Linear, w: LinearWeights) -> Result<Value> {
+        let weight = self.matrix(w.weight)?;
+        let bias = w.bias.map(|b| self.vector(b)).transpose()?;
+        Ok(Value::Flat(linear(x.into_flat()?, weight, bias)))
+    }
+
+    fn layer_norm2d(&self, x: Value, l: &LayerNorm2d, w: LayerNormWeights) -> Result<Value> {
+        let (gamma, beta) = (self.vector(w.weight)?, self.vector(w.bias)?);
+        // Channels last, normalise, channels first again.
+        x.map(|x| {
+            layer_norm(x.permute([0, 2, 3, 1]), gamma, Some(beta), l.eps).permute([0, 3, 1, 2])
+        })
+    }
+
+    fn layer_scale(&self, x: Value, _: &LayerScale, scale: usize) -> Result<Value> {
+        let scale = self.vector(scale)?;
+        let [c] = scale.dims();
+        x.map(|x| x.mul(scale.reshape([1, c, 1, 1])))
+    }
+
+    /// burn reuses a uniquely owned buffer by itself, so the overwrite hint is not needed.
+    fn activation(&self, x: Value, act: Activation, _overwrite: bool) -> Result<Value> {
+        fn apply<const D: usize>(act: Activation, x: Tensor<D>) -> Tensor<D> {
+            match act {
+                Activation::Relu => relu(x),
+                Activation::Relu6 => relu6(x),
+                Activation::Silu => silu(x),
+                Activation::Gelu => gelu(x),
+                // PyTorch: x · relu6(x + 3) / 6 and relu6(x + 3) / 6.
+                Activation::Hardswish => x.clone() * hard_sigmoid(x, 1.0 / 6.0, 0.5),
+                Activation::Hardsigmoid => hard_sigmoid(x, 1.0 / 6.0, 0.5),
+                Activation::Sigmoid => sigmoid(x),
             }
         }
-        values[self.output]
-            .take()
-            .ok_or_else(|| anyhow!("the output node produced no value"))
+        Ok(match x {
+            Value::Map(t) => Value::Map(apply(act, t)),
+            Value::Flat(t) => Value::Flat(apply(act, t)),
+        })
+    }
+
+    fn local_response_norm(&self, x: Value, l: &LocalResponseNorm) -> Result<Value> {
+        x.map(|x| local_response_norm(x, l.size, l.alpha, l.beta, l.k))
+    }
+
+    fn max_pool2d(&self, x: Value, p: &MaxPool2d) -> Result<Value> {
+        #[allow(unused_mut)]
+        let mut padding = p.padding;
+        #[cfg(test)]
+        if self.fault == Some(Fault::WrongPoolPadding) {
+            padding.bottom += 1;
+            padding.right += 1;
+        }
+        let options = MaxPoolOptions::new(p.kernel.as_array())
+            .with_stride(p.effective_stride().as_array())
+            .with_padding_pairs(pad_pairs(padding))
+            .with_ceil_mode(p.ceil_mode);
+        x.map(|x| max_pool2d(x, options))
+    }
+
+    fn avg_pool2d(&self, x: Value, p: &AvgPool2d) -> Result<Value> {
+        let options = AvgPoolOptions::new(p.kernel.as_array())
+            .with_stride(p.effective_stride().as_array())
+            .with_padding_pairs(pad_pairs(p.padding))
+            .with_ceil_mode(p.ceil_mode)
+            .with_count_include_pad(p.count_include_pad);
+        x.map(|x| avg_pool2d(x, options))
+    }
+
+    fn adaptive_avg_pool2d(&self, x: Value, p: &AdaptiveAvgPool2d) -> Result<Value> {
+        x.map(|x| adaptive_avg_pool2d(x, p.output.as_array()))
+    }
+
+    fn dropout(&self, x: Value, p: f64) -> Result<Value> {
+        Ok(match x {
+            Value::Map(t) => Value::Map(dropout(t, p)),
+            Value::Flat(t) => Value::Flat(dropout(t, p)),
+        })
+    }
+
+    fn flatten(&self, x: Value) -> Result<Value> {
+        Ok(Value::Flat(x.into_flat()?))
+    }
+
+    fn concat(&self, xs: Vec<Value>) -> Result<Value> {
+        let maps = xs
+            .into_iter()
+            .map(Value::into_map)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Value::Map(Tensor::cat(maps, 1)))
+    }
+
+    fn add(&self, xs: Vec<Value>, _overwrite: bool) -> Result<Value> {
+        let mut xs = xs.into_iter();
+        let mut acc = xs.next().ok_or_else(|| anyhow!("add has no inputs"))?;
+        for x in xs {
+            acc = match (acc, x) {
+                (Value::Map(a), Value::Map(b)) => Value::Map(a + b),
+                (Value::Flat(a), Value::Flat(b)) => Value::Flat(a + b),
+                _ => return Err(anyhow!("adds tensors of different ranks")),
+            };
+        }
+        Ok(acc)
+    }
+
+    fn mul(&self, a: Value, b: Value) -> Result<Value> {
+        match (a, b) {
+            (Value::Map(a), Value::Map(b)) => Ok(Value::Map(broadcast_mul(a, b))),
+            (Value::Flat(a), Value::Flat(b)) => Ok(Value::Flat(a * b)),
+            _ => Err(anyhow!("multiplies tensors of different ranks")),
+        }
+    }
+
+    fn channel_shuffle(&self, x: Value, groups: usize) -> Result<Value> {
+        x.map(|x| {
+            let [n, c, h, w] = x.dims();
+            let x: Tensor<5> = x.reshape([n, groups, c / groups, h, w]);
+            x.swap_dims(1, 2).reshape([n, c, h, w])
+        })
+    }
+
+    fn slice_channels(&self, x: Value, s: &SliceChannels) -> Result<Value> {
+        x.map(|x| x.narrow(1, s.start, s.end - s.start))
     }
 }
 
@@ -433,35 +516,75 @@ fn local_response_norm(x: Tensor<4>, size: usize, alpha: f64, beta: f64, k: f64)
     x / denominator
 }
 
-/// One weight tensor of [`NetParams`], seen through the PyTorch layout of its key.
-enum Slot<'a> {
-    Vector(&'a Param<Tensor<1>>),
-    /// A burn `Linear` weight, stored `[in, out]`: transposed to and from PyTorch's.
-    LinearWeight(&'a Param<Tensor<2>>),
-    Kernel(&'a Param<Tensor<4>>),
-    Running(&'a RunningState<Tensor<1>>),
+enum Target<'a> {
+    Ref(&'a NetParams),
+    Mut(&'a mut NetParams, &'a Device),
 }
 
-impl Value {
-    /// Copies the value to the host.
-    pub fn to_host(&self) -> Result<HostTensor> {
-        match self {
-            Value::Map(t) => to_host(t.clone()),
-            Value::Flat(t) => to_host(t.clone()),
+/// [`NetParams`] seen by the kit as host tensors in PyTorch's layout.
+struct Store<'a> {
+    params: Target<'a>,
+    slots: &'a [Slot],
+    grads: Option<&'a Gradients>,
+}
+
+impl Store<'_> {
+    fn params(&self) -> &NetParams {
+        match &self.params {
+            Target::Ref(p) => p,
+            Target::Mut(p, _) => p,
         }
     }
-    /// A value of the same rank as `self` holding `host`, which must have its shape.
-    pub fn like_from_host(&self, host: &HostTensor, device: &Device) -> Result<Value> {
-        if host.shape != self.dims() {
-            return Err(anyhow!(
-                "the gradient has shape {:?} but the output has {:?}",
-                host.shape,
-                self.dims()
-            ));
+}
+
+/// `new` in place of a parameter's value, keeping whether it trains.
+fn replace_param<const D: usize>(param: &mut Param<Tensor<D>>, new: Tensor<D>) {
+    let trains = param.is_require_grad();
+    *param = param.clone().map(|_| new.set_require_grad(trains));
+}
+
+impl WeightStore for Store<'_> {
+    fn read(&self, i: usize) -> Result<HostTensor> {
+        let p = self.params();
+        match self.slots[i] {
+            Slot::Vector(k) => to_host(p.vectors[k].val()),
+            Slot::Matrix(k) => to_host(p.matrices[k].val().transpose()),
+            Slot::Kernel(k) => to_host(p.kernels[k].val()),
+            Slot::Running(k) => to_host(p.running[k].value()),
         }
-        Ok(match self {
-            Value::Map(_) => Value::Map(from_host(host, device)?),
-            Value::Flat(_) => Value::Flat(from_host(host, device)?),
+    }
+
+    fn write(&mut self, i: usize, value: &HostTensor) -> Result<()> {
+        let Target::Mut(p, device) = &mut self.params else {
+            return Err(anyhow!("these weights are read-only"));
+        };
+        let device = *device;
+        match self.slots[i] {
+            Slot::Vector(k) => replace_param(&mut p.vectors[k], from_host(value, device)?),
+            Slot::Matrix(k) => {
+                let weight: Tensor<2> = from_host(value, device)?;
+                replace_param(&mut p.matrices[k], weight.transpose());
+            }
+            Slot::Kernel(k) => replace_param(&mut p.kernels[k], from_host(value, device)?),
+            Slot::Running(k) => p.running[k] = RunningState::new(from_host(value, device)?),
+        }
+        Ok(())
+    }
+
+    fn gradient(&self, i: usize) -> Result<Option<HostTensor>> {
+        let grads = self
+            .grads
+            .ok_or_else(|| anyhow!("no gradients: run backward first"))?;
+        let p = self.params();
+        Ok(match self.slots[i] {
+            Slot::Vector(k) => p.vectors[k].val().grad(grads).map(to_host).transpose()?,
+            Slot::Matrix(k) => p.matrices[k]
+                .val()
+                .grad(grads)
+                .map(|g| to_host(g.transpose()))
+                .transpose()?,
+            Slot::Kernel(k) => p.kernels[k].val().grad(grads).map(to_host).transpose()?,
+            Slot::Running(_) => None,
         })
     }
 }
@@ -489,149 +612,4 @@ pub fn from_host<const D: usize>(host: &HostTensor, device: &Device) -> Result<T
         TensorData::new(host.data.clone(), host.shape.clone()),
         device,
     ))
-}
-
-/// `new` in place of a parameter's value, keeping whether it trains.
-fn replace_param<const D: usize>(param: &mut Param<Tensor<D>>, new: Tensor<D>) {
-    let trains = param.is_require_grad();
-    *param = param.clone().map(|_| new.set_require_grad(trains));
-}
-
-impl Network {
-    /// Every weight of the network with its `<node>.<tensor>` key, in node order.
-    fn slots<'a>(&self, params: &'a NetParams) -> Vec<(String, Slot<'a>)> {
-        let mut slots = Vec::new();
-        for step in &self.steps {
-            let key = |name: &str| format!("{}.{name}", step.name);
-            match step.op {
-                Lowered::Conv(k) => {
-                    let conv = &params.convs[k];
-                    slots.push((key("weight"), Slot::Kernel(&conv.weight)));
-                    if let Some(bias) = &conv.bias {
-                        slots.push((key("bias"), Slot::Vector(bias)));
-                    }
-                }
-                Lowered::Norm(k, affine) => {
-                    let norm = &params.norms[k];
-                    if affine {
-                        slots.push((key("weight"), Slot::Vector(&norm.gamma)));
-                        slots.push((key("bias"), Slot::Vector(&norm.beta)));
-                    }
-                    slots.push((key("running_mean"), Slot::Running(&norm.running_mean)));
-                    slots.push((key("running_var"), Slot::Running(&norm.running_var)));
-                }
-                Lowered::Linear(k) => {
-                    let linear = &params.linears[k];
-                    slots.push((key("weight"), Slot::LinearWeight(&linear.weight)));
-                    if let Some(bias) = &linear.bias {
-                        slots.push((key("bias"), Slot::Vector(bias)));
-                    }
-                }
-                Lowered::LayerNorm(k) => {
-                    let norm = &params.layer_norms[k];
-                    slots.push((key("weight"), Slot::Vector(&norm.gamma)));
-                    if let Some(beta) = &norm.beta {
-                        slots.push((key("bias"), Slot::Vector(beta)));
-                    }
-                }
-                Lowered::Scale(k) => slots.push((key("scale"), Slot::Vector(&params.scales[k]))),
-                _ => {}
-            }
-        }
-        slots
-    }
-
-    /// Every weight (parameters and running statistics) in PyTorch's layout.
-    pub fn export_weights(&self, params: &NetParams) -> Result<Weights> {
-        let mut weights = Weights::new();
-        for (key, slot) in self.slots(params) {
-            let host = match slot {
-                Slot::Vector(p) => to_host(p.val()),
-                Slot::LinearWeight(p) => to_host(p.val().transpose()),
-                Slot::Kernel(p) => to_host(p.val()),
-                Slot::Running(r) => to_host(r.value()),
-            }?;
-            weights.insert(key, host);
-        }
-        Ok(weights)
-    }
-
-    /// The gradient of every trainable weight, in PyTorch's layout. A weight the loss
-    /// does not reach gets a zero gradient, as PyTorch would accumulate.
-    pub fn weight_gradients(&self, params: &NetParams, grads: &Gradients) -> Result<Weights> {
-        fn grad_of<const D: usize>(p: &Param<Tensor<D>>, grads: &Gradients) -> Tensor<D> {
-            let value = p.val();
-            value.grad(grads).unwrap_or_else(|| value.zeros_like())
-        }
-        let mut weights = Weights::new();
-        for (key, slot) in self.slots(params) {
-            let host = match slot {
-                Slot::Vector(p) => to_host(grad_of(p, grads)),
-                Slot::LinearWeight(p) => to_host(grad_of(p, grads).transpose()),
-                Slot::Kernel(p) => to_host(grad_of(p, grads)),
-                Slot::Running(_) => continue,
-            }?;
-            weights.insert(key, host);
-        }
-        Ok(weights)
-    }
-
-    /// Replaces every weight with the given values (which must be complete and checked
-    /// against the graph by the caller).
-    pub fn import_weights(
-        &self,
-        params: &mut NetParams,
-        weights: &Weights,
-        device: &Device,
-    ) -> Result<()> {
-        let get = |key: String| -> Result<&HostTensor> {
-            weights
-                .get(&key)
-                .ok_or_else(|| anyhow!("the weights have no tensor \"{key}\""))
-        };
-        for step in &self.steps {
-            let key = |name: &str| format!("{}.{name}", step.name);
-            match step.op {
-                Lowered::Conv(k) => {
-                    let conv = &mut params.convs[k];
-                    replace_param(&mut conv.weight, from_host(get(key("weight"))?, device)?);
-                    if let Some(bias) = &mut conv.bias {
-                        replace_param(bias, from_host(get(key("bias"))?, device)?);
-                    }
-                }
-                Lowered::Norm(k, affine) => {
-                    let norm = &mut params.norms[k];
-                    if affine {
-                        replace_param(&mut norm.gamma, from_host(get(key("weight"))?, device)?);
-                        replace_param(&mut norm.beta, from_host(get(key("bias"))?, device)?);
-                    }
-                    norm.running_mean =
-                        RunningState::new(from_host(get(key("running_mean"))?, device)?);
-                    norm.running_var =
-                        RunningState::new(from_host(get(key("running_var"))?, device)?);
-                }
-                Lowered::Linear(k) => {
-                    let linear = &mut params.linears[k];
-                    let weight: Tensor<2> = from_host(get(key("weight"))?, device)?;
-                    replace_param(&mut linear.weight, weight.transpose());
-                    if let Some(bias) = &mut linear.bias {
-                        replace_param(bias, from_host(get(key("bias"))?, device)?);
-                    }
-                }
-                Lowered::LayerNorm(k) => {
-                    let norm = &mut params.layer_norms[k];
-                    replace_param(&mut norm.gamma, from_host(get(key("weight"))?, device)?);
-                    if let Some(beta) = &mut norm.beta {
-                        replace_param(beta, from_host(get(key("bias"))?, device)?);
-                    }
-                }
-                Lowered::Scale(k) => replace_param(
-                    &mut params.scales[k],
-                    from_host(get(key("scale"))?, device)?,
-                ),
-                _ => {}
-            }
-        }
-        Ok(())
-    }
 }

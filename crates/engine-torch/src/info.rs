@@ -106,3 +106,22 @@ mod tests {
         assert!(v.starts_with("2."), "{v}");
     }
 }
+
+/// The GPU's total memory in bytes, from `nvidia-smi` (MiB), where it answers.
+pub fn gpu_memory_bytes(index: usize) -> Option<u64> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=memory.total",
+            "--format=csv,noheader,nounits",
+            &format!("--id={index}"),
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    parse_mib(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `nvidia-smi`'s memory figure (MiB, no unit) in bytes.
+pub(crate) fn parse_mib(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok().map(|mib| mib << 20)
+}

@@ -7,7 +7,7 @@
 //! and only explains how to get the engines, so the default build and test need nothing
 //! else.
 
-use cnnbench_engine::Precision;
+use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 
 #[cfg(feature = "torch")]
 mod info;
@@ -68,14 +68,26 @@ impl TorchBackend {
         }
     }
 
-    /// Checks a precision against what libtorch's autocast supports on this device.
-    pub fn check_precision(self, precision: Precision) -> Result<(), String> {
-        match (self, precision) {
-            (TorchBackend::Cpu, Precision::F16) => Err(format!(
-                "{} does not run f16 (libtorch's CPU kernels are slow or missing in half precision); use --precision bf16 on the CPU or f16 on torch-cuda",
-                self.engine_name()
-            )),
-            _ => Ok(()),
+    /// What the engine can do, known without loading libtorch. f16 is left out on the
+    /// CPU: libtorch's CPU kernels are slow or missing in half precision (bf16 is there).
+    /// The device's memory is filled in by the running engine.
+    pub fn capabilities(self) -> Capabilities {
+        let (precisions, device) = match self {
+            TorchBackend::Cpu => (vec![Precision::F32, Precision::Bf16], DeviceKind::Cpu),
+            TorchBackend::Cuda { .. } => (
+                vec![Precision::F32, Precision::F16, Precision::Bf16],
+                DeviceKind::Gpu,
+            ),
+        };
+        Capabilities {
+            modes: vec![Mode::Train, Mode::Infer, Mode::Step],
+            precisions,
+            device,
+            weight_exchange: true,
+            device_memory: match device {
+                DeviceKind::Cpu => cnnbench_engine::host_memory_bytes(),
+                DeviceKind::Gpu => None,
+            },
         }
     }
 }
@@ -140,14 +152,17 @@ mod tests {
 
     #[test]
     fn f16_on_the_cpu_is_refused_with_a_way_out() {
-        let e = TorchBackend::Cpu
-            .check_precision(Precision::F16)
+        let cpu = TorchBackend::Cpu.capabilities();
+        let e = cpu
+            .check("torch-cpu", Mode::Train, Precision::F16)
             .unwrap_err();
-        assert!(e.contains("bf16"), "{e}");
-        TorchBackend::Cpu.check_precision(Precision::Bf16).unwrap();
+        assert!(e.to_string().contains("bf16"), "{e}");
+        cpu.check("torch-cpu", Mode::Train, Precision::Bf16).unwrap();
         TorchBackend::Cuda { cudnn: true }
-            .check_precision(Precision::F16)
+            .capabilities()
+            .check("torch-cuda", Mode::Step, Precision::F16)
             .unwrap();
+        assert_eq!(cpu.device, DeviceKind::Cpu);
     }
 
     #[cfg(not(feature = "torch"))]

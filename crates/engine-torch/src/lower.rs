@@ -2,9 +2,17 @@
 //! them under autograd. Weights are plain libtorch tensors keyed as
 //! [`Graph::weight_specs`] names them, which is PyTorch's own layout.
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
+use cnnbench_engine::kit::{
+    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program,
+    WeightInit, WeightStore,
+};
 use cnnbench_engine::Precision;
-use cnnbench_graph::{Graph, HostTensor, Op, Pad2d, Source, Weights};
+use cnnbench_graph::ops::{
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, LayerNorm2d, LayerScale, Linear,
+    LocalResponseNorm, MaxPool2d, SliceChannels,
+};
+use cnnbench_graph::{Activation, Graph, HostTensor, Op, Pad2d, Weights};
 use tch::{Device, Kind, Tensor};
 
 /// One weight tensor: a trained parameter (requires grad) or a running statistic.
@@ -12,76 +20,6 @@ pub struct Weight {
     pub key: String,
     pub tensor: Tensor,
     pub trainable: bool,
-}
-
-/// Element-wise activations.
-#[derive(Clone, Copy)]
-enum Activation {
-    Relu,
-    Relu6,
-    Silu,
-    Gelu,
-    Hardswish,
-    Hardsigmoid,
-    Sigmoid,
-}
-
-/// What a step does; numbers index [`Network::weights`].
-enum Lowered {
-    Conv {
-        weight: usize,
-        bias: Option<usize>,
-        stride: [i64; 2],
-        padding: Padding,
-        dilation: [i64; 2],
-        groups: i64,
-    },
-    Norm {
-        affine: Option<(usize, usize)>,
-        running: (usize, usize),
-        momentum: f64,
-        eps: f64,
-    },
-    Linear {
-        weight: usize,
-        bias: Option<usize>,
-    },
-    LayerNorm {
-        weight: usize,
-        bias: usize,
-        channels: i64,
-        eps: f64,
-    },
-    Scale(usize),
-    Act(Activation),
-    Mul,
-    Shuffle(i64),
-    Slice(i64, i64),
-    Identity,
-    Lrn {
-        size: i64,
-        alpha: f64,
-        beta: f64,
-        k: f64,
-    },
-    MaxPool {
-        kernel: [i64; 2],
-        stride: [i64; 2],
-        padding: Padding,
-        ceil_mode: bool,
-    },
-    AvgPool {
-        kernel: [i64; 2],
-        stride: [i64; 2],
-        padding: Padding,
-        ceil_mode: bool,
-        count_include_pad: bool,
-    },
-    AdaptiveAvgPool([i64; 2]),
-    Dropout(f64),
-    Flatten,
-    Concat,
-    Add,
 }
 
 /// libtorch pads both sides of an axis alike; other paddings are applied explicitly.
@@ -110,208 +48,57 @@ impl Padding {
     }
 }
 
-struct Step {
-    name: String,
-    op: Lowered,
-    inputs: Vec<Source>,
-    frees: Vec<usize>,
-    /// ReLU, ReLU6 and Add may overwrite their (first) input, as torchvision's
-    /// `ReLU(inplace=True)` and `out += identity` do: saves an allocation and a pass over
-    /// memory. See [`may_overwrite`].
-    in_place: bool,
+fn hw(v: cnnbench_graph::Hw) -> [i64; 2] {
+    [v.h as i64, v.w as i64]
 }
 
-/// Whether node `index` may overwrite its first input: the input is another node's
-/// value that nothing else reads, and its producer's backward does not need its own
-/// output (convolution, batch norm, linear and add need only their inputs), so
-/// autograd's saved tensors stay intact.
-pub(crate) fn may_overwrite(graph: &Graph, index: usize, readers: &[usize]) -> bool {
-    let node = &graph.nodes()[index];
-    let overwrites = matches!(node.op, Op::Relu(_) | Op::Relu6(_) | Op::Add(_));
-    let Some(Source::Node(producer)) = node.inputs.first().copied() else {
-        return false;
-    };
-    overwrites
-        && readers[producer] == 1
-        && producer != graph.output_index()
-        && matches!(
-            graph.nodes()[producer].op,
-            Op::Conv2d(_) | Op::BatchNorm2d(_) | Op::Linear(_) | Op::Add(_)
-        )
+/// What libtorch cannot do of the IR, refused when a session is prepared.
+pub fn supports(op: &Op) -> Result<(), String> {
+    match op {
+        Op::AvgPool2d(p)
+            if matches!(Padding::of(p.padding), Padding::Explicit(_)) && !p.count_include_pad =>
+        {
+            Err("libtorch cannot average-pool with uneven padding that is left out of the count".into())
+        }
+        _ => Ok(()),
+    }
 }
 
-/// A Graph lowered for libtorch, with its weights.
+/// A Graph lowered for libtorch: the kit's program and the weights, plain libtorch
+/// tensors in PyTorch's own layout.
 pub struct Network {
-    steps: Vec<Step>,
-    output: usize,
+    program: Program,
     pub weights: Vec<Weight>,
     dropout: bool,
     /// Autocast policy: convolutions and linear layers compute in this kind.
     compute: Option<Kind>,
 }
 
-fn hw(v: cnnbench_graph::Hw) -> [i64; 2] {
-    [v.h as i64, v.w as i64]
-}
-
 impl Network {
-    /// Lowers every node and initialises weights as PyTorch's layers do: Kaiming-uniform
-    /// (a = √5) convolution and linear weights with biases uniform in ±1/√fan_in, unit
-    /// norm scales, zero shifts, zero running means and unit running variances.
+    /// Lowers `graph` and initialises its weights as PyTorch's layers do (the kit's
+    /// [`WeightInit`]).
     pub fn lower(graph: &Graph, device: Device, precision: Precision) -> Result<Network> {
-        let mut weights: Vec<Weight> = Vec::new();
-        let mut add = |key: String, tensor: Tensor, trainable: bool| -> Result<usize> {
-            let tensor = if trainable {
+        let program = Program::new(graph);
+        program.check_support(supports)?;
+        let f32_on = (Kind::Float, device);
+        let mut weights = Vec::with_capacity(program.weights().len());
+        for slot in program.weights() {
+            let shape: Vec<i64> = slot.spec.shape.iter().map(|&d| d as i64).collect();
+            let tensor = match slot.init {
+                WeightInit::Uniform { bound } => {
+                    Tensor::f_empty(shape.as_slice(), f32_on)?.f_uniform_(-bound, bound)?
+                }
+                WeightInit::Constant(v) => Tensor::f_full(shape.as_slice(), v, f32_on)?,
+            };
+            let tensor = if slot.spec.trainable {
                 tensor.f_set_requires_grad(true)?
             } else {
                 tensor
             };
             weights.push(Weight {
-                key,
+                key: slot.spec.key.clone(),
                 tensor,
-                trainable,
-            });
-            Ok(weights.len() - 1)
-        };
-        let f32_on = (Kind::Float, device);
-        let uniform = |shape: &[i64], bound: f64| -> Result<Tensor> {
-            Ok(Tensor::f_empty(shape, f32_on)?.f_uniform_(-bound, bound)?)
-        };
-        let frees = graph.values_to_free();
-        let readers = graph.reader_counts();
-        let mut steps = Vec::with_capacity(graph.nodes().len());
-        for (index, (node, frees)) in graph.nodes().iter().zip(frees).enumerate() {
-            let key = |name: &str| format!("{}.{name}", node.name);
-            let op = match &node.op {
-                Op::Conv2d(c) => {
-                    let fan_in = (c.in_channels / c.groups * c.kernel.h * c.kernel.w) as f64;
-                    let bound = 1.0 / fan_in.sqrt();
-                    let shape = [
-                        c.out_channels as i64,
-                        (c.in_channels / c.groups) as i64,
-                        c.kernel.h as i64,
-                        c.kernel.w as i64,
-                    ];
-                    let weight = add(key("weight"), uniform(&shape, bound)?, true)?;
-                    let bias = if c.bias {
-                        Some(add(
-                            key("bias"),
-                            uniform(&[c.out_channels as i64], bound)?,
-                            true,
-                        )?)
-                    } else {
-                        None
-                    };
-                    Lowered::Conv {
-                        weight,
-                        bias,
-                        stride: hw(c.stride),
-                        padding: Padding::of(c.padding),
-                        dilation: hw(c.dilation),
-                        groups: c.groups as i64,
-                    }
-                }
-                Op::BatchNorm2d(b) => {
-                    let c = [b.num_features as i64];
-                    let affine = if b.affine {
-                        Some((
-                            add(key("weight"), Tensor::f_ones(c, f32_on)?, true)?,
-                            add(key("bias"), Tensor::f_zeros(c, f32_on)?, true)?,
-                        ))
-                    } else {
-                        None
-                    };
-                    let running = (
-                        add(key("running_mean"), Tensor::f_zeros(c, f32_on)?, false)?,
-                        add(key("running_var"), Tensor::f_ones(c, f32_on)?, false)?,
-                    );
-                    Lowered::Norm {
-                        affine,
-                        running,
-                        momentum: b.momentum,
-                        eps: b.eps,
-                    }
-                }
-                Op::Linear(l) => {
-                    let bound = 1.0 / (l.in_features as f64).sqrt();
-                    let shape = [l.out_features as i64, l.in_features as i64];
-                    let weight = add(key("weight"), uniform(&shape, bound)?, true)?;
-                    let bias = if l.bias {
-                        Some(add(
-                            key("bias"),
-                            uniform(&[l.out_features as i64], bound)?,
-                            true,
-                        )?)
-                    } else {
-                        None
-                    };
-                    Lowered::Linear { weight, bias }
-                }
-                Op::LayerNorm2d(l) => {
-                    let c = [l.num_channels as i64];
-                    Lowered::LayerNorm {
-                        weight: add(key("weight"), Tensor::f_ones(c, f32_on)?, true)?,
-                        bias: add(key("bias"), Tensor::f_zeros(c, f32_on)?, true)?,
-                        channels: l.num_channels as i64,
-                        eps: l.eps,
-                    }
-                }
-                Op::LayerScale(l) => {
-                    let scale = Tensor::f_full([l.channels as i64], l.init, f32_on)?;
-                    Lowered::Scale(add(key("scale"), scale, true)?)
-                }
-                Op::Relu(_) => Lowered::Act(Activation::Relu),
-                Op::Relu6(_) => Lowered::Act(Activation::Relu6),
-                Op::Silu(_) => Lowered::Act(Activation::Silu),
-                Op::Gelu(_) => Lowered::Act(Activation::Gelu),
-                Op::Hardswish(_) => Lowered::Act(Activation::Hardswish),
-                Op::Hardsigmoid(_) => Lowered::Act(Activation::Hardsigmoid),
-                Op::Sigmoid(_) => Lowered::Act(Activation::Sigmoid),
-                Op::Mul(_) => Lowered::Mul,
-                Op::ChannelShuffle(c) => Lowered::Shuffle(c.groups as i64),
-                Op::SliceChannels(c) => Lowered::Slice(c.start as i64, (c.end - c.start) as i64),
-                // The identity when benchmarking, as in the burn engine.
-                Op::StochasticDepth(_) => Lowered::Identity,
-                Op::LocalResponseNorm(l) => Lowered::Lrn {
-                    size: l.size as i64,
-                    alpha: l.alpha,
-                    beta: l.beta,
-                    k: l.k,
-                },
-                Op::MaxPool2d(p) => Lowered::MaxPool {
-                    kernel: hw(p.kernel),
-                    stride: hw(p.effective_stride()),
-                    padding: Padding::of(p.padding),
-                    ceil_mode: p.ceil_mode,
-                },
-                Op::AvgPool2d(p) => {
-                    let padding = Padding::of(p.padding);
-                    if matches!(padding, Padding::Explicit(_)) && !p.count_include_pad {
-                        return Err(anyhow!(
-                            "node \"{}\": libtorch cannot average-pool with uneven padding that is left out of the count",
-                            node.name
-                        ));
-                    }
-                    Lowered::AvgPool {
-                        kernel: hw(p.kernel),
-                        stride: hw(p.effective_stride()),
-                        padding,
-                        ceil_mode: p.ceil_mode,
-                        count_include_pad: p.count_include_pad,
-                    }
-                }
-                Op::AdaptiveAvgPool2d(p) => Lowered::AdaptiveAvgPool(hw(p.output)),
-                Op::Dropout(d) => Lowered::Dropout(d.p),
-                Op::Flatten(_) => Lowered::Flatten,
-                Op::Concat(_) => Lowered::Concat,
-                Op::Add(_) => Lowered::Add,
-            };
-            steps.push(Step {
-                name: node.name.clone(),
-                op,
-                inputs: node.inputs.clone(),
-                frees,
-                in_place: may_overwrite(graph, index, &readers),
+                trainable: slot.spec.trainable,
             });
         }
         let compute = match precision {
@@ -320,8 +107,7 @@ impl Network {
             Precision::Bf16 => Some(Kind::BFloat16),
         };
         Ok(Network {
-            steps,
-            output: graph.output_index(),
+            program,
             weights,
             dropout: true,
             compute,
@@ -346,216 +132,275 @@ impl Network {
     /// layers compute in the reduced kind, layer norms in f32, everything else in the
     /// kind its input arrives in. (tch's own autocast switch is CUDA-only and f16-only.)
     pub fn forward(&self, input: &Tensor, training: bool) -> Result<Tensor> {
-        let mut values: Vec<Option<Tensor>> = (0..self.steps.len()).map(|_| None).collect();
-        let weight = |i: usize| &self.weights[i].tensor;
-        let reduce = |t: &Tensor| -> Result<Tensor> {
-            Ok(match self.compute {
-                Some(kind) if t.kind() != kind => t.f_to_kind(kind)?,
-                _ => t.shallow_clone(),
-            })
+        let pass = Pass {
+            training,
+            dropout: self.dropout,
         };
-        for (i, step) in self.steps.iter().enumerate() {
-            let fetch = |s: &Source| -> Result<Tensor> {
-                match s {
-                    Source::Input => Ok(input.shallow_clone()),
-                    Source::Node(j) => values[*j]
-                        .as_ref()
-                        .map(Tensor::shallow_clone)
-                        .ok_or_else(|| anyhow!("node \"{}\" read a freed value", step.name)),
-                }
-            };
-            let x = fetch(&step.inputs[0])?;
-            let out = match &step.op {
-                Lowered::Conv {
-                    weight: w,
-                    bias,
-                    stride,
-                    padding,
-                    dilation,
-                    groups,
-                } => {
-                    let (x, pad) = padding.apply(reduce(&x)?, 0.0)?;
-                    let bias = bias.map(|b| reduce(weight(b))).transpose()?;
-                    x.f_conv2d(
-                        &reduce(weight(*w))?,
-                        bias.as_ref(),
-                        *stride,
-                        pad,
-                        *dilation,
-                        *groups,
-                    )?
-                }
-                Lowered::Norm {
-                    affine,
-                    running,
-                    momentum,
-                    eps,
-                } => x.f_batch_norm(
-                    affine.map(|(w, _)| weight(w)),
-                    affine.map(|(_, b)| weight(b)),
-                    Some(weight(running.0)),
-                    Some(weight(running.1)),
-                    training,
-                    *momentum,
-                    *eps,
-                    true,
-                )?,
-                Lowered::Linear { weight: w, bias } => {
-                    let bias = bias.map(|b| reduce(weight(b))).transpose()?;
-                    reduce(&x)?.f_linear(&reduce(weight(*w))?, bias.as_ref())?
-                }
-                Lowered::LayerNorm {
-                    weight: w,
-                    bias,
-                    channels,
-                    eps,
-                } => {
-                    let kind = x.kind();
-                    x.f_to_kind(Kind::Float)?
-                        .f_permute([0, 2, 3, 1])?
-                        .f_layer_norm(
-                            [*channels],
-                            Some(weight(*w)),
-                            Some(weight(*bias)),
-                            *eps,
-                            true,
-                        )?
-                        .f_permute([0, 3, 1, 2])?
-                        .f_to_kind(kind)?
-                }
-                Lowered::Scale(s) => {
-                    let scale = weight(*s);
-                    x.f_mul(&scale.f_view([1, -1, 1, 1])?)?
-                }
-                Lowered::Act(a) => match a {
-                    Activation::Relu if step.in_place => {
-                        let mut x = x;
-                        x.f_relu_()?
-                    }
-                    Activation::Relu6 if step.in_place => {
-                        let mut x = x;
-                        x.f_relu6_()?
-                    }
-                    Activation::Relu => x.f_relu()?,
-                    Activation::Relu6 => x.f_relu6()?,
-                    Activation::Silu => x.f_silu()?,
-                    Activation::Gelu => x.f_gelu("none")?,
-                    Activation::Hardswish => x.f_hardswish()?,
-                    Activation::Hardsigmoid => x.f_hardsigmoid()?,
-                    Activation::Sigmoid => x.f_sigmoid()?,
-                },
-                Lowered::Mul => x.f_mul(&fetch(&step.inputs[1])?)?,
-                Lowered::Shuffle(groups) => {
-                    let size = x.size();
-                    let (n, c, h, w) = (size[0], size[1], size[2], size[3]);
-                    x.f_view([n, *groups, c / groups, h, w])?
-                        .f_transpose(1, 2)?
-                        .f_contiguous()?
-                        .f_view([n, c, h, w])?
-                }
-                Lowered::Slice(start, length) => x.f_narrow(1, *start, *length)?,
-                Lowered::Identity => x,
-                Lowered::Lrn {
-                    size,
-                    alpha,
-                    beta,
-                    k,
-                } => local_response_norm(&x, *size, *alpha, *beta, *k)?,
-                Lowered::MaxPool {
-                    kernel,
-                    stride,
-                    padding,
-                    ceil_mode,
-                } => {
-                    let (x, pad) = padding.apply(x, f64::NEG_INFINITY)?;
-                    x.f_max_pool2d(*kernel, *stride, pad, [1, 1], *ceil_mode)?
-                }
-                Lowered::AvgPool {
-                    kernel,
-                    stride,
-                    padding,
-                    ceil_mode,
-                    count_include_pad,
-                } => {
-                    let (x, pad) = padding.apply(x, 0.0)?;
-                    x.f_avg_pool2d(*kernel, *stride, pad, *ceil_mode, *count_include_pad, None)?
-                }
-                Lowered::AdaptiveAvgPool(size) => x.f_adaptive_avg_pool2d(*size)?,
-                Lowered::Dropout(p) => {
-                    if training && self.dropout && *p > 0.0 {
-                        x.f_dropout(*p, true)?
-                    } else {
-                        x
-                    }
-                }
-                Lowered::Flatten => x.f_flatten(1, -1)?,
-                Lowered::Concat => {
-                    let mut parts = vec![x];
-                    for s in &step.inputs[1..] {
-                        parts.push(fetch(s)?);
-                    }
-                    Tensor::f_cat(&parts, 1)?
-                }
-                Lowered::Add => {
-                    let mut acc = x;
-                    for (k, s) in step.inputs[1..].iter().enumerate() {
-                        // The first sum may overwrite the first input; later ones always
-                        // overwrite the fresh sum.
-                        acc = if step.in_place || k > 0 {
-                            acc.f_add_(&fetch(s)?)?
-                        } else {
-                            acc.f_add(&fetch(s)?)?
-                        };
-                    }
-                    acc
-                }
-            };
-            values[i] = Some(out);
-            for &j in &step.frees {
-                values[j] = None;
-            }
-        }
-        values[self.output]
-            .take()
-            .ok_or_else(|| anyhow!("the output node produced no value"))
+        let kernels = TorchKernels {
+            weights: &self.weights,
+            compute: self.compute,
+        };
+        self.program
+            .forward(&kernels, Shared(input.shallow_clone()), pass)
+            .map(|v| v.0)
     }
 
     /// Every weight, copied to the host.
     pub fn export_weights(&self) -> Result<Weights> {
-        let mut weights = Weights::new();
-        for w in &self.weights {
-            weights.insert(w.key.clone(), to_host(&w.tensor)?);
-        }
-        Ok(weights)
+        self.program.export_weights(&Store(&self.weights))
     }
 
     /// Overwrites every weight in place (so the optimizer keeps tracking them).
     pub fn import_weights(&mut self, weights: &Weights) -> Result<()> {
         let _guard = tch::no_grad_guard();
-        for w in &mut self.weights {
-            let host = weights
-                .get(&w.key)
-                .with_context(|| format!("the weights have no tensor \"{}\"", w.key))?;
-            let source = from_host(host, w.tensor.device())?;
-            w.tensor.f_copy_(&source)?;
-        }
-        Ok(())
+        let program = &self.program;
+        program.import_weights(&mut StoreMut(&mut self.weights), weights)
     }
 
     /// The gradient of every trainable weight after a backward pass; a weight the loss
     /// does not reach gets zeros.
     pub fn weight_gradients(&self) -> Result<Weights> {
-        let mut grads = Weights::new();
-        for w in self.parameters() {
-            let grad = w.tensor.grad();
-            let grad = if grad.defined() {
-                grad
+        self.program
+            .weight_gradients(&Store(&self.weights))
+    }
+}
+
+/// A libtorch tensor handle as the interpreter's value: cloning shares the storage, as
+/// Python's references do.
+pub struct Shared(pub Tensor);
+
+impl Clone for Shared {
+    fn clone(&self) -> Self {
+        Shared(self.0.shallow_clone())
+    }
+}
+
+struct TorchKernels<'a> {
+    weights: &'a [Weight],
+    compute: Option<Kind>,
+}
+
+impl TorchKernels<'_> {
+    fn weight(&self, i: usize) -> &Tensor {
+        &self.weights[i].tensor
+    }
+    /// `t` in the autocast kind, where one is set.
+    fn reduce(&self, t: &Tensor) -> Result<Tensor> {
+        Ok(match self.compute {
+            Some(kind) if t.kind() != kind => t.f_to_kind(kind)?,
+            _ => t.shallow_clone(),
+        })
+    }
+}
+
+impl Kernels for TorchKernels<'_> {
+    type Value = Shared;
+
+    fn conv2d(&self, x: Shared, c: &Conv2d, w: ConvWeights) -> Result<Shared> {
+        let (x, pad) = Padding::of(c.padding).apply(self.reduce(&x.0)?, 0.0)?;
+        let bias = w.bias.map(|b| self.reduce(self.weight(b))).transpose()?;
+        let out = x.f_conv2d(
+            &self.reduce(self.weight(w.weight))?,
+            bias.as_ref(),
+            hw(c.stride),
+            pad,
+            hw(c.dilation),
+            c.groups as i64,
+        )?;
+        Ok(Shared(out))
+    }
+
+    fn batch_norm2d(
+        &self,
+        x: Shared,
+        b: &BatchNorm2d,
+        w: NormWeights,
+        training: bool,
+    ) -> Result<Shared> {
+        Ok(Shared(x.0.f_batch_norm(
+            w.affine.map(|(g, _)| self.weight(g)),
+            w.affine.map(|(_, s)| self.weight(s)),
+            Some(self.weight(w.running_mean)),
+            Some(self.weight(w.running_var)),
+            training,
+            b.momentum,
+            b.eps,
+            true,
+        )?))
+    }
+
+    fn linear(&self, x: Shared, _: &Linear, w: LinearWeights) -> Result<Shared> {
+        let bias = w.bias.map(|b| self.reduce(self.weight(b))).transpose()?;
+        let x = self.reduce(&x.0)?;
+        Ok(Shared(
+            x.f_linear(&self.reduce(self.weight(w.weight))?, bias.as_ref())?,
+        ))
+    }
+
+    fn layer_norm2d(&self, x: Shared, l: &LayerNorm2d, w: LayerNormWeights) -> Result<Shared> {
+        let kind = x.0.kind();
+        Ok(Shared(
+            x.0.f_to_kind(Kind::Float)?
+                .f_permute([0, 2, 3, 1])?
+                .f_layer_norm(
+                    [l.num_channels as i64],
+                    Some(self.weight(w.weight)),
+                    Some(self.weight(w.bias)),
+                    l.eps,
+                    true,
+                )?
+                .f_permute([0, 3, 1, 2])?
+                .f_to_kind(kind)?,
+        ))
+    }
+
+    fn layer_scale(&self, x: Shared, _: &LayerScale, scale: usize) -> Result<Shared> {
+        Ok(Shared(
+            x.0.f_mul(&self.weight(scale).f_view([1, -1, 1, 1])?)?,
+        ))
+    }
+
+    fn activation(&self, x: Shared, act: Activation, overwrite: bool) -> Result<Shared> {
+        let mut x = x.0;
+        Ok(Shared(match act {
+            Activation::Relu if overwrite => x.f_relu_()?,
+            Activation::Relu6 if overwrite => x.f_relu6_()?,
+            Activation::Relu => x.f_relu()?,
+            Activation::Relu6 => x.f_relu6()?,
+            Activation::Silu => x.f_silu()?,
+            Activation::Gelu => x.f_gelu("none")?,
+            Activation::Hardswish => x.f_hardswish()?,
+            Activation::Hardsigmoid => x.f_hardsigmoid()?,
+            Activation::Sigmoid => x.f_sigmoid()?,
+        }))
+    }
+
+    fn local_response_norm(&self, x: Shared, l: &LocalResponseNorm) -> Result<Shared> {
+        Ok(Shared(local_response_norm(
+            &x.0,
+            l.size as i64,
+            l.alpha,
+            l.beta,
+            l.k,
+        )?))
+    }
+
+    fn max_pool2d(&self, x: Shared, p: &MaxPool2d) -> Result<Shared> {
+        let (x, pad) = Padding::of(p.padding).apply(x.0, f64::NEG_INFINITY)?;
+        Ok(Shared(x.f_max_pool2d(
+            hw(p.kernel),
+            hw(p.effective_stride()),
+            pad,
+            [1, 1],
+            p.ceil_mode,
+        )?))
+    }
+
+    fn avg_pool2d(&self, x: Shared, p: &AvgPool2d) -> Result<Shared> {
+        let (x, pad) = Padding::of(p.padding).apply(x.0, 0.0)?;
+        Ok(Shared(x.f_avg_pool2d(
+            hw(p.kernel),
+            hw(p.effective_stride()),
+            pad,
+            p.ceil_mode,
+            p.count_include_pad,
+            None,
+        )?))
+    }
+
+    fn adaptive_avg_pool2d(&self, x: Shared, p: &AdaptiveAvgPool2d) -> Result<Shared> {
+        Ok(Shared(x.0.f_adaptive_avg_pool2d(hw(p.output))?))
+    }
+
+    fn dropout(&self, x: Shared, p: f64) -> Result<Shared> {
+        Ok(Shared(x.0.f_dropout(p, true)?))
+    }
+
+    fn flatten(&self, x: Shared) -> Result<Shared> {
+        Ok(Shared(x.0.f_flatten(1, -1)?))
+    }
+
+    fn concat(&self, xs: Vec<Shared>) -> Result<Shared> {
+        let parts: Vec<Tensor> = xs.into_iter().map(|x| x.0).collect();
+        Ok(Shared(Tensor::f_cat(&parts, 1)?))
+    }
+
+    fn add(&self, xs: Vec<Shared>, overwrite: bool) -> Result<Shared> {
+        let mut xs = xs.into_iter();
+        let mut acc = xs.next().ok_or_else(|| anyhow!("add has no inputs"))?.0;
+        for (k, x) in xs.enumerate() {
+            // The first sum may overwrite the first input; later ones always overwrite
+            // the fresh sum.
+            acc = if overwrite || k > 0 {
+                acc.f_add_(&x.0)?
             } else {
-                w.tensor.f_zeros_like()?
+                acc.f_add(&x.0)?
             };
-            grads.insert(w.key.clone(), to_host(&grad)?);
         }
-        Ok(grads)
+        Ok(Shared(acc))
+    }
+
+    fn mul(&self, a: Shared, b: Shared) -> Result<Shared> {
+        Ok(Shared(a.0.f_mul(&b.0)?))
+    }
+
+    fn channel_shuffle(&self, x: Shared, groups: usize) -> Result<Shared> {
+        let size = x.0.size();
+        let (n, c, h, w) = (size[0], size[1], size[2], size[3]);
+        let g = groups as i64;
+        Ok(Shared(
+            x.0.f_view([n, g, c / g, h, w])?
+                .f_transpose(1, 2)?
+                .f_contiguous()?
+                .f_view([n, c, h, w])?,
+        ))
+    }
+
+    fn slice_channels(&self, x: Shared, s: &SliceChannels) -> Result<Shared> {
+        Ok(Shared(x.0.f_narrow(
+            1,
+            s.start as i64,
+            (s.end - s.start) as i64,
+        )?))
+    }
+}
+
+/// The weights seen by the kit as host tensors (read-only).
+struct Store<'a>(&'a [Weight]);
+
+impl WeightStore for Store<'_> {
+    fn read(&self, i: usize) -> Result<HostTensor> {
+        to_host(&self.0[i].tensor)
+    }
+    fn write(&mut self, _: usize, _: &HostTensor) -> Result<()> {
+        Err(anyhow!("these weights are read-only"))
+    }
+    fn gradient(&self, i: usize) -> Result<Option<HostTensor>> {
+        let grad = self.0[i].tensor.grad();
+        Ok(if grad.defined() {
+            Some(to_host(&grad)?)
+        } else {
+            None
+        })
+    }
+}
+
+/// The weights, writable: values are copied into the existing tensors, so the
+/// optimizer keeps tracking them.
+struct StoreMut<'a>(&'a mut [Weight]);
+
+impl WeightStore for StoreMut<'_> {
+    fn read(&self, i: usize) -> Result<HostTensor> {
+        to_host(&self.0[i].tensor)
+    }
+    fn write(&mut self, i: usize, value: &HostTensor) -> Result<()> {
+        let w = &mut self.0[i];
+        let source = from_host(value, w.tensor.device())?;
+        w.tensor.f_copy_(&source)?;
+        Ok(())
+    }
+    fn gradient(&self, i: usize) -> Result<Option<HostTensor>> {
+        Store(self.0).gradient(i)
     }
 }
 

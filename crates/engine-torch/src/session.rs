@@ -4,15 +4,14 @@ use crate::info;
 use crate::lower::{from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::{Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
 use tch::{COptimizer, Cuda, Device, Kind, Tensor};
 
 /// Learning rate and momentum of the SGD step (the values do not change the timing);
 /// the same as the burn engine's.
-const LEARNING_RATE: f64 = 0.01;
-const MOMENTUM: f64 = 0.9;
 
 /// Whether `backend` can run here, and if not, why.
 pub fn availability(backend: TorchBackend) -> Result<(), String> {
@@ -111,6 +110,14 @@ impl Engine for TorchEngine {
         self.info.clone()
     }
 
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = self.backend.capabilities();
+        if let Device::Cuda(index) = self.device {
+            caps.device_memory = info::gpu_memory_bytes(index);
+        }
+        caps
+    }
+
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.prepare_session(graph, config)
     }
@@ -172,9 +179,8 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
 
 impl TorchEngine {
     fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.backend
-            .check_precision(config.precision)
-            .map_err(|e| anyhow!(e))?;
+        self.capabilities()
+            .check(self.backend.engine_name(), config.mode, config.precision)?;
         config.check(graph)?;
         tch::manual_seed(config.seed as i64);
         let mut network = Network::lower(graph, self.device, config.precision)

@@ -1,6 +1,12 @@
 //! The engine interface. An [`Engine`] turns a [`Graph`] into a [`Session`] on one
 //! device; the harness drives the session and owns the clock. Engines never read the
 //! clock, so every engine is timed the same way.
+//!
+//! [`kit`] holds what every engine shares: the interpreter that walks the Graph, the
+//! weight keys and initialisation, the training constants. An engine supplies kernels,
+//! device plumbing and its [`Capabilities`].
+
+pub mod kit;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use serde::{Deserialize, Serialize};
@@ -113,6 +119,86 @@ impl SessionConfig {
     }
 }
 
+/// Where an engine computes, which decides what memory a run must fit in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Cpu,
+    Gpu,
+}
+
+/// What an engine can do. `run`, `verify` and `engines` read this rather than knowing
+/// engines by name; [`Capabilities::check`] refuses a configuration the engine cannot
+/// honour before anything runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capabilities {
+    /// The modes it runs; an inference-only engine lists `Infer` alone.
+    pub modes: Vec<Mode>,
+    pub precisions: Vec<Precision>,
+    pub device: DeviceKind,
+    /// Whether it exchanges weights, inputs, outputs and gradients, so that `verify`
+    /// can compare it with another engine.
+    pub weight_exchange: bool,
+    /// Bytes of memory on the device it computes on, where known: the host's RAM for a
+    /// CPU engine, the GPU's memory for a GPU engine.
+    pub device_memory: Option<u64>,
+}
+
+impl Capabilities {
+    /// Every mode in f32 on the CPU, weights exchanged, the host's memory.
+    pub fn cpu_f32() -> Self {
+        Capabilities {
+            modes: vec![Mode::Train, Mode::Infer, Mode::Step],
+            precisions: vec![Precision::F32],
+            device: DeviceKind::Cpu,
+            weight_exchange: true,
+            device_memory: host_memory_bytes(),
+        }
+    }
+
+    /// Whether the engine runs backward passes (train and step modes).
+    pub fn trains(&self) -> bool {
+        self.modes.contains(&Mode::Train)
+    }
+
+    /// Refuses a mode or precision the engine does not support, saying what it does.
+    pub fn check(&self, engine: &str, mode: Mode, precision: Precision) -> anyhow::Result<()> {
+        if !self.modes.contains(&mode) {
+            return Err(anyhow::anyhow!(
+                "{engine} cannot run {mode} mode; it runs: {}",
+                self.modes_text()
+            ));
+        }
+        if !self.precisions.contains(&precision) {
+            return Err(anyhow::anyhow!(
+                "{engine} does not compute in {}; it computes in: {}",
+                precision.as_str(),
+                self.precisions_text()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The modes, e.g. `train, infer, step`.
+    pub fn modes_text(&self) -> String {
+        let names: Vec<&str> = self.modes.iter().map(|m| m.as_str()).collect();
+        names.join(", ")
+    }
+
+    /// The precisions, e.g. `f32, bf16`.
+    pub fn precisions_text(&self) -> String {
+        let names: Vec<&str> = self.precisions.iter().map(|p| p.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+/// The host's physical memory in bytes, the limit for CPU engines.
+pub fn host_memory_bytes() -> Option<u64> {
+    let mut system = sysinfo::System::new();
+    system.refresh_memory();
+    Some(system.total_memory()).filter(|&m| m > 0)
+}
+
 /// What an engine reports about itself for the result file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EngineInfo {
@@ -191,6 +277,7 @@ pub trait Session {
 /// A way to run graphs on one kind of device.
 pub trait Engine {
     fn info(&self) -> EngineInfo;
+    fn capabilities(&self) -> Capabilities;
     /// Lowers `graph` for `config`; fails with a clear message for an op or setting the
     /// engine does not support.
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>>;

@@ -109,7 +109,7 @@ impl GraphBuilder {
         self.add(name, Op::BatchNorm2d(bn), &[x])
     }
     pub fn relu(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Relu(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Relu), &[x])
     }
     pub fn lrn(&mut self, name: impl Into<String>, x: &T, lrn: LocalResponseNorm) -> T {
         self.add(name, Op::LocalResponseNorm(lrn), &[x])
@@ -156,22 +156,22 @@ impl GraphBuilder {
         self.add(name, Op::BatchNorm2d(bn), &[x])
     }
     pub fn relu6(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Relu6(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Relu6), &[x])
     }
     pub fn silu(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Silu(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Silu), &[x])
     }
     pub fn gelu(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Gelu(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Gelu), &[x])
     }
     pub fn hardswish(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Hardswish(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Hardswish), &[x])
     }
     pub fn hardsigmoid(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Hardsigmoid(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Hardsigmoid), &[x])
     }
     pub fn sigmoid(&mut self, name: impl Into<String>, x: &T) -> T {
-        self.add(name, Op::Sigmoid(NoParams {}), &[x])
+        self.add(name, Op::Activation(Activation::Sigmoid), &[x])
     }
     /// `x ⊙ gate`, broadcasting size-1 dimensions of `gate`.
     pub fn mul(&mut self, name: impl Into<String>, x: &T, gate: &T) -> T {

@@ -308,20 +308,67 @@ pub struct StochasticDepth {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// One operation of the network. The JSON form is tagged by `"op"`.
+/// An element-wise activation. One op with a kind, so that an engine lowers them in one
+/// place and a new activation is one variant here and one arm per engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    Relu,
+    /// min(max(x, 0), 6).
+    Relu6,
+    /// x · sigmoid(x) (swish).
+    Silu,
+    /// x · Φ(x), the exact (erf) form.
+    Gelu,
+    /// x · relu6(x + 3) / 6.
+    Hardswish,
+    /// relu6(x + 3) / 6.
+    Hardsigmoid,
+    Sigmoid,
+}
+
+impl Activation {
+    /// Every activation, for tests and tables.
+    pub const ALL: [Activation; 7] = [
+        Activation::Relu,
+        Activation::Relu6,
+        Activation::Silu,
+        Activation::Gelu,
+        Activation::Hardswish,
+        Activation::Hardsigmoid,
+        Activation::Sigmoid,
+    ];
+
+    /// The name people know it by, e.g. `ReLU6`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Activation::Relu => "ReLU",
+            Activation::Relu6 => "ReLU6",
+            Activation::Silu => "SiLU",
+            Activation::Gelu => "GELU",
+            Activation::Hardswish => "Hardswish",
+            Activation::Hardsigmoid => "Hardsigmoid",
+            Activation::Sigmoid => "Sigmoid",
+        }
+    }
+
+    /// Whether the activation's backward needs only its output, so that it may overwrite
+    /// its input (PyTorch's `inplace=True`): ReLU and ReLU6.
+    pub fn may_run_in_place(self) -> bool {
+        matches!(self, Activation::Relu | Activation::Relu6)
+    }
+}
+
+/// One operation of the network. The JSON form is tagged by `"op"` and keeps one tag per
+/// activation (`{"op": "relu"}`), as model files have always written them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(from = "wire::OpFile", into = "wire::OpFile")]
 pub enum Op {
     Conv2d(Conv2d),
-    #[serde(rename = "batch_norm2d")]
     BatchNorm2d(BatchNorm2d),
-    Relu(NoParams),
+    Activation(Activation),
     LocalResponseNorm(LocalResponseNorm),
-    #[serde(rename = "max_pool2d")]
     MaxPool2d(MaxPool2d),
-    #[serde(rename = "avg_pool2d")]
     AvgPool2d(AvgPool2d),
-    #[serde(rename = "adaptive_avg_pool2d")]
     AdaptiveAvgPool2d(AdaptiveAvgPool2d),
     Dropout(Dropout),
     Flatten(NoParams),
@@ -330,21 +377,9 @@ pub enum Op {
     Concat(NoParams),
     /// Element-wise sum of inputs of identical shape.
     Add(NoParams),
-    /// min(max(x, 0), 6).
-    Relu6(NoParams),
-    /// x · sigmoid(x) (swish).
-    Silu(NoParams),
-    /// x · Φ(x), the exact (erf) form.
-    Gelu(NoParams),
-    /// x · relu6(x + 3) / 6.
-    Hardswish(NoParams),
-    /// relu6(x + 3) / 6.
-    Hardsigmoid(NoParams),
-    Sigmoid(NoParams),
     /// Element-wise product with broadcasting over size-1 dimensions (a C×H×W map times
     /// a C×1×1 gate in squeeze-and-excitation).
     Mul(NoParams),
-    #[serde(rename = "layer_norm2d")]
     LayerNorm2d(LayerNorm2d),
     LayerScale(LayerScale),
     ChannelShuffle(ChannelShuffle),
@@ -352,33 +387,120 @@ pub enum Op {
     StochasticDepth(StochasticDepth),
 }
 
+/// The model file's form of an op: one tagged variant per JSON tag. [`OP_TAGS`] is
+/// derived from it, so the list of supported tags cannot drift from what parses.
+mod wire {
+    use super::*;
+
+    #[derive(Clone, Debug, Serialize, Deserialize, strum::VariantNames, strum::IntoStaticStr)]
+    #[serde(tag = "op", rename_all = "snake_case")]
+    #[strum(serialize_all = "snake_case")]
+    pub enum OpFile {
+        Conv2d(Conv2d),
+        #[serde(rename = "batch_norm2d")]
+        #[strum(serialize = "batch_norm2d")]
+        BatchNorm2d(BatchNorm2d),
+        Relu(NoParams),
+        LocalResponseNorm(LocalResponseNorm),
+        #[serde(rename = "max_pool2d")]
+        #[strum(serialize = "max_pool2d")]
+        MaxPool2d(MaxPool2d),
+        #[serde(rename = "avg_pool2d")]
+        #[strum(serialize = "avg_pool2d")]
+        AvgPool2d(AvgPool2d),
+        #[serde(rename = "adaptive_avg_pool2d")]
+        #[strum(serialize = "adaptive_avg_pool2d")]
+        AdaptiveAvgPool2d(AdaptiveAvgPool2d),
+        Dropout(Dropout),
+        Flatten(NoParams),
+        Linear(Linear),
+        Concat(NoParams),
+        Add(NoParams),
+        Relu6(NoParams),
+        Silu(NoParams),
+        Gelu(NoParams),
+        Hardswish(NoParams),
+        Hardsigmoid(NoParams),
+        Sigmoid(NoParams),
+        Mul(NoParams),
+        #[serde(rename = "layer_norm2d")]
+        #[strum(serialize = "layer_norm2d")]
+        LayerNorm2d(LayerNorm2d),
+        LayerScale(LayerScale),
+        ChannelShuffle(ChannelShuffle),
+        SliceChannels(SliceChannels),
+        StochasticDepth(StochasticDepth),
+    }
+
+    impl From<OpFile> for Op {
+        fn from(op: OpFile) -> Op {
+            let act = Op::Activation;
+            match op {
+                OpFile::Conv2d(c) => Op::Conv2d(c),
+                OpFile::BatchNorm2d(b) => Op::BatchNorm2d(b),
+                OpFile::Relu(_) => act(Activation::Relu),
+                OpFile::LocalResponseNorm(l) => Op::LocalResponseNorm(l),
+                OpFile::MaxPool2d(p) => Op::MaxPool2d(p),
+                OpFile::AvgPool2d(p) => Op::AvgPool2d(p),
+                OpFile::AdaptiveAvgPool2d(p) => Op::AdaptiveAvgPool2d(p),
+                OpFile::Dropout(d) => Op::Dropout(d),
+                OpFile::Flatten(n) => Op::Flatten(n),
+                OpFile::Linear(l) => Op::Linear(l),
+                OpFile::Concat(n) => Op::Concat(n),
+                OpFile::Add(n) => Op::Add(n),
+                OpFile::Relu6(_) => act(Activation::Relu6),
+                OpFile::Silu(_) => act(Activation::Silu),
+                OpFile::Gelu(_) => act(Activation::Gelu),
+                OpFile::Hardswish(_) => act(Activation::Hardswish),
+                OpFile::Hardsigmoid(_) => act(Activation::Hardsigmoid),
+                OpFile::Sigmoid(_) => act(Activation::Sigmoid),
+                OpFile::Mul(n) => Op::Mul(n),
+                OpFile::LayerNorm2d(l) => Op::LayerNorm2d(l),
+                OpFile::LayerScale(l) => Op::LayerScale(l),
+                OpFile::ChannelShuffle(c) => Op::ChannelShuffle(c),
+                OpFile::SliceChannels(s) => Op::SliceChannels(s),
+                OpFile::StochasticDepth(d) => Op::StochasticDepth(d),
+            }
+        }
+    }
+
+    impl From<Op> for OpFile {
+        fn from(op: Op) -> OpFile {
+            let none = NoParams {};
+            match op {
+                Op::Conv2d(c) => OpFile::Conv2d(c),
+                Op::BatchNorm2d(b) => OpFile::BatchNorm2d(b),
+                Op::Activation(a) => match a {
+                    Activation::Relu => OpFile::Relu(none),
+                    Activation::Relu6 => OpFile::Relu6(none),
+                    Activation::Silu => OpFile::Silu(none),
+                    Activation::Gelu => OpFile::Gelu(none),
+                    Activation::Hardswish => OpFile::Hardswish(none),
+                    Activation::Hardsigmoid => OpFile::Hardsigmoid(none),
+                    Activation::Sigmoid => OpFile::Sigmoid(none),
+                },
+                Op::LocalResponseNorm(l) => OpFile::LocalResponseNorm(l),
+                Op::MaxPool2d(p) => OpFile::MaxPool2d(p),
+                Op::AvgPool2d(p) => OpFile::AvgPool2d(p),
+                Op::AdaptiveAvgPool2d(p) => OpFile::AdaptiveAvgPool2d(p),
+                Op::Dropout(d) => OpFile::Dropout(d),
+                Op::Flatten(n) => OpFile::Flatten(n),
+                Op::Linear(l) => OpFile::Linear(l),
+                Op::Concat(n) => OpFile::Concat(n),
+                Op::Add(n) => OpFile::Add(n),
+                Op::Mul(n) => OpFile::Mul(n),
+                Op::LayerNorm2d(l) => OpFile::LayerNorm2d(l),
+                Op::LayerScale(l) => OpFile::LayerScale(l),
+                Op::ChannelShuffle(c) => OpFile::ChannelShuffle(c),
+                Op::SliceChannels(s) => OpFile::SliceChannels(s),
+                Op::StochasticDepth(d) => OpFile::StochasticDepth(d),
+            }
+        }
+    }
+}
+
 /// Every op's JSON tag, for error messages that list what is supported.
-pub const OP_TAGS: &[&str] = &[
-    "conv2d",
-    "batch_norm2d",
-    "relu",
-    "local_response_norm",
-    "max_pool2d",
-    "avg_pool2d",
-    "adaptive_avg_pool2d",
-    "dropout",
-    "flatten",
-    "linear",
-    "concat",
-    "add",
-    "relu6",
-    "silu",
-    "gelu",
-    "hardswish",
-    "hardsigmoid",
-    "sigmoid",
-    "mul",
-    "layer_norm2d",
-    "layer_scale",
-    "channel_shuffle",
-    "slice_channels",
-    "stochastic_depth",
-];
+pub const OP_TAGS: &[&str] = <wire::OpFile as strum::VariantNames>::VARIANTS;
 
 /// The largest size any dimension, channel count, kernel, stride or padding may have:
 /// far beyond real networks, small enough that shape arithmetic cannot overflow.
@@ -388,34 +510,9 @@ pub const MAX_DIMENSION: usize = 1 << 20;
 pub type OpResult<T> = Result<T, String>;
 
 impl Op {
-    /// The JSON tag, e.g. `conv2d`.
+    /// The JSON tag, e.g. `conv2d` (`relu` for a ReLU activation).
     pub fn tag(&self) -> &'static str {
-        match self {
-            Op::Conv2d(_) => "conv2d",
-            Op::BatchNorm2d(_) => "batch_norm2d",
-            Op::Relu(_) => "relu",
-            Op::LocalResponseNorm(_) => "local_response_norm",
-            Op::MaxPool2d(_) => "max_pool2d",
-            Op::AvgPool2d(_) => "avg_pool2d",
-            Op::AdaptiveAvgPool2d(_) => "adaptive_avg_pool2d",
-            Op::Dropout(_) => "dropout",
-            Op::Flatten(_) => "flatten",
-            Op::Linear(_) => "linear",
-            Op::Concat(_) => "concat",
-            Op::Add(_) => "add",
-            Op::Relu6(_) => "relu6",
-            Op::Silu(_) => "silu",
-            Op::Gelu(_) => "gelu",
-            Op::Hardswish(_) => "hardswish",
-            Op::Hardsigmoid(_) => "hardsigmoid",
-            Op::Sigmoid(_) => "sigmoid",
-            Op::Mul(_) => "mul",
-            Op::LayerNorm2d(_) => "layer_norm2d",
-            Op::LayerScale(_) => "layer_scale",
-            Op::ChannelShuffle(_) => "channel_shuffle",
-            Op::SliceChannels(_) => "slice_channels",
-            Op::StochasticDepth(_) => "stochastic_depth",
-        }
+        wire::OpFile::from(self.clone()).into()
     }
 
     /// A short human description of the op and its settings for per-layer summaries.
@@ -438,7 +535,7 @@ impl Op {
                 s
             }
             Op::BatchNorm2d(b) => format!("BatchNorm2d {}", b.num_features),
-            Op::Relu(_) => "ReLU".into(),
+            Op::Activation(a) => a.display_name().into(),
             Op::LocalResponseNorm(l) => format!("LRN size {}", l.size),
             Op::MaxPool2d(p) => pool_description(
                 "MaxPool2d",
@@ -460,12 +557,6 @@ impl Op {
             Op::Linear(l) => format!("Linear {}→{}", l.in_features, l.out_features),
             Op::Concat(_) => "Concat".into(),
             Op::Add(_) => "Add".into(),
-            Op::Relu6(_) => "ReLU6".into(),
-            Op::Silu(_) => "SiLU".into(),
-            Op::Gelu(_) => "GELU".into(),
-            Op::Hardswish(_) => "Hardswish".into(),
-            Op::Hardsigmoid(_) => "Hardsigmoid".into(),
-            Op::Sigmoid(_) => "Sigmoid".into(),
             Op::Mul(_) => "Mul".into(),
             Op::LayerNorm2d(l) => format!("LayerNorm2d {}", l.num_channels),
             Op::LayerScale(l) => format!("LayerScale {}", l.channels),
@@ -646,17 +737,7 @@ impl Op {
                     ))
                 }
             }
-            Op::Relu(_)
-            | Op::Flatten(_)
-            | Op::Concat(_)
-            | Op::Add(_)
-            | Op::Relu6(_)
-            | Op::Silu(_)
-            | Op::Gelu(_)
-            | Op::Hardswish(_)
-            | Op::Hardsigmoid(_)
-            | Op::Sigmoid(_)
-            | Op::Mul(_) => Ok(()),
+            Op::Activation(_) | Op::Flatten(_) | Op::Concat(_) | Op::Add(_) | Op::Mul(_) => Ok(()),
         }
     }
 
@@ -761,14 +842,7 @@ impl Op {
                 let (ch, _, _) = feature_map("adaptive_avg_pool2d")?;
                 Ok(Shape::chw(ch, p.output.h, p.output.w))
             }
-            Op::Relu(_)
-            | Op::Dropout(_)
-            | Op::Relu6(_)
-            | Op::Silu(_)
-            | Op::Gelu(_)
-            | Op::Hardswish(_)
-            | Op::Hardsigmoid(_)
-            | Op::Sigmoid(_) => Ok((*first).clone()),
+            Op::Activation(_) | Op::Dropout(_) => Ok((*first).clone()),
             Op::StochasticDepth(_) => {
                 feature_map("stochastic_depth")?;
                 Ok((*first).clone())
@@ -865,25 +939,16 @@ impl Op {
     }
 
     /// Trainable parameters (batch-norm running statistics are buffers, not parameters).
+    /// Counted from [`Op::weight_specs`], so a new op with weights is counted once.
     pub fn params(&self) -> u64 {
-        match self {
-            Op::Conv2d(c) => {
-                let weights = c.out_channels * (c.in_channels / c.groups) * c.kernel.h * c.kernel.w;
-                (weights + if c.bias { c.out_channels } else { 0 }) as u64
-            }
-            Op::BatchNorm2d(b) if b.affine => 2 * b.num_features as u64,
-            Op::LayerNorm2d(l) => 2 * l.num_channels as u64,
-            Op::LayerScale(l) => l.channels as u64,
-            Op::Linear(l) => {
-                (l.in_features * l.out_features + if l.bias { l.out_features } else { 0 }) as u64
-            }
-            _ => 0,
-        }
+        self.weight_elements(true)
     }
 
     /// The tensors this op owns, in PyTorch's layout and naming (`weight`, `bias`,
     /// `running_mean`, …), with whether each is trained. Weight files and engines key
     /// them as `<node>.<name>`, so weights move between engines and from imported files.
+    /// Every op is listed (no catch-all): an op with weights cannot be added without
+    /// saying what they are.
     pub fn weight_specs(&self) -> Vec<(&'static str, Vec<usize>, bool)> {
         match self {
             Op::Conv2d(c) => {
@@ -925,16 +990,33 @@ impl Op {
                 ("bias", vec![l.num_channels], true),
             ],
             Op::LayerScale(l) => vec![("scale", vec![l.channels], true)],
-            _ => Vec::new(),
+            Op::Activation(_)
+            | Op::LocalResponseNorm(_)
+            | Op::MaxPool2d(_)
+            | Op::AvgPool2d(_)
+            | Op::AdaptiveAvgPool2d(_)
+            | Op::Dropout(_)
+            | Op::Flatten(_)
+            | Op::Concat(_)
+            | Op::Add(_)
+            | Op::Mul(_)
+            | Op::ChannelShuffle(_)
+            | Op::SliceChannels(_)
+            | Op::StochasticDepth(_) => Vec::new(),
         }
     }
 
     /// Non-trainable state that still occupies memory (batch-norm running mean and variance).
     pub fn buffers(&self) -> u64 {
-        match self {
-            Op::BatchNorm2d(b) => 2 * b.num_features as u64,
-            _ => 0,
-        }
+        self.weight_elements(false)
+    }
+
+    fn weight_elements(&self, trainable: bool) -> u64 {
+        self.weight_specs()
+            .iter()
+            .filter(|(_, _, t)| *t == trainable)
+            .map(|(_, shape, _)| product(shape))
+            .sum()
     }
 
     /// Multiply-accumulates for one example, by the fvcore/torchvision convention:
@@ -950,7 +1032,22 @@ impl Op {
                 ]))
             }
             Op::Linear(l) => product(&[l.in_features, l.out_features]),
-            _ => 0,
+            Op::BatchNorm2d(_)
+            | Op::Activation(_)
+            | Op::LocalResponseNorm(_)
+            | Op::MaxPool2d(_)
+            | Op::AvgPool2d(_)
+            | Op::AdaptiveAvgPool2d(_)
+            | Op::Dropout(_)
+            | Op::Flatten(_)
+            | Op::Concat(_)
+            | Op::Add(_)
+            | Op::Mul(_)
+            | Op::LayerNorm2d(_)
+            | Op::LayerScale(_)
+            | Op::ChannelShuffle(_)
+            | Op::SliceChannels(_)
+            | Op::StochasticDepth(_) => 0,
         }
     }
 
@@ -1119,12 +1216,12 @@ mod tests {
         let gate = Shape::chw(8, 1, 1);
         let unit = || NoParams {};
         let ops = [
-            Op::Relu6(unit()),
-            Op::Silu(unit()),
-            Op::Gelu(unit()),
-            Op::Hardswish(unit()),
-            Op::Hardsigmoid(unit()),
-            Op::Sigmoid(unit()),
+            Op::Activation(Activation::Relu6),
+            Op::Activation(Activation::Silu),
+            Op::Activation(Activation::Gelu),
+            Op::Activation(Activation::Hardswish),
+            Op::Activation(Activation::Hardsigmoid),
+            Op::Activation(Activation::Sigmoid),
             Op::LayerNorm2d(LayerNorm2d::new(8)),
             Op::LayerScale(LayerScale::new(8)),
             Op::ChannelShuffle(ChannelShuffle { groups: 2 }),
@@ -1194,18 +1291,74 @@ mod tests {
         assert!(err.contains("eps"), "{err}");
     }
 
-    #[test]
-    fn every_tag_is_listed() {
-        let ops = [
-            Op::Relu(NoParams {}),
+    /// One op of every JSON tag.
+    fn one_of_each_tag() -> Vec<Op> {
+        let mut conv = Conv2d::new(4, 3);
+        conv.in_channels = 4;
+        let mut ops: Vec<Op> = Activation::ALL.iter().map(|a| Op::Activation(*a)).collect();
+        ops.extend([
+            Op::Conv2d(conv),
+            Op::BatchNorm2d(BatchNorm2d::new(4)),
+            Op::LocalResponseNorm(LocalResponseNorm {
+                size: 3,
+                alpha: 1e-4,
+                beta: 0.75,
+                k: 1.0,
+            }),
+            Op::MaxPool2d(MaxPool2d::new(2, 2)),
+            Op::AvgPool2d(AvgPool2d::new(2, 2)),
+            Op::AdaptiveAvgPool2d(AdaptiveAvgPool2d { output: Hw::square(1) }),
+            Op::Dropout(Dropout { p: 0.5 }),
             Op::Flatten(NoParams {}),
+            Op::Linear(Linear::new(3)),
             Op::Concat(NoParams {}),
             Op::Add(NoParams {}),
-        ];
-        for op in ops {
-            assert!(OP_TAGS.contains(&op.tag()));
-            let json = serde_json::to_value(&op).unwrap();
-            assert_eq!(json["op"], op.tag());
+            Op::Mul(NoParams {}),
+            Op::LayerNorm2d(LayerNorm2d::new(4)),
+            Op::LayerScale(LayerScale::new(4)),
+            Op::ChannelShuffle(ChannelShuffle { groups: 2 }),
+            Op::SliceChannels(SliceChannels { start: 0, end: 2 }),
+            Op::StochasticDepth(StochasticDepth { p: 0.1 }),
+        ]);
+        ops
+    }
+
+    #[test]
+    fn op_tags_are_exactly_the_tags_that_parse() {
+        let ops = one_of_each_tag();
+        let mut tags: Vec<&str> = ops.iter().map(|op| op.tag()).collect();
+        for op in &ops {
+            let json = serde_json::to_value(op).unwrap();
+            assert_eq!(json["op"], op.tag(), "{op:?}");
+            let back: Op = serde_json::from_value(json).unwrap();
+            assert_eq!(&back, op);
+        }
+        tags.sort_unstable();
+        let mut listed = OP_TAGS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(tags, listed, "OP_TAGS and the ops that parse differ");
+    }
+
+    #[test]
+    fn activations_keep_their_own_tags() {
+        let relu: Op = serde_json::from_str(r#"{"op": "relu"}"#).unwrap();
+        assert_eq!(relu, Op::Activation(Activation::Relu));
+        let hs: Op = serde_json::from_str(r#"{"op": "hardswish"}"#).unwrap();
+        assert_eq!(hs.describe(), "Hardswish");
+        let err = serde_json::from_str::<Op>(r#"{"op": "relu", "inplace": true}"#).unwrap_err();
+        assert!(err.to_string().contains("inplace"), "{err}");
+    }
+
+    #[test]
+    fn counts_come_from_the_weight_specs() {
+        for op in one_of_each_tag() {
+            let (params, buffers): (Vec<_>, Vec<_>) =
+                op.weight_specs().into_iter().partition(|(_, _, t)| *t);
+            let size = |v: &[(&str, Vec<usize>, bool)]| -> u64 {
+                v.iter().map(|(_, s, _)| s.iter().product::<usize>() as u64).sum()
+            };
+            assert_eq!(op.params(), size(&params), "{}", op.tag());
+            assert_eq!(op.buffers(), size(&buffers), "{}", op.tag());
         }
     }
 }

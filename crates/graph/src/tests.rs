@@ -12,7 +12,7 @@ fn spec(name: &str, op: Op, inputs: &[&str]) -> NodeSpec {
 }
 
 fn relu() -> Op {
-    Op::Relu(NoParams {})
+    Op::Activation(Activation::Relu)
 }
 
 fn conv(cin: usize, cout: usize, k: usize) -> Op {

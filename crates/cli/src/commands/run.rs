@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use cnnbench_bench::harness::{self, RunRequest};
 use cnnbench_bench::result::{BenchResult, ToolInfo};
 use cnnbench_bench::{env, memory, output, HarnessError};
-use cnnbench_engine::{Mode, Precision};
+use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 use cnnbench_graph::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -163,8 +163,19 @@ fn plan(args: &RunArgs) -> Result<Vec<Planned>> {
     Ok(planned)
 }
 
-fn check_memory(planned: &[Planned], mode: Mode, batch: usize, force: bool) -> Result<()> {
-    let available = env::available_memory();
+/// Compares the memory estimate with the memory of the engine's device: what the host
+/// can still hand out for a CPU engine, the GPU's memory for a GPU engine.
+fn check_memory(
+    planned: &[Planned],
+    mode: Mode,
+    batch: usize,
+    force: bool,
+    caps: &Capabilities,
+) -> Result<()> {
+    let (available, of_what) = match caps.device {
+        DeviceKind::Cpu => (env::available_memory(), "of host memory"),
+        DeviceKind::Gpu => (caps.device_memory.unwrap_or(0), "of GPU memory"),
+    };
     if available == 0 || force {
         return Ok(());
     }
@@ -178,7 +189,7 @@ fn check_memory(planned: &[Planned], mode: Mode, batch: usize, force: bool) -> R
                 "not even batch 1 fits".to_string()
             };
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode needs about {} but {} is available; {advice}, or pass --force to try anyway",
+                "{} at batch {batch} in {mode} mode needs about {} but {} {of_what} is available; {advice}, or pass --force to try anyway",
                 p.graph.name(),
                 bytes(need),
                 bytes(available)
@@ -199,7 +210,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let planned = plan(&args)?;
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     output::check_writable(&args.output)?;
-    check_memory(&planned, mode, args.batch_size, args.force)?;
+    let caps = engine.capabilities();
+    caps.check(&args.engine, mode, args.precision.into())?;
+    check_memory(&planned, mode, args.batch_size, args.force, &caps)?;
 
     let cancel = Arc::new(AtomicBool::new(false));
     {

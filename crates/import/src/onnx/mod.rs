@@ -14,7 +14,7 @@ pub use weights::MAX_EXTERNAL_DATA_BYTES;
 
 use crate::{ImportError, Imported};
 use cnnbench_graph::ops::*;
-use cnnbench_graph::{Graph, GraphBuilder, Hw, ModelInfo, Pad2d, T};
+use cnnbench_graph::{Activation, Graph, GraphBuilder, Hw, ModelInfo, Pad2d, T};
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -485,8 +485,8 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
                 Val::Tensor(b.add(name, Op::BatchNorm2d(bn), &[&x]))
             }
             "Relu" => Val::Tensor(b.relu(name, &tensor(0)?)),
-            "Sigmoid" => Val::Tensor(b.add(name, Op::Sigmoid(NoParams {}), &[&tensor(0)?])),
-            "HardSwish" => Val::Tensor(b.add(name, Op::Hardswish(NoParams {}), &[&tensor(0)?])),
+            "Sigmoid" => Val::Tensor(b.add(name, Op::Activation(Activation::Sigmoid), &[&tensor(0)?])),
+            "HardSwish" => Val::Tensor(b.add(name, Op::Activation(Activation::Hardswish), &[&tensor(0)?])),
             "HardSigmoid" => {
                 let (alpha, beta) = (node.float("alpha", 0.2), node.float("beta", 0.5));
                 if (alpha - 1.0 / 6.0).abs() > 1e-4 || (beta - 0.5).abs() > 1e-6 {
@@ -494,7 +494,7 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
                         "alpha {alpha}, beta {beta}: only PyTorch's hardsigmoid (alpha 1/6, beta 0.5) is supported"
                     )));
                 }
-                Val::Tensor(b.add(name, Op::Hardsigmoid(NoParams {}), &[&tensor(0)?]))
+                Val::Tensor(b.add(name, Op::Activation(Activation::Hardsigmoid), &[&tensor(0)?]))
             }
             "Clip" => {
                 let bound = |i: usize, attr: &str| -> Option<f32> {
@@ -507,7 +507,7 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
                 let (lo, hi) = (bound(1, "min"), bound(2, "max"));
                 let x = tensor(0)?;
                 match (lo, hi) {
-                    (Some(l), Some(h)) if l == 0.0 && h == 6.0 => Val::Tensor(b.add(name, Op::Relu6(NoParams {}), &[&x])),
+                    (Some(l), Some(h)) if l == 0.0 && h == 6.0 => Val::Tensor(b.relu6(name, &x)),
                     (Some(0.0), None) => Val::Tensor(b.relu(name, &x)),
                     _ => return Err(node.error(format!("clip to [{lo:?}, {hi:?}] is not supported; only ReLU ([0, ∞)) and ReLU6 ([0, 6])"))),
                 }

@@ -1,0 +1,448 @@
+//! The engine kit: the one interpreter every engine runs on.
+//!
+//! An engine supplies [`Kernels`] (one method per op family, on its own tensor type) and
+//! a [`WeightStore`] (its weights, read and written as host tensors); the kit supplies
+//! the rest once for all engines: the walk over the Graph in node order, moving each
+//! value into its last reader and dropping it there (so an engine that reuses a uniquely
+//! owned buffer does so), the in-place hints that autograd allows, weight keys and
+//! PyTorch's initialisation, dropout and stochastic depth, the training constants, and
+//! error messages that name the node.
+//!
+//! Adding an op to the IR makes [`Program::forward`]'s match non-exhaustive until the
+//! op is routed to a kernel, and adding a kernel method makes every engine fail to
+//! compile until it implements it: the compiler lists every place a new op touches.
+
+use anyhow::{anyhow, Context, Result};
+use cnnbench_graph::ops::{
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, LayerNorm2d, LayerScale, Linear,
+    LocalResponseNorm, MaxPool2d, SliceChannels,
+};
+use cnnbench_graph::{Activation, Graph, HostTensor, Op, Source, WeightSpec, Weights};
+
+/// Learning rate of the SGD step in `step` mode (it does not change the timing).
+pub const LEARNING_RATE: f64 = 0.01;
+/// Momentum of the SGD step in `step` mode.
+pub const MOMENTUM: f64 = 0.9;
+
+/// How a weight starts: PyTorch's layer defaults, so every engine draws its random
+/// weights from the same distributions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WeightInit {
+    /// Uniform in `[-bound, bound]` (Kaiming-uniform with a = √5 for weights, ±1/√fan_in
+    /// for biases).
+    Uniform { bound: f64 },
+    Constant(f64),
+}
+
+/// One weight tensor of a program: where it lives, its key and shape, how it starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightSlot {
+    pub spec: WeightSpec,
+    pub init: WeightInit,
+}
+
+/// A convolution's weights, as indices into [`Program::weights`].
+#[derive(Clone, Copy, Debug)]
+pub struct ConvWeights {
+    pub weight: usize,
+    pub bias: Option<usize>,
+}
+
+/// A batch norm's weights: scale and shift when affine, then the running statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct NormWeights {
+    pub affine: Option<(usize, usize)>,
+    pub running_mean: usize,
+    pub running_var: usize,
+}
+
+/// A linear layer's weights (`weight` in PyTorch's `[out, in]` layout).
+#[derive(Clone, Copy, Debug)]
+pub struct LinearWeights {
+    pub weight: usize,
+    pub bias: Option<usize>,
+}
+
+/// A channel layer norm's scale and shift.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerNormWeights {
+    pub weight: usize,
+    pub bias: usize,
+}
+
+/// The tensor operations an engine provides, one per op family of the IR, on its own
+/// value type. Weights are passed as indices into [`Program::weights`]; the engine
+/// keeps them (see [`WeightStore`]). A kernel may assume its inputs have the shapes the
+/// Graph inferred.
+pub trait Kernels {
+    /// A batch of feature maps `[N, C, H, W]` or flat vectors `[N, F]`.
+    type Value: Clone;
+
+    fn conv2d(&self, x: Self::Value, op: &Conv2d, w: ConvWeights) -> Result<Self::Value>;
+    /// `training`: normalise with batch statistics and update the running ones.
+    fn batch_norm2d(
+        &self,
+        x: Self::Value,
+        op: &BatchNorm2d,
+        w: NormWeights,
+        training: bool,
+    ) -> Result<Self::Value>;
+    fn linear(&self, x: Self::Value, op: &Linear, w: LinearWeights) -> Result<Self::Value>;
+    fn layer_norm2d(
+        &self,
+        x: Self::Value,
+        op: &LayerNorm2d,
+        w: LayerNormWeights,
+    ) -> Result<Self::Value>;
+    fn layer_scale(&self, x: Self::Value, op: &LayerScale, scale: usize) -> Result<Self::Value>;
+    /// `overwrite`: the engine may write the result into `x`'s buffer (autograd allows it).
+    fn activation(&self, x: Self::Value, act: Activation, overwrite: bool) -> Result<Self::Value>;
+    fn local_response_norm(&self, x: Self::Value, op: &LocalResponseNorm) -> Result<Self::Value>;
+    fn max_pool2d(&self, x: Self::Value, op: &MaxPool2d) -> Result<Self::Value>;
+    fn avg_pool2d(&self, x: Self::Value, op: &AvgPool2d) -> Result<Self::Value>;
+    fn adaptive_avg_pool2d(&self, x: Self::Value, op: &AdaptiveAvgPool2d)
+        -> Result<Self::Value>;
+    /// Inverted dropout with probability `p`; called only when dropout is live.
+    fn dropout(&self, x: Self::Value, p: f64) -> Result<Self::Value>;
+    fn flatten(&self, x: Self::Value) -> Result<Self::Value>;
+    /// Concatenation along channels of two or more maps.
+    fn concat(&self, xs: Vec<Self::Value>) -> Result<Self::Value>;
+    /// The sum of two or more values; `overwrite` as for [`Kernels::activation`], for
+    /// the first input.
+    fn add(&self, xs: Vec<Self::Value>, overwrite: bool) -> Result<Self::Value>;
+    /// Element-wise product, broadcasting size-1 dimensions.
+    fn mul(&self, a: Self::Value, b: Self::Value) -> Result<Self::Value>;
+    fn channel_shuffle(&self, x: Self::Value, groups: usize) -> Result<Self::Value>;
+    fn slice_channels(&self, x: Self::Value, op: &SliceChannels) -> Result<Self::Value>;
+}
+
+/// An engine's weights seen as host tensors in PyTorch's layout, indexed like
+/// [`Program::weights`]: what `verify` and weight files need.
+pub trait WeightStore {
+    fn read(&self, index: usize) -> Result<HostTensor>;
+    /// Replaces the values of weight `index` (shape already checked), keeping whether
+    /// it trains.
+    fn write(&mut self, index: usize, value: &HostTensor) -> Result<()>;
+    /// The gradient of trainable weight `index` after the last backward pass; `None`
+    /// where the loss did not reach it.
+    fn gradient(&self, index: usize) -> Result<Option<HostTensor>>;
+}
+
+/// How a forward pass runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// Batch statistics (updating the running ones) and live dropout.
+    pub training: bool,
+    /// Dropout may zero elements (off for `cnnbench verify`, which needs one function).
+    pub dropout: bool,
+}
+
+struct Step {
+    node: usize,
+    /// Indices into [`Program::weights`], in the order [`Op::weight_specs`] lists them.
+    weights: Vec<usize>,
+    /// For each input: whether this step is its last reader, so the value moves in.
+    moves: Vec<bool>,
+    /// Values this step is the last reader of (dropped after it runs).
+    frees: Vec<usize>,
+    overwrite: bool,
+}
+
+/// A Graph prepared for interpretation: its steps and its weights. Built once per
+/// session; [`Program::forward`] runs it on any engine's kernels.
+pub struct Program {
+    graph: Graph,
+    steps: Vec<Step>,
+    weights: Vec<WeightSlot>,
+}
+
+impl Program {
+    pub fn new(graph: &Graph) -> Program {
+        let specs = graph.weight_specs();
+        let mut weights_of_node: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
+        let mut weights = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.into_iter().enumerate() {
+            weights_of_node[spec.node].push(index);
+            let init = initial_value(&graph.nodes()[spec.node].op, &spec);
+            weights.push(WeightSlot { spec, init });
+        }
+        let last = graph.last_uses();
+        let readers = graph.reader_counts();
+        let frees = graph.values_to_free();
+        let steps = graph
+            .nodes()
+            .iter()
+            .zip(frees)
+            .zip(weights_of_node)
+            .enumerate()
+            .map(|(i, ((node, frees), weights))| {
+                let moves = node
+                    .inputs
+                    .iter()
+                    .map(|s| match s {
+                        Source::Input => false,
+                        Source::Node(j) => {
+                            last[*j] == i && node.inputs.iter().filter(|t| *t == s).count() == 1
+                        }
+                    })
+                    .collect();
+                Step {
+                    node: i,
+                    weights,
+                    moves,
+                    frees,
+                    overwrite: may_overwrite(graph, i, &readers),
+                }
+            })
+            .collect();
+        Program {
+            graph: graph.clone(),
+            steps,
+            weights,
+        }
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Every weight tensor, in the order of [`Graph::weight_specs`].
+    pub fn weights(&self) -> &[WeightSlot] {
+        &self.weights
+    }
+
+    /// The nodes that may overwrite their first input (see [`Kernels::activation`]).
+    pub fn overwriting_nodes(&self) -> Vec<&str> {
+        self.steps
+            .iter()
+            .filter(|s| s.overwrite)
+            .map(|s| self.graph.nodes()[s.node].name.as_str())
+            .collect()
+    }
+
+    /// Refuses the first op `supports` rejects, naming the node, so a session fails
+    /// when it is prepared rather than in the middle of a timed pass.
+    pub fn check_support(&self, supports: impl Fn(&Op) -> Result<(), String>) -> Result<()> {
+        for node in self.graph.nodes() {
+            supports(&node.op)
+                .map_err(|why| anyhow!("node \"{}\" ({}): {why}", node.name, node.op.tag()))?;
+        }
+        Ok(())
+    }
+
+    /// Runs the network on `input` (`[N, C, H, W]`) with `kernels`.
+    pub fn forward<K: Kernels>(&self, kernels: &K, input: K::Value, pass: Pass) -> Result<K::Value> {
+        let nodes = self.graph.nodes();
+        let mut values: Vec<Option<K::Value>> = vec![None; nodes.len()];
+        for step in &self.steps {
+            let node = &nodes[step.node];
+            let mut xs = Vec::with_capacity(node.inputs.len());
+            for (source, &moves) in node.inputs.iter().zip(&step.moves) {
+                let value = match source {
+                    Source::Input => Some(input.clone()),
+                    Source::Node(j) if moves => values[*j].take(),
+                    Source::Node(j) => values[*j].clone(),
+                };
+                xs.push(value.ok_or_else(|| {
+                    anyhow!("node \"{}\" read a value that was already freed", node.name)
+                })?);
+            }
+            let out = self
+                .apply(kernels, step, &node.op, xs, pass)
+                .with_context(|| format!("node \"{}\" ({})", node.name, node.op.tag()))?;
+            values[step.node] = Some(out);
+            for &j in &step.frees {
+                values[j] = None;
+            }
+        }
+        values[self.graph.output_index()]
+            .take()
+            .ok_or_else(|| anyhow!("the output node produced no value"))
+    }
+
+    fn apply<K: Kernels>(
+        &self,
+        k: &K,
+        step: &Step,
+        op: &Op,
+        xs: Vec<K::Value>,
+        pass: Pass,
+    ) -> Result<K::Value> {
+        let w = &step.weights;
+        let mut inputs = xs.into_iter();
+        let mut x = || {
+            inputs
+                .next()
+                .ok_or_else(|| anyhow!("missing an input"))
+        };
+        match op {
+            Op::Conv2d(c) => k.conv2d(
+                x()?,
+                c,
+                ConvWeights {
+                    weight: w[0],
+                    bias: c.bias.then(|| w[1]),
+                },
+            ),
+            Op::BatchNorm2d(b) => {
+                let (affine, running) = if b.affine {
+                    (Some((w[0], w[1])), &w[2..])
+                } else {
+                    (None, &w[..])
+                };
+                let weights = NormWeights {
+                    affine,
+                    running_mean: running[0],
+                    running_var: running[1],
+                };
+                k.batch_norm2d(x()?, b, weights, pass.training)
+            }
+            Op::Linear(l) => k.linear(
+                x()?,
+                l,
+                LinearWeights {
+                    weight: w[0],
+                    bias: l.bias.then(|| w[1]),
+                },
+            ),
+            Op::LayerNorm2d(l) => k.layer_norm2d(
+                x()?,
+                l,
+                LayerNormWeights {
+                    weight: w[0],
+                    bias: w[1],
+                },
+            ),
+            Op::LayerScale(l) => k.layer_scale(x()?, l, w[0]),
+            Op::Activation(a) => k.activation(x()?, *a, step.overwrite),
+            Op::LocalResponseNorm(l) => k.local_response_norm(x()?, l),
+            Op::MaxPool2d(p) => k.max_pool2d(x()?, p),
+            Op::AvgPool2d(p) => k.avg_pool2d(x()?, p),
+            Op::AdaptiveAvgPool2d(p) => k.adaptive_avg_pool2d(x()?, p),
+            Op::Dropout(d) => {
+                if pass.training && pass.dropout && d.p > 0.0 {
+                    k.dropout(x()?, d.p)
+                } else {
+                    x()
+                }
+            }
+            // Recorded for the model's description; the benchmark runs it as the
+            // identity (as torchvision does in evaluation).
+            Op::StochasticDepth(_) => x(),
+            Op::Flatten(_) => k.flatten(x()?),
+            Op::Concat(_) => k.concat(inputs.collect()),
+            Op::Add(_) => k.add(inputs.collect(), step.overwrite),
+            Op::Mul(_) => {
+                let a = x()?;
+                k.mul(a, x()?)
+            }
+            Op::ChannelShuffle(c) => k.channel_shuffle(x()?, c.groups),
+            Op::SliceChannels(s) => k.slice_channels(x()?, s),
+        }
+    }
+
+    /// Every weight (parameters and running statistics), keyed as the Graph names them.
+    pub fn export_weights(&self, store: &impl WeightStore) -> Result<Weights> {
+        let mut out = Weights::new();
+        for (i, slot) in self.weights.iter().enumerate() {
+            out.insert(slot.spec.key.clone(), store.read(i)?);
+        }
+        Ok(out)
+    }
+
+    /// Replaces every weight; `weights` must be complete and fit the graph.
+    pub fn import_weights(&self, store: &mut impl WeightStore, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        for (i, slot) in self.weights.iter().enumerate() {
+            let value = weights
+                .get(&slot.spec.key)
+                .with_context(|| format!("the weights have no tensor \"{}\"", slot.spec.key))?;
+            store.write(i, value)?;
+        }
+        Ok(())
+    }
+
+    /// The gradient of every trainable weight; one the loss did not reach is zero, as
+    /// PyTorch accumulates it.
+    pub fn weight_gradients(&self, store: &impl WeightStore) -> Result<Weights> {
+        let mut out = Weights::new();
+        for (i, slot) in self.weights.iter().enumerate() {
+            if !slot.spec.trainable {
+                continue;
+            }
+            let grad = match store.gradient(i)? {
+                Some(g) => g,
+                None => zeros(&slot.spec.shape)?,
+            };
+            out.insert(slot.spec.key.clone(), grad);
+        }
+        Ok(out)
+    }
+}
+
+fn zeros(shape: &[usize]) -> Result<HostTensor> {
+    Ok(HostTensor::new(
+        shape.to_vec(),
+        vec![0.0; shape.iter().product()],
+    )?)
+}
+
+/// PyTorch's initial value for a weight: Kaiming-uniform (a = √5) convolution and linear
+/// weights with biases uniform in ±1/√fan_in, unit scales, zero shifts, zero running
+/// means and unit running variances, layer scale at its configured value.
+fn initial_value(op: &Op, spec: &WeightSpec) -> WeightInit {
+    let name = spec.key.rsplit('.').next().unwrap_or_default();
+    let fan_in_bound = |fan_in: usize| WeightInit::Uniform {
+        bound: 1.0 / (fan_in.max(1) as f64).sqrt(),
+    };
+    match op {
+        Op::Conv2d(c) => fan_in_bound(c.in_channels / c.groups.max(1) * c.kernel.h * c.kernel.w),
+        Op::Linear(l) => fan_in_bound(l.in_features),
+        Op::LayerScale(l) => WeightInit::Constant(l.init),
+        Op::BatchNorm2d(_) | Op::LayerNorm2d(_) => match name {
+            "weight" | "running_var" => WeightInit::Constant(1.0),
+            _ => WeightInit::Constant(0.0),
+        },
+        // Ops without weights never get here ([`Op::weight_specs`] lists none for them).
+        Op::Activation(_)
+        | Op::LocalResponseNorm(_)
+        | Op::MaxPool2d(_)
+        | Op::AvgPool2d(_)
+        | Op::AdaptiveAvgPool2d(_)
+        | Op::Dropout(_)
+        | Op::Flatten(_)
+        | Op::Concat(_)
+        | Op::Add(_)
+        | Op::Mul(_)
+        | Op::ChannelShuffle(_)
+        | Op::SliceChannels(_)
+        | Op::StochasticDepth(_) => WeightInit::Constant(0.0),
+    }
+}
+
+/// Whether node `index` may overwrite its first input: the op can run in place (ReLU,
+/// ReLU6, Add, as torchvision's `ReLU(inplace=True)` and `out += identity`), the input is
+/// another node's value that nothing else reads and that is not the network's output,
+/// and its producer's backward needs only its own inputs (convolution, batch norm,
+/// linear, add), so autograd's saved tensors stay intact.
+fn may_overwrite(graph: &Graph, index: usize, readers: &[usize]) -> bool {
+    let node = &graph.nodes()[index];
+    let in_place_op = match &node.op {
+        Op::Activation(a) => a.may_run_in_place(),
+        Op::Add(_) => true,
+        _ => false,
+    };
+    let Some(Source::Node(producer)) = node.inputs.first().copied() else {
+        return false;
+    };
+    in_place_op
+        && readers[producer] == 1
+        && producer != graph.output_index()
+        && matches!(
+            graph.nodes()[producer].op,
+            Op::Conv2d(_) | Op::BatchNorm2d(_) | Op::Linear(_) | Op::Add(_)
+        )
+}
+
+#[cfg(test)]
+mod tests;
