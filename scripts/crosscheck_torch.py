@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Cross-checks cnnbench's torch-cpu engine against PyTorch itself, interleaved.
 
-Alternates, ROUNDS times: `cnnbench run MODEL --engine torch-cpu` and
-`scripts/pytorch_reference.py MODEL` (torchvision's model, the same method: train mode,
-fresh random input per pass, forward and backward timed apart, warm-up dropped), each
-in a fresh process, so slow drift of the machine hits both alike. Then compares the
-medians over all rounds' passes and says whether cnnbench is within ±TOLERANCE of
-PyTorch, forward and backward. Optionally adds burn-flex to every round (--with-burn).
+Runs ROUNDS rounds of `cnnbench run MODEL --engine torch-cpu` (A) and
+`scripts/pytorch_reference.py MODEL` (B: torchvision's model, the same method: train
+mode, fresh random input per pass, forward and backward timed apart, warm-up dropped),
+each in a fresh process, in A-B-B-A order (odd rounds A then B, even rounds B then A),
+so neither side always runs first on a machine that a previous run has just warmed or
+heated, and nothing else runs in the sequence. Prints each round's ratio of medians and
+the pooled ratio (medians over all rounds' passes), and says whether cnnbench is within
+±TOLERANCE of PyTorch, forward and backward. --with-burn times burn-flex once, after
+the interleaved rounds, for context only.
 
 Setup: pip install torch==2.11.0 torchvision; build cnnbench with --features torch.
 Usage: python3 scripts/crosscheck_torch.py [--model resnet50] [--rounds 3] [--passes 5]
@@ -43,35 +46,62 @@ def pytorch(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="resnet50")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--passes", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--tolerance", type=float, default=0.10)
+    p.add_argument("--tolerance", type=float, default=0.05)
     p.add_argument("--with-burn", action="store_true")
     p.add_argument("--bin", default=os.path.join(HERE, "..", "target", "release", "cnnbench"))
     p.add_argument("--out", default=None, help="keep cnnbench's result files here")
     args = p.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="crosscheck-")
-    engines = ["torch-cpu"] + (["burn-flex"] if args.with_burn else [])
-    samples = {name: {"forward": [], "backward": []} for name in engines + ["pytorch"]}
+    samples = {name: {"forward": [], "backward": []} for name in ("torch-cpu", "pytorch", "burn-flex")}
     info = {}
-    for round_ in range(1, args.rounds + 1):
-        for engine in engines:
-            s, info[engine] = cnnbench(args.bin, engine, args, os.path.join(out, f"round{round_}"))
-            for phase in s:
-                samples[engine][phase] += s[phase]
+    per_round = []
+
+    def run_cnnbench(round_):
+        s, info["torch-cpu"] = cnnbench(args.bin, "torch-cpu", args, os.path.join(out, f"round{round_}"))
+        return s
+
+    def run_pytorch(round_):
         s, info["pytorch"] = pytorch(args)
+        return s
+
+    for round_ in range(1, args.rounds + 1):
+        order = [("torch-cpu", run_cnnbench), ("pytorch", run_pytorch)]
+        if round_ % 2 == 0:
+            order.reverse()
+        this = {}
+        for name, run in order:
+            this[name] = run(round_)
+            for phase in this[name]:
+                samples[name][phase] += this[name][phase]
+        ratios = {phase: statistics.median(this["torch-cpu"][phase]) / statistics.median(this["pytorch"][phase])
+                  for phase in ("forward", "backward")}
+        per_round.append((" then ".join(n for n, _ in order), ratios))
+        print(f"round {round_}/{args.rounds} ({per_round[-1][0]}): torch-cpu / PyTorch forward {ratios['forward']:.3f},"
+              f" backward {ratios['backward']:.3f}", file=sys.stderr, flush=True)
+    engines = ["torch-cpu"]
+    if args.with_burn:
+        s, info["burn-flex"] = cnnbench(args.bin, "burn-flex", args, os.path.join(out, "burn"))
         for phase in s:
-            samples["pytorch"][phase] += s[phase]
-        print(f"round {round_}/{args.rounds} done", file=sys.stderr, flush=True)
+            samples["burn-flex"][phase] += s[phase]
+        engines.append("burn-flex")
+    else:
+        del samples["burn-flex"]
 
     torch_info = info["torch-cpu"]
-    print(f"{args.model}, batch {args.batch_size}, {args.rounds} interleaved rounds × {args.passes} passes;"
+    print(f"{args.model}, batch {args.batch_size}, {args.rounds} rounds in A-B-B-A order × {args.passes} passes;"
           f" cnnbench torch-cpu: libtorch {torch_info['libraries'].get('libtorch')}, {torch_info['threads']} threads;"
           f" PyTorch {info['pytorch']['pytorch']}, {info['pytorch']['threads']} threads; {torch_info['device_name']}")
     print()
-    print("|Phase|" + "|".join(engines) + "|PyTorch|torch-cpu / PyTorch|")
+    print("|Round|Order|forward ratio|backward ratio|")
+    print("|---:|---|---:|---:|")
+    for i, (order, ratios) in enumerate(per_round, 1):
+        print(f"|{i}|{order}|{ratios['forward']:.3f}|{ratios['backward']:.3f}|")
+    print()
+    print("|Phase|" + "|".join(engines) + "|PyTorch|torch-cpu / PyTorch (pooled)|")
     print("|---|" + "---:|" * (len(engines) + 2))
     ok = True
     for phase in ("forward", "backward"):
@@ -83,7 +113,8 @@ def main():
         cells = [f"{med[n]:.0f} ms ({spread[n][0]:.0f}–{spread[n][1]:.0f})" for n in engines + ["pytorch"]]
         print(f"|{phase}|" + "|".join(cells) + f"|{ratio:.3f} {'✓' if within else '✗'}|")
     print()
-    print(f"medians of all passes (min–max in brackets); ✓: within ±{args.tolerance:.0%}. Result files: {out}")
+    print(f"medians of all passes (min–max in brackets); ✓: within ±{args.tolerance:.0%}"
+          f"{'; burn-flex ran once after the rounds, outside the interleaving' if args.with_burn else ''}. Result files: {out}")
     sys.exit(0 if ok else 1)
 
 

@@ -5,6 +5,7 @@
 use crate::memory;
 use crate::result::*;
 use crate::stats::Summary;
+use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
 use cnnbench_engine::{Engine, Mode, Phase, Precision, Session, SessionConfig};
@@ -100,20 +101,20 @@ pub fn run(
     let device_peak = session.device_peak_memory();
     drop(session);
 
-    let mut by_name: BTreeMap<String, Vec<f64>> = samples
+    let mut by_quantity: BTreeMap<Quantity, Vec<f64>> = samples
         .iter()
-        .map(|(p, v)| (p.as_str().to_string(), v.clone()))
+        .map(|(p, v)| (Quantity::from(*p), v.clone()))
         .collect();
     let totals: Vec<f64> = (0..request.passes)
         .map(|i| samples.values().map(|v| v[i]).sum())
         .collect();
-    by_name.insert("total".into(), totals);
-    let summary: BTreeMap<String, Summary> = by_name
+    by_quantity.insert(Quantity::Total, totals);
+    let summary: BTreeMap<Quantity, Summary> = by_quantity
         .iter()
-        .filter_map(|(k, v)| Summary::of(v).map(|s| (k.clone(), s)))
+        .filter_map(|(k, v)| Summary::of(v).map(|s| (*k, s)))
         .collect();
     let total = summary
-        .get("total")
+        .get(&Quantity::Total)
         .ok_or_else(|| anyhow!("no valid timing samples were recorded"))?;
 
     let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size);
@@ -148,10 +149,10 @@ pub fn run(
             precision: request.precision,
         },
         engine: engine.info(),
-        machine: MachineInfo::detect(),
+        machine: crate::env::detect_machine(),
         started_at,
         duration_s: run_clock.elapsed().as_secs_f64(),
-        samples: by_name,
+        samples: by_quantity,
         summary,
         throughput,
         memory: MemoryRecord {
@@ -211,7 +212,7 @@ pub fn timer_resolution() -> Duration {
     best
 }
 
-fn spread_warnings(summary: &BTreeMap<String, Summary>) -> Vec<String> {
+fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
     let mut warnings = Vec::new();
     let resolution = timer_resolution().as_secs_f64();
     for (name, s) in summary {
@@ -344,9 +345,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(progress, vec![1, 2, 3, 4]);
-        let f = &result.samples["forward"];
-        let b = &result.samples["backward"];
-        let t = &result.samples["total"];
+        let f = &result.samples[&Quantity::Forward];
+        let b = &result.samples[&Quantity::Backward];
+        let t = &result.samples[&Quantity::Total];
         assert_eq!((f.len(), b.len(), t.len()), (3, 3, 3));
         for i in 0..3 {
             assert!(
@@ -366,7 +367,7 @@ mod tests {
             }
         }
         assert!(result.throughput.images_per_s > 0.0);
-        assert_eq!(result.summary["total"].count, 3);
+        assert_eq!(result.summary[&Quantity::Total].count, 3);
     }
 
     #[test]
@@ -382,7 +383,8 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        let keys: Vec<&str> = step.samples.keys().map(|s| s.as_str()).collect();
+        // Written in the order of their names, as the schema always has.
+        let keys: Vec<&str> = step.samples.keys().map(|q| q.as_str()).collect();
         assert_eq!(keys, ["backward", "forward", "total", "update"]);
         let infer = run(
             &engine,
@@ -392,9 +394,12 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        let keys: Vec<&str> = infer.samples.keys().map(|s| s.as_str()).collect();
+        let keys: Vec<&str> = infer.samples.keys().map(|q| q.as_str()).collect();
         assert_eq!(keys, ["forward", "total"]);
-        assert_eq!(infer.samples["forward"], infer.samples["total"]);
+        assert_eq!(
+            infer.samples[&Quantity::Forward],
+            infer.samples[&Quantity::Total]
+        );
     }
 
     #[test]
@@ -416,16 +421,10 @@ mod tests {
     #[test]
     fn wide_spread_is_warned_about() {
         let mut summary = BTreeMap::new();
-        summary.insert(
-            "total".to_string(),
-            Summary::of(&[1.0, 1.5, 0.7, 1.2]).unwrap(),
-        );
+        summary.insert(Quantity::Total, Summary::of(&[1.0, 1.5, 0.7, 1.2]).unwrap());
         let w = spread_warnings(&summary);
         assert!(w.iter().any(|w| w.contains("vary widely")), "{w:?}");
-        summary.insert(
-            "total".to_string(),
-            Summary::of(&[1.0, 1.01, 0.99]).unwrap(),
-        );
+        summary.insert(Quantity::Total, Summary::of(&[1.0, 1.01, 0.99]).unwrap());
         assert!(spread_warnings(&summary).is_empty());
     }
 }

@@ -1,13 +1,16 @@
-//! The benchmark harness and everything around a measurement: statistics, the machine
-//! and memory, the result schema and result files.
+//! The benchmark harness and everything around a measurement: the clock, the machine
+//! and memory, result files and `verify`. The result schema and the statistics are
+//! `cnnbench-results`, re-exported here.
 
 pub mod env;
 pub mod harness;
 pub mod memory;
 pub mod output;
-pub mod result;
-pub mod stats;
 pub mod verify;
+
+/// The result schema and the statistics live in `cnnbench-results`, which the report
+/// reads without the harness; they stay reachable here under their old paths.
+pub use cnnbench_results::{result, stats, Quantity};
 
 pub use harness::{run, HarnessError, Progress, RunRequest};
 pub use result::BenchResult;

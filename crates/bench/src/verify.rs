@@ -205,7 +205,11 @@ pub fn verify(
     let compared = if trains {
         "outputs in train and infer modes, and every weight gradient".to_string()
     } else {
-        let which = if ref_caps.trains() { &cand_name } else { &ref_name };
+        let which = if ref_caps.trains() {
+            &cand_name
+        } else {
+            &ref_name
+        };
         format!("the inference output only ({which} cannot train)")
     };
     let first_mode = if trains { Mode::Train } else { Mode::Infer };
@@ -226,7 +230,9 @@ pub fn verify(
     // Rounding differs between engines in every layer, so the floor runs perturb every
     // weight as well as the input; two draws, because one can miss a sensitive unit.
     let grad_seed = request.seed.wrapping_add(1);
-    let base = compute(reference, graph, request, &weights, &input, grad_seed, trains)?;
+    let base = compute(
+        reference, graph, request, &weights, &input, grad_seed, trains,
+    )?;
     let mut shaken = Vec::new();
     for draw in 0..FLOOR_DRAWS {
         let seed = request.seed.wrapping_add(1000 * (draw + 1));
@@ -247,7 +253,9 @@ pub fn verify(
             trains,
         )?);
     }
-    let cand = compute(candidate, graph, request, &weights, &input, grad_seed, trains)?;
+    let cand = compute(
+        candidate, graph, request, &weights, &input, grad_seed, trains,
+    )?;
 
     let compare =
         |name: String, pick: &dyn Fn(&Computed) -> Result<HostTensor>| -> Result<Comparison> {

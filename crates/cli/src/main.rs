@@ -33,6 +33,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    die_quietly_when_the_output_is_closed();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),
@@ -49,5 +50,20 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `cnnbench verify … | head` closes our standard output early. Rust ignores SIGPIPE,
+/// so the next write fails with `BrokenPipe` and `println!` panics ("failed printing to
+/// stdout"). Restoring the default action makes the kernel end the process quietly at
+/// that write, as it ends `cat` or `ls`, for every command and whatever prints. (A run
+/// cut short this way leaves no partial result: result files are written whole under a
+/// temporary name before they get theirs, and nothing is printed in between.)
+fn die_quietly_when_the_output_is_closed() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread is started; SIG_DFL is a
+    // valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -223,3 +223,109 @@ fn onnx_files_are_models_too() {
         .assert()
         .success();
 }
+
+/// Runs `cnnbench ARGS` and returns (status, stderr), or fails the test if it takes more
+/// than `secs` seconds (it is killed then, so a regression cannot hang the suite).
+fn run_within(args: &[&str], secs: u64) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cnnbench"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("cnnbench {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status, stderr)
+}
+
+#[cfg(unix)]
+#[test]
+fn devices_pipes_and_huge_files_are_refused_in_one_line_without_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // Sparse: no disk used, and reading it would take 3 GiB of memory.
+    let zeros = dir.path().join("zeros.onnx");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    for (file, why) in [
+        (
+            "/dev/zero".to_string(),
+            "is a character device, not a regular file",
+        ),
+        (
+            fifo.display().to_string(),
+            "is a named pipe (FIFO), not a regular file",
+        ),
+        (
+            zeros.display().to_string(),
+            "is 3.0 GiB; ONNX files above 2 GiB are refused (is it the right file?)",
+        ),
+    ] {
+        let (status, stderr) = run_within(&["models", "--file", &file], 10);
+        assert_eq!(status.code(), Some(1), "{file}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(&format!("{file} {why}")),
+            "{file}: {stderr}"
+        );
+    }
+}
+
+/// `cnnbench models resnet50 | head -1`: the reader goes away; the command must end
+/// quietly (killed by SIGPIPE, as `cat` is), not panic on the broken pipe. The pipe is
+/// closed before anything is read, so that the first write already meets it closed
+/// (an output smaller than the pipe's buffer could otherwise be written whole).
+#[cfg(unix)]
+#[test]
+fn a_closed_output_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    for args in [&["models", "resnet50"][..], &["models"][..]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cnnbench"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {status:?}, {stderr}"
+        );
+    }
+}

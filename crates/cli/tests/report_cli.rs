@@ -222,6 +222,15 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["pairs"].as_array().unwrap().len(), 3);
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .args(["--format", "html"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("<!DOCTYPE html>"))
+        .stdout(predicate::str::contains("1 faster, 1 slower, 1 no change"));
 }
 
 #[test]

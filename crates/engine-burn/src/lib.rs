@@ -16,10 +16,8 @@ use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
-use cnnbench_engine::{
-    Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig,
-};
-use cnnbench_graph::{Graph, HostTensor, Weights};
+use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
 
 /// The engine's name on the command line and in result files.
@@ -31,6 +29,9 @@ pub const BURN_VERSION: &str = "0.22.1";
 /// sized once per process.
 pub struct BurnFlexEngine {
     threads: usize,
+    /// A bug planted in one kernel, for the conformance suite's own tests.
+    #[cfg(test)]
+    pub(crate) fault: Option<lower::Fault>,
 }
 
 impl BurnFlexEngine {
@@ -53,6 +54,8 @@ impl BurnFlexEngine {
         }
         Ok(Self {
             threads: rayon::current_num_threads(),
+            #[cfg(test)]
+            fault: None,
         })
     }
 }
@@ -81,7 +84,13 @@ impl Engine for BurnFlexEngine {
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         capabilities().check(ENGINE_NAME, config.mode, config.precision)?;
         config.check(graph)?;
-        Ok(Box::new(BurnSession::new(graph, config)?))
+        #[allow(unused_mut)]
+        let mut session = BurnSession::new(graph, config)?;
+        #[cfg(test)]
+        {
+            session.network.fault = self.fault;
+        }
+        Ok(Box::new(session))
     }
 }
 
@@ -139,7 +148,7 @@ impl BurnSession {
             network,
             params: Some(params),
             optimizer,
-            rng: SplitMix64(config.seed ^ 0x5eed),
+            rng: SplitMix64::new(config.seed ^ 0x5eed),
             input: None,
             labels: None,
             output: None,
@@ -183,7 +192,7 @@ impl Session for BurnSession {
         if self.mode == Mode::Step {
             let classes = self.network.output_features().max(1) as u64;
             let labels: Vec<i64> = (0..self.batch)
-                .map(|_| (self.rng.next() % classes) as i64)
+                .map(|_| (self.rng.next_u64() % classes) as i64)
                 .collect();
             self.labels = Some(Tensor::from_data(
                 TensorData::new(labels, [self.batch]),
@@ -307,19 +316,6 @@ impl Session for BurnSession {
             .as_ref()
             .context("no gradients: run backward first")?;
         self.network.weight_gradients(self.params()?, grads)
-    }
-}
-
-/// A small, seedable generator for labels (outside every timed region).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

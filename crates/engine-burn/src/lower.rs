@@ -11,8 +11,8 @@ use burn::tensor::module::{
 use burn::tensor::ops::{AvgPoolOptions, ConvOptions, MaxPoolOptions};
 use burn::tensor::{Device, Distribution, Gradients, Tensor, TensorData};
 use cnnbench_engine::kit::{
-    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program,
-    WeightInit, WeightStore,
+    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program, WeightInit,
+    WeightStore,
 };
 use cnnbench_graph::ops::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, LayerNorm2d, LayerScale, Linear,
@@ -118,8 +118,9 @@ impl Value {
 pub enum Fault {
     /// Convolutions use their kernels transposed (H and W swapped).
     TransposedConvKernel,
-    /// Max pooling pads one extra pixel at the bottom and right.
-    WrongPoolPadding,
+    /// Convolutions swap their top/bottom and left/right padding (the output keeps
+    /// its shape; only uneven padding computes something else).
+    SwappedConvPadding,
 }
 
 /// A Graph lowered for burn: the kit's program plus where each weight lives.
@@ -163,9 +164,11 @@ impl Network {
                 }
                 (4, true) => {
                     let dims = [shape[0], shape[1], shape[2], shape[3]];
-                    params
-                        .kernels
-                        .push(Param::from_tensor(initial::<4>(weight.init, dims, device)));
+                    params.kernels.push(Param::from_tensor(initial::<4>(
+                        weight.init,
+                        dims,
+                        device,
+                    )));
                     Slot::Kernel(params.kernels.len() - 1)
                 }
                 _ => {
@@ -275,7 +278,9 @@ impl BurnKernels<'_> {
     fn running(&self, i: usize) -> Result<&RunningState<Tensor<1>>> {
         match self.slots[i] {
             Slot::Running(k) => Ok(&self.params.running[k]),
-            other => Err(anyhow!("weight {i} is a {other:?}, not a running statistic")),
+            other => Err(anyhow!(
+                "weight {i} is a {other:?}, not a running statistic"
+            )),
         }
     }
     fn kernel(&self, i: usize) -> Result<Tensor<4>> {
@@ -308,9 +313,20 @@ impl Kernels for BurnKernels<'_> {
             weight
         };
         let bias = w.bias.map(|b| self.vector(b)).transpose()?;
+        #[allow(unused_mut)]
+        let mut padding = c.padding;
+        #[cfg(test)]
+        if self.fault == Some(Fault::SwappedConvPadding) {
+            padding = Pad2d {
+                top: padding.bottom,
+                bottom: padding.top,
+                left: padding.right,
+                right: padding.left,
+            };
+        }
         let options = ConvOptions::new_with_padding(
             c.stride.as_array(),
-            pad_pairs(c.padding),
+            pad_pairs(padding),
             c.dilation.as_array(),
             c.groups,
         );
@@ -340,6 +356,7 @@ impl Kernels for BurnKernels<'_> {
             let out = batch_norm(x, gamma, beta, mean.value(), var.value(), b.eps);
             return Ok(Value::Map(out));
         }
+        let [n, _, h, w] = x.dims();
         let result = batch_norm_train(x, gamma, beta, b.eps);
         let m = b.momentum;
         let update = |state: &RunningState<Tensor<1>>, batch: Tensor<1>| {
@@ -349,8 +366,16 @@ impl Kernels for BurnKernels<'_> {
                 .add(batch.detach().mul_scalar(m));
             state.update(next.detach());
         };
+        // burn returns the biased batch variance; PyTorch's running variance follows the
+        // unbiased one (n / (n − 1) times larger, n values per channel).
+        let count = (n * h * w) as f64;
+        let unbiased = if count > 1.0 {
+            count / (count - 1.0)
+        } else {
+            1.0
+        };
         update(mean, result.mean);
-        update(var, result.variance);
+        update(var, result.variance.mul_scalar(unbiased));
         Ok(Value::Map(result.output))
     }
 
@@ -399,16 +424,9 @@ impl Kernels for BurnKernels<'_> {
     }
 
     fn max_pool2d(&self, x: Value, p: &MaxPool2d) -> Result<Value> {
-        #[allow(unused_mut)]
-        let mut padding = p.padding;
-        #[cfg(test)]
-        if self.fault == Some(Fault::WrongPoolPadding) {
-            padding.bottom += 1;
-            padding.right += 1;
-        }
         let options = MaxPoolOptions::new(p.kernel.as_array())
             .with_stride(p.effective_stride().as_array())
-            .with_padding_pairs(pad_pairs(padding))
+            .with_padding_pairs(pad_pairs(p.padding))
             .with_ceil_mode(p.ceil_mode);
         x.map(|x| max_pool2d(x, options))
     }
@@ -550,7 +568,8 @@ impl WeightStore for Store<'_> {
             Slot::Vector(k) => to_host(p.vectors[k].val()),
             Slot::Matrix(k) => to_host(p.matrices[k].val().transpose()),
             Slot::Kernel(k) => to_host(p.kernels[k].val()),
-            Slot::Running(k) => to_host(p.running[k].value()),
+            // Synchronised: the last training pass's update may still be pending.
+            Slot::Running(k) => to_host(p.running[k].value_sync()),
         }
     }
 

@@ -157,7 +157,8 @@ mod tests {
             .check("torch-cpu", Mode::Train, Precision::F16)
             .unwrap_err();
         assert!(e.to_string().contains("bf16"), "{e}");
-        cpu.check("torch-cpu", Mode::Train, Precision::Bf16).unwrap();
+        cpu.check("torch-cpu", Mode::Train, Precision::Bf16)
+            .unwrap();
         TorchBackend::Cuda { cudnn: true }
             .capabilities()
             .check("torch-cuda", Mode::Step, Precision::F16)

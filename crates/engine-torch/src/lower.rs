@@ -4,8 +4,8 @@
 
 use anyhow::{anyhow, Result};
 use cnnbench_engine::kit::{
-    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program,
-    WeightInit, WeightStore,
+    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program, WeightInit,
+    WeightStore,
 };
 use cnnbench_engine::Precision;
 use cnnbench_graph::ops::{
@@ -17,7 +17,6 @@ use tch::{Device, Kind, Tensor};
 
 /// One weight tensor: a trained parameter (requires grad) or a running statistic.
 pub struct Weight {
-    pub key: String,
     pub tensor: Tensor,
     pub trainable: bool,
 }
@@ -58,7 +57,10 @@ pub fn supports(op: &Op) -> Result<(), String> {
         Op::AvgPool2d(p)
             if matches!(Padding::of(p.padding), Padding::Explicit(_)) && !p.count_include_pad =>
         {
-            Err("libtorch cannot average-pool with uneven padding that is left out of the count".into())
+            Err(
+                "libtorch cannot average-pool with uneven padding that is left out of the count"
+                    .into(),
+            )
         }
         _ => Ok(()),
     }
@@ -96,7 +98,6 @@ impl Network {
                 tensor
             };
             weights.push(Weight {
-                key: slot.spec.key.clone(),
                 tensor,
                 trainable: slot.spec.trainable,
             });
@@ -160,8 +161,7 @@ impl Network {
     /// The gradient of every trainable weight after a backward pass; a weight the loss
     /// does not reach gets zeros.
     pub fn weight_gradients(&self) -> Result<Weights> {
-        self.program
-            .weight_gradients(&Store(&self.weights))
+        self.program.weight_gradients(&Store(&self.weights))
     }
 }
 
@@ -232,9 +232,10 @@ impl Kernels for TorchKernels<'_> {
     fn linear(&self, x: Shared, _: &Linear, w: LinearWeights) -> Result<Shared> {
         let bias = w.bias.map(|b| self.reduce(self.weight(b))).transpose()?;
         let x = self.reduce(&x.0)?;
-        Ok(Shared(
-            x.f_linear(&self.reduce(self.weight(w.weight))?, bias.as_ref())?,
-        ))
+        Ok(Shared(x.f_linear(
+            &self.reduce(self.weight(w.weight))?,
+            bias.as_ref(),
+        )?))
     }
 
     fn layer_norm2d(&self, x: Shared, l: &LayerNorm2d, w: LayerNormWeights) -> Result<Shared> {

@@ -1,6 +1,6 @@
-//! The libtorch engine on its own: every zoo model in every mode, weights in and out,
-//! what it records, what it refuses. (Agreement with the burn engine is tested through
-//! `verify` in the CLI's tests, which know both engines.)
+//! The libtorch engine: the engine kit's conformance suite with burn-flex as the
+//! reference (every op, forward and backward, and a few zoo models), every zoo model
+//! against burn-flex and in every mode, weights in and out, what it records and refuses.
 
 use crate::*;
 use cnnbench_engine::{Engine, Mode, SessionConfig};
@@ -8,6 +8,40 @@ use cnnbench_graph::{HostTensor, Weights};
 
 fn cpu() -> TorchEngine {
     TorchEngine::new(TorchBackend::Cpu, &TorchOptions::default()).unwrap()
+}
+
+fn burn() -> Box<dyn Engine> {
+    Box::new(cnnbench_engine_burn::BurnFlexEngine::new(None).unwrap())
+}
+
+cnnbench_conformance::engine_conformance! {
+    engine: Box::new(cpu()) as Box<dyn Engine>,
+    reference: Some(burn()),
+}
+
+/// The other direction: libtorch's initialisation, burn-flex as the candidate.
+#[test]
+fn burn_agrees_with_torch_as_the_reference() {
+    if let Err(e) = cnnbench_conformance::ops_against(&*burn(), &cpu()) {
+        panic!("{e:#}");
+    }
+}
+
+#[test]
+fn every_zoo_model_computes_what_burn_computes() {
+    let (torch, burn) = (cpu(), burn());
+    let failures: Vec<String> = cnnbench_zoo::entries()
+        .iter()
+        .filter_map(|entry| {
+            let [c, h, w] = entry.smallest_input();
+            let graph = (entry.build)([c, h.max(32), w.max(32)]).unwrap();
+            // Four images, so batch statistics never come from one or two values.
+            cnnbench_conformance::check_against(&torch, &*burn, &graph, 4)
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 fn config(mode: Mode, precision: Precision) -> SessionConfig {
@@ -127,7 +161,7 @@ fn bf16_runs_on_the_cpu_and_f16_is_refused() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("--precision bf16"), "{e}");
+    assert!(e.contains("it computes in: f32, bf16"), "{e}");
 }
 
 #[test]

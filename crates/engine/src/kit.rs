@@ -30,7 +30,9 @@ pub const MOMENTUM: f64 = 0.9;
 pub enum WeightInit {
     /// Uniform in `[-bound, bound]` (Kaiming-uniform with a = √5 for weights, ±1/√fan_in
     /// for biases).
-    Uniform { bound: f64 },
+    Uniform {
+        bound: f64,
+    },
     Constant(f64),
 }
 
@@ -100,8 +102,7 @@ pub trait Kernels {
     fn local_response_norm(&self, x: Self::Value, op: &LocalResponseNorm) -> Result<Self::Value>;
     fn max_pool2d(&self, x: Self::Value, op: &MaxPool2d) -> Result<Self::Value>;
     fn avg_pool2d(&self, x: Self::Value, op: &AvgPool2d) -> Result<Self::Value>;
-    fn adaptive_avg_pool2d(&self, x: Self::Value, op: &AdaptiveAvgPool2d)
-        -> Result<Self::Value>;
+    fn adaptive_avg_pool2d(&self, x: Self::Value, op: &AdaptiveAvgPool2d) -> Result<Self::Value>;
     /// Inverted dropout with probability `p`; called only when dropout is live.
     fn dropout(&self, x: Self::Value, p: f64) -> Result<Self::Value>;
     fn flatten(&self, x: Self::Value) -> Result<Self::Value>;
@@ -231,7 +232,12 @@ impl Program {
     }
 
     /// Runs the network on `input` (`[N, C, H, W]`) with `kernels`.
-    pub fn forward<K: Kernels>(&self, kernels: &K, input: K::Value, pass: Pass) -> Result<K::Value> {
+    pub fn forward<K: Kernels>(
+        &self,
+        kernels: &K,
+        input: K::Value,
+        pass: Pass,
+    ) -> Result<K::Value> {
         let nodes = self.graph.nodes();
         let mut values: Vec<Option<K::Value>> = vec![None; nodes.len()];
         for step in &self.steps {
@@ -270,11 +276,7 @@ impl Program {
     ) -> Result<K::Value> {
         let w = &step.weights;
         let mut inputs = xs.into_iter();
-        let mut x = || {
-            inputs
-                .next()
-                .ok_or_else(|| anyhow!("missing an input"))
-        };
+        let mut x = || inputs.next().ok_or_else(|| anyhow!("missing an input"));
         match op {
             Op::Conv2d(c) => k.conv2d(
                 x()?,

@@ -11,6 +11,8 @@ mod geometry;
 mod graph;
 mod model_file;
 pub mod ops;
+mod random;
+pub mod read;
 mod weights;
 
 pub use builder::{GraphBuilder, T};
@@ -19,6 +21,8 @@ pub use geometry::{Hw, Pad2d, Shape};
 pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::{Activation, Op};
+pub use random::SplitMix64;
+pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem};
 pub use weights::{max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights};
 
 #[cfg(test)]

@@ -1307,7 +1307,9 @@ mod tests {
             }),
             Op::MaxPool2d(MaxPool2d::new(2, 2)),
             Op::AvgPool2d(AvgPool2d::new(2, 2)),
-            Op::AdaptiveAvgPool2d(AdaptiveAvgPool2d { output: Hw::square(1) }),
+            Op::AdaptiveAvgPool2d(AdaptiveAvgPool2d {
+                output: Hw::square(1),
+            }),
             Op::Dropout(Dropout { p: 0.5 }),
             Op::Flatten(NoParams {}),
             Op::Linear(Linear::new(3)),
@@ -1355,7 +1357,9 @@ mod tests {
             let (params, buffers): (Vec<_>, Vec<_>) =
                 op.weight_specs().into_iter().partition(|(_, _, t)| *t);
             let size = |v: &[(&str, Vec<usize>, bool)]| -> u64 {
-                v.iter().map(|(_, s, _)| s.iter().product::<usize>() as u64).sum()
+                v.iter()
+                    .map(|(_, s, _)| s.iter().product::<usize>() as u64)
+                    .sum()
             };
             assert_eq!(op.params(), size(&params), "{}", op.tag());
             assert_eq!(op.buffers(), size(&buffers), "{}", op.tag());

@@ -34,24 +34,13 @@ impl HostTensor {
     /// every engine can be fed the same input without sharing a random generator.
     pub fn standard_normal(shape: Vec<usize>, seed: u64) -> Self {
         let n: usize = shape.iter().product();
-        let mut state = seed;
-        let mut next_unit = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            // 53 random bits in (0, 1].
-            ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-        };
+        let mut rng = crate::SplitMix64::new(seed);
         let mut data = Vec::with_capacity(n);
         while data.len() < n {
-            let (u1, u2) = (next_unit(), next_unit());
-            let radius = (-2.0 * u1.ln()).sqrt();
-            let angle = 2.0 * std::f64::consts::PI * u2;
-            data.push((radius * angle.cos()) as f32);
+            let (a, b) = rng.standard_normal_pair();
+            data.push(a as f32);
             if data.len() < n {
-                data.push((radius * angle.sin()) as f32);
+                data.push(b as f32);
             }
         }
         Self { shape, data }
@@ -292,20 +281,10 @@ impl Weights {
             .map_err(|e| GraphError::Weights(format!("cannot write {}: {e}", path.display())))
     }
 
-    /// Reads a safetensors file.
+    /// Reads a safetensors file (a regular file of at most 16 GiB).
     pub fn load(path: &Path) -> Result<Self, GraphError> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| GraphError::Weights(format!("cannot read {}: {e}", path.display())))?
-            .len();
-        if size > MAX_WEIGHTS_FILE_BYTES {
-            return Err(GraphError::Weights(format!(
-                "{} is {size} bytes, more than the {} GiB cnnbench reads",
-                path.display(),
-                MAX_WEIGHTS_FILE_BYTES >> 30
-            )));
-        }
-        let bytes = std::fs::read(path)
-            .map_err(|e| GraphError::Weights(format!("cannot read {}: {e}", path.display())))?;
+        let bytes = crate::read::read_bounded(path, MAX_WEIGHTS_FILE_BYTES, "weights files")
+            .map_err(|e| GraphError::Weights(e.to_string()))?;
         Self::from_safetensors(&bytes)
             .map_err(|e| GraphError::Weights(format!("{}: {e}", path.display())))
     }

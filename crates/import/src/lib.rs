@@ -7,7 +7,7 @@ pub mod caffe;
 pub mod onnx;
 pub mod text_format;
 
-use cnnbench_graph::{Graph, GraphError, Weights};
+use cnnbench_graph::{Graph, GraphError, ReadFileError, ReadProblem, Weights};
 use std::path::Path;
 use thiserror::Error;
 
@@ -111,11 +111,51 @@ pub fn load_model_with_weights(path: &Path) -> Result<Imported, ImportError> {
     load(path, true)
 }
 
+/// Reads a model file whole, refusing (before reading) what is not a regular file and
+/// what is larger than its format allows: [`onnx::MAX_MODEL_BYTES`] for `.onnx` (ONNX's
+/// protobuf cannot be larger), [`text_format::MAX_TEXT_BYTES`] for the text formats,
+/// which are all the others (the format is told from the content only between model
+/// JSON and prototxt).
+fn read_model_file(path: &Path) -> Result<Vec<u8>, ImportError> {
+    let onnx = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"));
+    let (limit, what) = if onnx {
+        (onnx::MAX_MODEL_BYTES as u64, "ONNX files")
+    } else {
+        (
+            text_format::MAX_TEXT_BYTES as u64,
+            "model JSON and prototxt files",
+        )
+    };
+    cnnbench_graph::read_bounded(path, limit, what).map_err(|e| match e.problem {
+        ReadProblem::Io(source) => ImportError::Io {
+            path: path.display().to_string(),
+            source,
+        },
+        // Whatever the extension, a device or a pipe is no model file.
+        ReadProblem::NotRegular { kind, .. } => ImportError::Unsupported(
+            ReadFileError {
+                path: e.path,
+                problem: ReadProblem::NotRegular {
+                    kind,
+                    what: "model files".into(),
+                },
+            }
+            .to_string(),
+        ),
+        problem => ImportError::Unsupported(
+            ReadFileError {
+                path: e.path,
+                problem,
+            }
+            .to_string(),
+        ),
+    })
+}
+
 fn load(path: &Path, keep_weights: bool) -> Result<Imported, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = read_model_file(path)?;
     let text = || {
         String::from_utf8(bytes.clone())
             .map_err(|_| ImportError::Unsupported(format!("{} is not UTF-8 text", path.display())))
@@ -133,14 +173,6 @@ fn load(path: &Path, keep_weights: bool) -> Result<Imported, ImportError> {
                 || "onnx-model".to_string(),
                 |s| s.to_string_lossy().to_string(),
             );
-            if bytes.len() > onnx::MAX_MODEL_BYTES {
-                return Err(ImportError::Unsupported(format!(
-                    "{} has {} bytes; ONNX files over {} MiB are refused",
-                    path.display(),
-                    bytes.len(),
-                    onnx::MAX_MODEL_BYTES >> 20
-                )));
-            }
             if keep_weights {
                 // External data lives beside the model (the parent of a bare name is "",
                 // the current folder).
@@ -150,5 +182,49 @@ fn load(path: &Path, keep_weights: bool) -> Result<Imported, ImportError> {
                 onnx::from_onnx(&bytes, &stem).map(graph_only)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn model_files_of_the_wrong_kind_or_size_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        // Sparse files: no disk used, and reading either would take gigabytes.
+        let onnx = dir.path().join("zeros.onnx");
+        std::fs::File::create(&onnx)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let json = dir.path().join("huge.json");
+        std::fs::File::create(&json)
+            .unwrap()
+            .set_len(100 << 20)
+            .unwrap();
+        let start = Instant::now();
+        let e = load_model(&onnx).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{} is 3.0 GiB; ONNX files above 2 GiB are refused (is it the right file?)",
+                onnx.display()
+            )
+        );
+        let e = load_model_with_weights(&json).unwrap_err().to_string();
+        assert!(
+            e.contains("is 100.0 MiB; model JSON and prototxt files above 64 MiB are refused"),
+            "{e}"
+        );
+        assert!(start.elapsed() < Duration::from_secs(1));
+        let e = load_model(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "/dev/zero is a character device, not a regular file; cnnbench reads model files only from regular files on disk"
+        );
+        let e = load_model(&dir.path().join("none.onnx")).unwrap_err();
+        assert!(matches!(e, ImportError::Io { .. }), "{e}");
     }
 }

@@ -226,7 +226,10 @@ fn hand_built_model_covers_lrn_same_padding_old_clip_and_external_data() {
     assert_eq!(shape("conv"), Shape::chw(4, 5, 5));
     assert_eq!(shape("pool"), Shape::chw(4, 3, 3));
     assert!(
-        matches!(g.nodes()[2].op, Op::Activation(cnnbench_graph::Activation::Relu6)),
+        matches!(
+            g.nodes()[2].op,
+            Op::Activation(cnnbench_graph::Activation::Relu6)
+        ),
         "Clip(0, 6) in opset 9 attributes is ReLU6"
     );
     match &g.nodes()[1].op {

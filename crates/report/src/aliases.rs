@@ -27,8 +27,10 @@ pub struct Aliases {
 impl Aliases {
     /// Reads an aliases file; the error is one line with the position of the mistake.
     pub fn from_file(path: &Path) -> anyhow::Result<Aliases> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read aliases file {}: {e}", path.display()))?;
+        // Aliases files are a few lines; the limit only stops a wrong path (a device, a
+        // huge file) from being read into memory.
+        let text = cnnbench_graph::read_bounded_to_string(path, 16 << 20, "aliases files")
+            .map_err(|e| anyhow::anyhow!("aliases file: {e}"))?;
         Self::parse(&text).map_err(|e| anyhow::anyhow!("aliases file {}: {e}", path.display()))
     }
 

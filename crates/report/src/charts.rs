@@ -5,7 +5,9 @@
 
 use crate::fmt::{natural_cmp, slug};
 use crate::group::{Entry, Stat};
-use crate::report::{Report, Table};
+use crate::report::Report;
+use crate::table::Table;
+use cnnbench_results::Quantity;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -18,10 +20,10 @@ const FONT_NAME: &str = "sans-serif";
 
 /// Phase colours (forward, backward, update) and the series palette (ten dark
 /// colours, then Tableau 10).
-const PHASES: [(&str, RGBColor); 3] = [
-    ("forward", RGBColor(0x4e, 0x79, 0xa7)),
-    ("backward", RGBColor(0xf2, 0x8e, 0x2b)),
-    ("update", RGBColor(0x59, 0xa1, 0x4f)),
+const PHASES: [(Quantity, RGBColor); 3] = [
+    (Quantity::Forward, RGBColor(0x4e, 0x79, 0xa7)),
+    (Quantity::Backward, RGBColor(0xf2, 0x8e, 0x2b)),
+    (Quantity::Update, RGBColor(0x59, 0xa1, 0x4f)),
 ];
 const PALETTE: [RGBColor; 20] = [
     RGBColor(0x1f, 0x3a, 0x93),
@@ -66,8 +68,8 @@ macro_rules! draw {
 /// standard deviation around the mean, the median's 95% confidence interval around
 /// the median, and min to median for the minimum.
 pub fn spread(e: &Entry, stat: Stat) -> Option<(f64, f64)> {
-    let s = e.summaries.get("total")?;
-    let v = e.value("total", stat)?;
+    let s = e.summaries.get(&Quantity::Total)?;
+    let v = e.value(Quantity::Total, stat)?;
     Some(match stat {
         Stat::Mean => ((v - s.std).max(0.0), v + s.std),
         Stat::Median => (s.median_ci95[0], s.median_ci95[1]),
@@ -100,12 +102,12 @@ fn draw_table<DB: DrawingBackend>(
     let rows: Vec<&Entry> = report.rows(t).collect();
     let (mut lo, mut hi) = (f64::INFINITY, 0f64);
     for e in &rows {
-        let v = e.value("total", stat).unwrap_or(0.0) * 1000.0;
+        let v = e.value(Quantity::Total, stat).unwrap_or(0.0) * 1000.0;
         let (a, b) = spread(e, stat).map_or((v, v), |s| (s.0 * 1000.0, s.1 * 1000.0));
         if v > 0.0 {
             lo = lo.min(v).min(if a > 0.0 { a } else { v });
             // The first phase's segment must show on a log axis too.
-            let first = e.value("forward", stat).map_or(v, |f| f * 1000.0);
+            let first = e.value(Quantity::Forward, stat).map_or(v, |f| f * 1000.0);
             if first > 0.0 {
                 lo = lo.min(first);
             }
@@ -199,11 +201,11 @@ where
         let y0 = (n - 1 - i) as f64;
         let (lo, hi) = (y0 + 0.18, y0 + 0.82);
         let yc = y0 + 0.5;
-        let total = e.value("total", stat).unwrap_or(0.0) * 1000.0;
+        let total = e.value(Quantity::Total, stat).unwrap_or(0.0) * 1000.0;
         let parts: Vec<(usize, f64)> = PHASES
             .iter()
             .enumerate()
-            .filter_map(|(k, (q, _))| e.value(q, stat).map(|v| (k, v)))
+            .filter_map(|(k, (q, _))| e.value(*q, stat).map(|v| (k, v)))
             .collect();
         let sum: f64 = parts.iter().map(|p| p.1).sum();
         let mut cumulative = 0.0;
@@ -218,7 +220,7 @@ where
             ))));
             if !legend_done[k] {
                 legend_done[k] = true;
-                series.label(PHASES[k].0).legend(move |(x, y)| {
+                series.label(PHASES[k].0.as_str()).legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                 });
             }
@@ -264,7 +266,7 @@ fn series(report: &Report) -> Vec<(String, Vec<(usize, f64)>)> {
     let mut out: Vec<(String, Vec<(usize, f64)>)> = Vec::new();
     for (ti, t) in report.tables.iter().enumerate() {
         for e in report.rows(t) {
-            let Some(v) = e.value("total", report.stat) else {
+            let Some(v) = e.value(Quantity::Total, report.stat) else {
                 continue;
             };
             let name = e.config_name();

@@ -1,21 +1,26 @@
 //! `compare BASE NEW`: pairs rows across two sets of results and says which
 //! differences are real: the ratio of medians with a bootstrap 95% confidence
-//! interval, a verdict against a noise threshold, and a geometric-mean summary.
+//! interval, a verdict against a noise threshold, and a geometric-mean summary. The
+//! bootstrap is `cnnbench_results::stats`'; every [`crate::export::Exporter`] renders a
+//! [`Comparison`] (`render_comparison`) from its [`Comparison::cells`] and
+//! [`Comparison::summary`].
 
 use crate::fmt::natural_cmp;
 use crate::group::{input_desc, Entry, TableKey};
-use cnnbench_bench::stats::quantile;
+use cnnbench_results::stats::{
+    bootstrap_median_ratios, geomean_interval95, median_in_place, percentile_interval95, SplitMix64,
+};
+use cnnbench_results::Quantity;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 /// How to compare.
 #[derive(Clone, Debug)]
 pub struct CompareOptions {
     /// Changes smaller than this fraction (0.02 = 2%) are noise.
     pub threshold: f64,
-    /// The quantity compared: `total` (default), `forward`, `backward` or `update`.
-    pub quantity: String,
+    /// The quantity compared: the total (default), or one phase.
+    pub quantity: Quantity,
     /// Bootstrap resamples per pair.
     pub resamples: usize,
     /// Seed of the bootstrap, so a comparison prints the same every time.
@@ -28,7 +33,7 @@ impl Default for CompareOptions {
     fn default() -> Self {
         CompareOptions {
             threshold: 0.02,
-            quantity: "total".into(),
+            quantity: Quantity::Total,
             resamples: 10_000,
             seed: 0x00c0_ffee,
             fail_on_regression: None,
@@ -84,7 +89,7 @@ pub struct Pair {
 /// The whole comparison.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    pub quantity: String,
+    pub quantity: Quantity,
     pub threshold: f64,
     pub fail_on_regression: Option<f64>,
     pub pairs: Vec<Pair>,
@@ -97,61 +102,11 @@ pub struct Comparison {
     pub warnings: Vec<String>,
 }
 
-/// SplitMix64: small, fast and good enough for resampling indices.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
-
 /// FNV-1a, a stable hash for seeding (std's hasher may change between releases).
 fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    quantile(v, 0.5)
-}
-
-/// Bootstrap distribution of median(new) / median(base), `resamples` draws.
-pub fn bootstrap_ratios(base: &[f64], new: &[f64], resamples: usize, rng: &mut Rng) -> Vec<f64> {
-    let mut a = vec![0.0; base.len()];
-    let mut b = vec![0.0; new.len()];
-    let mut out = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        for x in a.iter_mut() {
-            *x = base[rng.below(base.len())];
-        }
-        for x in b.iter_mut() {
-            *x = new[rng.below(new.len())];
-        }
-        let (ma, mb) = (median(&mut a), median(&mut b));
-        if ma > 0.0 {
-            out.push(mb / ma);
-        }
-    }
-    out
-}
-
-fn interval(mut v: Vec<f64>) -> [f64; 2] {
-    v.sort_by(f64::total_cmp);
-    [quantile(&v, 0.025), quantile(&v, 0.975)]
 }
 
 /// The verdict for an interval of ratios against a noise threshold.
@@ -317,15 +272,18 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     let warnings = differences(base, new, &pairs);
     let mut out = Vec::new();
     let mut boots: Vec<Vec<f64>> = Vec::new();
-    let q = opts.quantity.as_str();
+    let q = opts.quantity;
     let mut missing = Vec::new();
     for &(i, j) in &pairs {
         let (a, b) = (&base[i], &new[j]);
-        let (Some(sa), Some(sb)) = (a.samples.get(q), b.samples.get(q)) else {
+        let (Some(sa), Some(sb)) = (a.samples.get(&q), b.samples.get(&q)) else {
             missing.push(describe(a));
             continue;
         };
-        let (ma, mb) = (median(&mut sa.clone()), median(&mut sb.clone()));
+        let (ma, mb) = (
+            median_in_place(&mut sa.clone()),
+            median_in_place(&mut sb.clone()),
+        );
         if ma <= 0.0 {
             missing.push(describe(a));
             continue;
@@ -336,9 +294,14 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         } else {
             // Each pair draws from its own stream, seeded by its names, so a pair's
             // interval does not depend on which other results were compared.
-            let mut rng = Rng::new(opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b))));
-            let boot = bootstrap_ratios(sa, sb, opts.resamples.max(100), &mut rng);
-            let ci = interval(boot.clone());
+            let seed = opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b)));
+            let boot = bootstrap_median_ratios(
+                sa,
+                sb,
+                opts.resamples.max(100),
+                &mut SplitMix64::new(seed),
+            );
+            let ci = percentile_interval95(boot.clone());
             boots.push(boot.iter().map(|r| r.ln()).collect());
             (ci, verdict(ci, opts.threshold))
         };
@@ -368,13 +331,12 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     let geomean = (!out.is_empty())
         .then(|| (out.iter().map(|p| p.ratio.ln()).sum::<f64>() / out.len() as f64).exp());
     // The bootstrap of the geometric mean combines the pairs' draws index by index.
-    let geomean_ci95 = (!boots.is_empty() && boots.len() == out.len()).then(|| {
-        let n = boots.iter().map(Vec::len).min().unwrap_or(0);
-        let g: Vec<f64> = (0..n)
-            .map(|k| (boots.iter().map(|b| b[k]).sum::<f64>() / boots.len() as f64).exp())
-            .collect();
-        interval(g)
-    });
+    // Only when every pair has draws (none has too few samples).
+    let geomean_ci95 = if boots.len() == out.len() {
+        geomean_interval95(&boots)
+    } else {
+        None
+    };
     let mut warnings = warnings;
     for m in missing {
         warnings.push(format!("{m}: no `{q}` samples on one side, not compared"));
@@ -384,7 +346,7 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     only_in_base.sort_by(|a, b| natural_cmp(a, b));
     only_in_new.sort_by(|a, b| natural_cmp(a, b));
     Comparison {
-        quantity: opts.quantity.clone(),
+        quantity: opts.quantity,
         threshold: opts.threshold,
         fail_on_regression: opts.fail_on_regression,
         pairs: out,
@@ -551,68 +513,6 @@ impl Comparison {
         }
         out
     }
-
-    /// Markdown: the table and the summary lines.
-    pub fn markdown(&self) -> String {
-        let mut out = String::new();
-        if !self.pairs.is_empty() {
-            let (h, r) = self.cells();
-            out.push_str(&crate::export::markdown_table(&h, &r));
-            out.push('\n');
-        }
-        for l in self.summary() {
-            let _ = writeln!(out, "{l}\n");
-        }
-        out.trim_end().to_string() + "\n"
-    }
-
-    /// A terminal table and the summary lines.
-    pub fn pretty(&self) -> String {
-        let mut out = String::new();
-        if !self.pairs.is_empty() {
-            let (h, r) = self.cells();
-            out.push_str(&crate::export::pretty_table(&h, &r));
-            out.push_str("\n\n");
-        }
-        for l in self.summary() {
-            let _ = writeln!(out, "{l}");
-        }
-        out
-    }
-
-    /// Machine-readable.
-    pub fn json(&self) -> anyhow::Result<String> {
-        Ok(serde_json::to_string_pretty(self)? + "\n")
-    }
-
-    /// One row per pair.
-    pub fn csv(&self) -> String {
-        let mut out = String::from(
-            "model,input,mode,base_config,new_config,base_median_ms,new_median_ms,base_samples,new_samples,ratio,ci95_low,ci95_high,verdict,regression\n",
-        );
-        for p in &self.pairs {
-            let f = |s: &str| crate::export::csv_field(s);
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{:.6},{:.6},{},{},{:.6},{:.6},{:.6},{},{}",
-                f(&p.model),
-                f(&p.input),
-                p.mode,
-                f(&p.base_config),
-                f(&p.new_config),
-                p.base_median_ms,
-                p.new_median_ms,
-                p.base_samples,
-                p.new_samples,
-                p.ratio,
-                p.ci95[0],
-                p.ci95[1],
-                p.verdict.as_str(),
-                p.regression
-            );
-        }
-        out
-    }
 }
 
 fn trim_num(v: f64) -> String {
@@ -625,36 +525,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rng_is_uniform_enough() {
-        let mut r = Rng::new(1);
-        let mut counts = [0usize; 10];
-        for _ in 0..100_000 {
-            counts[r.below(10)] += 1;
-        }
-        assert!(
-            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
-            "{counts:?}"
-        );
-    }
-
-    #[test]
     fn verdicts_respect_the_threshold() {
         assert_eq!(verdict([1.05, 1.10], 0.02), Verdict::Slower);
         assert_eq!(verdict([0.90, 0.95], 0.02), Verdict::Faster);
         assert_eq!(verdict([0.99, 1.01], 0.02), Verdict::NoChange);
         // Significant but within the noise threshold.
         assert_eq!(verdict([1.005, 1.015], 0.02), Verdict::NoChange);
-    }
-
-    #[test]
-    fn bootstrap_interval_brackets_the_true_ratio() {
-        let base: Vec<f64> = (0..30)
-            .map(|i| 1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0))
-            .collect();
-        let new: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
-        let mut rng = Rng::new(7);
-        let ci = interval(bootstrap_ratios(&base, &new, 2000, &mut rng));
-        assert!(ci[0] <= 1.2 && 1.2 <= ci[1], "{ci:?}");
-        assert!(ci[1] - ci[0] < 0.1, "{ci:?}");
     }
 }

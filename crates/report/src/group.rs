@@ -6,9 +6,9 @@ use crate::aliases::Aliases;
 use crate::catalog::ModelCatalog;
 use crate::record::{EngineDesc, Origin, Record};
 use chrono::{DateTime, Utc};
-use cnnbench_bench::result::MachineInfo;
-use cnnbench_bench::stats::Summary;
 use cnnbench_engine::Mode;
+use cnnbench_results::stats::{quantile, Summary};
+use cnnbench_results::{MachineInfo, Quantity};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -33,7 +33,7 @@ impl Stat {
             Stat::Median => {
                 let mut s = samples.to_vec();
                 s.sort_by(f64::total_cmp);
-                cnnbench_bench::stats::quantile(&s, 0.5)
+                quantile(&s, 0.5)
             }
             Stat::Min => samples.iter().copied().fold(f64::INFINITY, f64::min),
         }
@@ -93,8 +93,8 @@ pub struct Entry {
     pub runs: usize,
     pub sources: Vec<PathBuf>,
     /// Raw samples in seconds, runs concatenated in file order.
-    pub samples: BTreeMap<String, Vec<f64>>,
-    pub summaries: BTreeMap<String, Summary>,
+    pub samples: BTreeMap<Quantity, Vec<f64>>,
+    pub summaries: BTreeMap<Quantity, Summary>,
     pub machines: Vec<MachineInfo>,
     pub tool_versions: Vec<String>,
     pub started_at: Option<DateTime<Utc>>,
@@ -117,27 +117,26 @@ impl Entry {
     }
 
     /// The statistic of a quantity in seconds, if the row has that quantity.
-    pub fn value(&self, quantity: &str, stat: Stat) -> Option<f64> {
-        self.samples.get(quantity).map(|s| stat.of(s))
+    pub fn value(&self, quantity: Quantity, stat: Stat) -> Option<f64> {
+        self.samples.get(&quantity).map(|s| stat.of(s))
     }
 
     /// Sample standard deviation of a quantity in seconds.
-    pub fn std(&self, quantity: &str) -> Option<f64> {
-        self.summaries.get(quantity).map(|s| s.std)
+    pub fn std(&self, quantity: Quantity) -> Option<f64> {
+        self.summaries.get(&quantity).map(|s| s.std)
     }
 
     /// Images per second from the statistic of the total time of a pass.
     pub fn images_per_s(&self, stat: Stat) -> Option<f64> {
-        let t = self.value("total", stat)?;
+        let t = self.value(Quantity::Total, stat)?;
         (t > 0.0).then(|| self.table.batch_size as f64 / t)
     }
 
     /// Achieved GFLOP/s (forward 2·MACs per example, backward twice that).
     pub fn gflops_per_s(&self, stat: Stat) -> Option<f64> {
         let macs = self.macs?;
-        let t = self.value("total", stat)?;
-        let flops =
-            cnnbench_bench::result::flops_per_pass(self.table.mode, macs, self.table.batch_size);
+        let t = self.value(Quantity::Total, stat)?;
+        let flops = cnnbench_results::flops_per_pass(self.table.mode, macs, self.table.batch_size);
         (t > 0.0).then(|| flops / t / 1e9)
     }
 
@@ -202,8 +201,12 @@ pub fn group(
                     let best = runs
                         .into_iter()
                         .min_by(|a, b| {
-                            let ta = a.samples.get("total").map_or(f64::INFINITY, |s| stat.of(s));
-                            let tb = b.samples.get("total").map_or(f64::INFINITY, |s| stat.of(s));
+                            let total = |r: &Record| {
+                                r.samples
+                                    .get(&Quantity::Total)
+                                    .map_or(f64::INFINITY, |s| stat.of(s))
+                            };
+                            let (ta, tb) = (total(a), total(b));
                             ta.total_cmp(&tb)
                         })
                         .into_iter()
@@ -239,7 +242,7 @@ pub fn group(
                 notes.push(match duplicates {
                     Duplicates::Pool => format!(
                         "{what}: {n} runs pooled ({} samples); --duplicates separate shows them apart",
-                        e.samples.get("total").map_or(0, Vec::len)
+                        e.samples.get(&Quantity::Total).map_or(0, Vec::len)
                     ),
                     Duplicates::Separate => format!("{what}: {n} runs shown as separate rows"),
                     Duplicates::Fastest => format!("{what}: fastest of {n} runs kept ({})", files.join(", ")),
@@ -280,13 +283,13 @@ fn make_entry(
     if let Some(l) = &config.label {
         device = format!("{device} ({l})");
     }
-    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut samples: BTreeMap<Quantity, Vec<f64>> = BTreeMap::new();
     let mut machines: Vec<MachineInfo> = Vec::new();
     let mut tool_versions: Vec<String> = Vec::new();
     let mut warnings = Vec::new();
     for r in &runs {
         for (q, s) in &r.samples {
-            samples.entry(q.clone()).or_default().extend_from_slice(s);
+            samples.entry(*q).or_default().extend_from_slice(s);
         }
         if let Some(m) = &r.machine {
             if !machines.contains(m) {
@@ -308,7 +311,7 @@ fn make_entry(
     samples.retain(|q, _| runs.iter().all(|r| r.samples.contains_key(q)));
     let summaries = samples
         .iter()
-        .filter_map(|(q, s)| Summary::of(s).map(|x| (q.clone(), x)))
+        .filter_map(|(q, s)| Summary::of(s).map(|x| (*q, x)))
         .collect();
     let facts = catalog.facts(&table.model_id, table.input);
     let pick = |f: &dyn Fn(&Record) -> Option<u64>| runs.iter().find_map(f);

@@ -3,6 +3,7 @@
 
 use crate::record::{EngineDesc, Origin, Record};
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::Quantity;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -165,9 +166,9 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         "cunn"
     };
     let mut samples = BTreeMap::new();
-    samples.insert("forward".to_string(), forward);
-    samples.insert("backward".to_string(), backward);
-    samples.insert("total".to_string(), total);
+    samples.insert(Quantity::Forward, forward);
+    samples.insert(Quantity::Backward, backward);
+    samples.insert(Quantity::Total, total);
     Ok(Record {
         path: path.to_path_buf(),
         origin: Origin::Legacy,
@@ -246,7 +247,7 @@ mod tests {
         assert_eq!(r.engine.cudnn_version(), Some("5.1.10"));
         assert_eq!(r.engine.label(), "torch7 cuDNN 5.1.10");
         assert_eq!(r.input, [3, 224, 224]);
-        assert_eq!(r.samples["total"], vec![0.4, 0.6]);
+        assert_eq!(r.samples[&Quantity::Total], vec![0.4, 0.6]);
     }
 
     #[test]
@@ -258,7 +259,7 @@ mod tests {
         .unwrap();
         let r = parse(Path::new("x.json"), &v).unwrap();
         assert_eq!(r.engine.label(), "torch7 nn");
-        assert_eq!(r.samples["total"], vec![3.0]);
+        assert_eq!(r.samples[&Quantity::Total], vec![3.0]);
         let bad: Value =
             serde_json::from_str(r#"{"forward_times":[1.0],"backward_times":[2.0,1.0]}"#).unwrap();
         assert!(parse(Path::new("x"), &bad)

@@ -4,8 +4,13 @@
 //! page; compare two sets of results with confidence intervals.
 //!
 //! The flow: [`load`] → [`record::Record`]s → [`group`] into rows ([`group::Entry`])
-//! → [`report::Report`] (tables, overview, [`speedup`]s) → an [`export::Exporter`]
-//! or [`charts`]. [`compare`] pairs the rows of two sets.
+//! → [`report::Report`] ([`table`]s, overview, [`speedup`]s) → an [`export::Exporter`]
+//! or [`charts`]. [`compare`] pairs the rows of two sets into a
+//! [`compare::Comparison`], which the same exporters render.
+//!
+//! Inside the crate dependencies point one way: `record` ← `group` ← `table` ←
+//! `speedup` ← `report` ← `charts` ← `export`, and `group` ← `compare` ← `export`. The
+//! result schema and the statistics are `cnnbench-results`.
 
 pub mod aliases;
 pub mod catalog;
@@ -19,11 +24,15 @@ pub mod load;
 pub mod record;
 pub mod report;
 pub mod speedup;
+pub mod table;
 
 pub use aliases::Aliases;
 pub use catalog::{ModelCatalog, ModelFacts, NoCatalog};
+/// The timed quantities, which rows, comparisons and exports are keyed by.
+pub use cnnbench_results::Quantity;
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use export::{Exporter, Format};
 pub use group::{Duplicates, Entry, Stat};
 pub use load::{load_paths, Loaded};
-pub use report::{Layout, Report, ReportOptions, SpeedupRequest};
+pub use report::{Report, ReportOptions, SpeedupRequest};
+pub use table::{Layout, Table};

@@ -4,7 +4,8 @@
 
 use crate::legacy;
 use crate::record::{EngineDesc, Origin, Record};
-use cnnbench_bench::result::{BenchResult, RESULT_FORMAT, RESULT_VERSION};
+use cnnbench_graph::{read_bounded_to_string, ReadFileError, ReadProblem};
+use cnnbench_results::{BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -115,11 +116,19 @@ fn collect_dir(
     Ok(())
 }
 
-/// Reads one file; the error is a short reason for the warning.
+/// The largest result file read: ours are kilobytes (every raw sample of a long run is
+/// still well under a megabyte), so a larger `*.json` is something else.
+pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads one file; the error is a short reason for the warning. What is not a regular
+/// file (a pipe, a device) or is over [`MAX_RESULT_FILE_BYTES`] is refused before reading.
 pub fn load_file(path: &Path) -> Result<Record, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it ({e})"))?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| "not UTF-8 text, so not a result file".to_string())?;
+    let why = |e: ReadFileError| match e.problem {
+        ReadProblem::Io(e) => format!("cannot read it ({e})"),
+        ReadProblem::NotUtf8 => "not UTF-8 text, so not a result file".to_string(),
+        problem => format!("it {problem}"),
+    };
+    let text = read_bounded_to_string(path, MAX_RESULT_FILE_BYTES, "result files").map_err(why)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("not valid JSON ({e})"))?;
     parse_value(path, v)
 }
@@ -158,7 +167,7 @@ pub fn parse_value(path: &Path, v: Value) -> Result<Record, String> {
 }
 
 fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
-    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut samples: BTreeMap<Quantity, Vec<f64>> = BTreeMap::new();
     for (k, v) in r.samples {
         if v.is_empty() {
             continue;
@@ -168,21 +177,21 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
         }
         samples.insert(k, v);
     }
-    if !samples.contains_key("total") {
+    if !samples.contains_key(&Quantity::Total) {
         // Sum the phases pass by pass when the file has no total.
         let phases: Vec<&Vec<f64>> = r
             .config
             .mode
             .phases()
             .iter()
-            .filter_map(|p| samples.get(p.as_str()))
+            .filter_map(|p| samples.get(&Quantity::from(*p)))
             .collect();
         let n = phases.first().map_or(0, |p| p.len());
         if phases.is_empty() || phases.iter().any(|p| p.len() != n) {
             return Err("no `total` samples and no phase samples to sum".into());
         }
         let total = (0..n).map(|i| phases.iter().map(|p| p[i]).sum()).collect();
-        samples.insert("total".into(), total);
+        samples.insert(Quantity::Total, total);
     }
     Ok(Record {
         path: path.to_path_buf(),

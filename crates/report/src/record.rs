@@ -2,8 +2,8 @@
 //! are read into, so everything downstream handles a single type.
 
 use chrono::{DateTime, Utc};
-use cnnbench_bench::result::MachineInfo;
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::{MachineInfo, Quantity};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -107,7 +107,7 @@ pub struct Record {
     pub started_at: Option<DateTime<Utc>>,
     /// Raw samples in seconds per quantity (`forward`, `backward`, `update`, `total`),
     /// in pass order.
-    pub samples: BTreeMap<String, Vec<f64>>,
+    pub samples: BTreeMap<Quantity, Vec<f64>>,
     pub params: Option<u64>,
     pub macs: Option<u64>,
     pub depth: Option<usize>,
@@ -116,6 +116,3 @@ pub struct Record {
     /// Warnings the harness wrote into the file.
     pub warnings: Vec<String>,
 }
-
-/// The quantities a pass can have, in display order.
-pub const QUANTITIES: [&str; 4] = ["forward", "backward", "update", "total"];

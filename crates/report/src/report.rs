@@ -4,18 +4,11 @@
 use crate::aliases::Aliases;
 use crate::catalog::{Cached, ModelCatalog, ModelFacts};
 use crate::fmt::natural_cmp;
-use crate::group::{self, Duplicates, Entry, Stat, TableKey};
-use crate::record::{Origin, Record};
+use crate::group::{self, Duplicates, Entry, Stat};
+use crate::record::Record;
 use crate::speedup::{self, Speedup};
-
-/// The original README's layout, or ours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// Device, Engine, Forward, Backward, Total, images/s.
-    Default,
-    /// `|GPU|cuDNN|Forward (ms)|Backward (ms)|Total (ms)|`, to paste beside old tables.
-    Legacy,
-}
+use crate::table::{make_tables, Layout, Table};
+use cnnbench_results::Quantity;
 
 /// Which speed-up lines to compute.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -55,15 +48,6 @@ impl Default for ReportOptions {
             overview: true,
         }
     }
-}
-
-/// One per-model table: indices into [`Report::entries`], fastest first.
-#[derive(Clone, Debug)]
-pub struct Table {
-    pub key: TableKey,
-    /// `resnet-50` in the legacy layout (the original's label), else the display name.
-    pub title: String,
-    pub rows: Vec<usize>,
 }
 
 /// A row of the models overview.
@@ -229,7 +213,7 @@ impl Report {
             Layout::Default => {
                 let passes: Vec<usize> = self
                     .rows(t)
-                    .filter_map(|e| e.samples.get("total").map(Vec::len))
+                    .filter_map(|e| e.samples.get(&Quantity::Total).map(Vec::len))
                     .collect();
                 let (lo, hi) = (
                     passes.iter().min().copied().unwrap_or(0),
@@ -251,11 +235,11 @@ impl Report {
 
     /// Column headers and cells of a table, as every text format prints them.
     pub fn cells(&self, t: &Table) -> (Vec<String>, Vec<Vec<String>>) {
-        let phases: Vec<&str> = ["forward", "backward", "update"]
+        let phases: Vec<Quantity> = Quantity::PHASES
             .into_iter()
-            .filter(|q| self.rows(t).any(|e| e.samples.contains_key(*q)))
+            .filter(|q| self.rows(t).any(|e| e.samples.contains_key(q)))
             .collect();
-        let show = |e: &Entry, q: &str| -> String {
+        let show = |e: &Entry, q: Quantity| -> String {
             match e.value(q, self.stat) {
                 None => "-".into(),
                 Some(v) if self.with_std => format!(
@@ -283,9 +267,9 @@ impl Report {
                         vec![
                             e.device.clone(),
                             e.cudnn_column(),
-                            show(e, "forward"),
-                            show(e, "backward"),
-                            show(e, "total"),
+                            show(e, Quantity::Forward),
+                            show(e, Quantity::Backward),
+                            show(e, Quantity::Total),
                         ]
                     })
                     .collect();
@@ -295,7 +279,7 @@ impl Report {
                 let runs = self.rows(t).any(|e| e.runs > 1);
                 let mut head = vec!["Device".to_string(), "Engine".to_string()];
                 for q in &phases {
-                    head.push(format!("{} (ms)", capitalise(q)));
+                    head.push(format!("{} (ms)", capitalise(q.as_str())));
                 }
                 head.push("Total (ms)".into());
                 head.push("images/s".into());
@@ -307,9 +291,9 @@ impl Report {
                     .map(|e| {
                         let mut r = vec![e.device.clone(), e.engine_label()];
                         for q in &phases {
-                            r.push(show(e, q));
+                            r.push(show(e, *q));
                         }
-                        r.push(show(e, "total"));
+                        r.push(show(e, Quantity::Total));
                         r.push(
                             e.images_per_s(self.stat)
                                 .map_or("-".into(), |v| format!("{v:.1}")),
@@ -363,7 +347,7 @@ impl Report {
                 let f = o.facts.as_ref();
                 let fastest = o.fastest.map(|i| &self.entries[i]);
                 let speed = fastest
-                    .and_then(|e| e.value("total", self.stat))
+                    .and_then(|e| e.value(Quantity::Total, self.stat))
                     .map_or("-".into(), crate::fmt::ms);
                 let on = fastest.map_or("-".into(), |e| e.config_name());
                 if legacy {
@@ -400,42 +384,4 @@ fn capitalise(s: &str) -> String {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
         None => String::new(),
     }
-}
-
-fn make_tables(entries: &[Entry], layout: Layout, stat: Stat) -> Vec<Table> {
-    let mut keys: Vec<TableKey> = Vec::new();
-    for e in entries {
-        if !keys.contains(&e.table) {
-            keys.push(e.table.clone());
-        }
-    }
-    let mut tables: Vec<Table> = keys
-        .into_iter()
-        .map(|key| {
-            let mut rows: Vec<usize> = (0..entries.len())
-                .filter(|&i| entries[i].table == key)
-                .collect();
-            let total = |i: usize| entries[i].value("total", stat).unwrap_or(f64::INFINITY);
-            rows.sort_by(|&a, &b| total(a).total_cmp(&total(b)));
-            let first = &entries[rows[0]];
-            let legacy_label = rows.iter().find_map(|&i| {
-                let e = &entries[i];
-                (e.origin == Origin::Legacy)
-                    .then(|| e.legacy_label.clone())
-                    .flatten()
-            });
-            let title = match (layout, legacy_label) {
-                (Layout::Legacy, Some(l)) if first.model_name == key.model_id => l,
-                _ => first.model_name.clone(),
-            };
-            Table { key, title, rows }
-        })
-        .collect();
-    tables.sort_by(|a, b| {
-        natural_cmp(&a.title, &b.title)
-            .then(a.key.batch_size.cmp(&b.key.batch_size))
-            .then(a.key.input.cmp(&b.key.input))
-            .then(a.key.mode.as_str().cmp(b.key.mode.as_str()))
-    });
-    tables
 }

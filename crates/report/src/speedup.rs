@@ -4,7 +4,8 @@
 
 use crate::fmt::{natural_cmp, times};
 use crate::group::{ConfigKey, Entry, Stat};
-use crate::report::Table;
+use crate::table::Table;
+use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
 
 /// How configuration A compares with B over the models both ran.
@@ -117,7 +118,7 @@ fn configs(entries: &[Entry], tables: &[Table], stat: Stat) -> Vec<Config> {
     for (ti, t) in tables.iter().enumerate() {
         for &i in &t.rows {
             let e = &entries[i];
-            let Some(total) = e.value("total", stat) else {
+            let Some(total) = e.value(Quantity::Total, stat) else {
                 continue;
             };
             let pos = match out.iter().position(|c| c.key == e.config) {

@@ -5,7 +5,7 @@ mod common;
 
 use cnnbench_report::compare::{compare, CompareOptions, Verdict};
 use cnnbench_report::group::{group, Duplicates, Entry, Stat};
-use cnnbench_report::{Aliases, NoCatalog};
+use cnnbench_report::{Aliases, Comparison, Format, NoCatalog, Quantity};
 use common::*;
 use std::path::Path;
 
@@ -19,6 +19,10 @@ fn entries(dir: &Path) -> Vec<Entry> {
         Stat::Median,
         &mut Vec::new(),
     )
+}
+
+fn render(c: &Comparison, format: Format) -> String {
+    format.exporter().render_comparison(c).unwrap()
 }
 
 /// BASE: three models at 100, 50 and 200 ms with ±3% noise.
@@ -58,7 +62,7 @@ fn verdicts_on_synthetic_samples() {
     assert!(ci[0] < g && g < ci[1]);
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert!(!c.failed(), "no gate asked for");
-    let text = c.markdown();
+    let text = render(&c, Format::Markdown);
     assert!(
         text.contains("1 faster, 1 slower, 1 no change (noise threshold ±2%)"),
         "{text}"
@@ -78,7 +82,7 @@ fn the_same_seed_gives_the_same_intervals() {
     let (eb, en) = (entries(b.path()), entries(n.path()));
     let one = compare(&eb, &en, &CompareOptions::default());
     let two = compare(&eb, &en, &CompareOptions::default());
-    assert_eq!(one.json().unwrap(), two.json().unwrap());
+    assert_eq!(render(&one, Format::Json), render(&two, Format::Json));
 }
 
 #[test]
@@ -250,5 +254,77 @@ fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
         text.contains("not a clear change"),
         !(clear[0] > 1.02 || clear[1] < 0.98),
         "{text}"
+    );
+}
+
+#[test]
+fn every_format_renders_a_comparison_through_the_exporters() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
+    let summary = "1 faster, 1 slower, 1 no change (noise threshold ±2%).";
+    let pretty = render(&c, Format::Pretty);
+    assert!(
+        pretty.contains("│ Model") && pretty.contains(summary),
+        "{pretty}"
+    );
+    let md = render(&c, Format::Markdown);
+    assert!(md.starts_with("|Model|Input|") && md.ends_with(&format!("{summary}\n")));
+    let csv = render(&c, Format::Csv);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    assert!(lines[0].starts_with("model,input,mode,base_config,new_config,base_median_ms,"));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("slow,") && l.ends_with(",slower,false")));
+    let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
+    assert_eq!(json["quantity"], "total");
+    assert_eq!(json["pairs"].as_array().unwrap().len(), 3);
+    let html = render(&c, Format::Html);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<h1>cnnbench compare</h1>"));
+    assert!(
+        html.contains("<th>Verdict</th>") && html.contains(summary),
+        "{html}"
+    );
+}
+
+#[test]
+fn a_phase_can_be_compared() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    let forward = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions {
+            quantity: Quantity::Forward,
+            ..Default::default()
+        },
+    );
+    // Forward is 40% of every total in the fixtures: the same ratios.
+    assert_eq!(forward.pairs.len(), 3);
+    let slow = forward.pairs.iter().find(|p| p.model == "slow").unwrap();
+    assert!((slow.ratio - 1.2).abs() < 0.04, "{slow:?}");
+    assert!(forward.summary()[0].contains("(forward time, medians)"));
+    // Train-mode results have no update phase: nothing to compare, and a warning each.
+    let update = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions {
+            quantity: Quantity::Update,
+            ..Default::default()
+        },
+    );
+    assert!(update.pairs.is_empty());
+    assert_eq!(
+        update
+            .warnings
+            .iter()
+            .filter(|w| w.ends_with("no `update` samples on one side, not compared"))
+            .count(),
+        3
     );
 }

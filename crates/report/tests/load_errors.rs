@@ -118,3 +118,53 @@ fn folders_are_searched_recursively_in_a_stable_order() {
         |l: &cnnbench_report::Loaded| l.records.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
     assert_eq!(paths(&loaded), paths(&again));
 }
+
+#[cfg(unix)]
+#[test]
+fn huge_files_pipes_and_devices_are_skipped_with_a_warning_before_reading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    Run::new("tiny", "Test CPU", vec![1.0, 2.0]).write(d, "good.json");
+    // Sparse: no disk used; reading it would take 10 GiB of memory.
+    std::fs::File::create(d.join("big.json"))
+        .unwrap()
+        .set_len(10 << 30)
+        .unwrap();
+    // Opening a FIFO for reading blocks until a writer comes, and /dev/zero never ends.
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(d.join("pipe.json"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.json")).unwrap();
+    let start = std::time::Instant::now();
+    let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(loaded.records.len(), 1);
+    assert_eq!(loaded.files, 4);
+    let w = loaded.warnings.join("\n");
+    assert_eq!(loaded.warnings.len(), 3, "{w}");
+    for (file, why) in [
+        (
+            "big.json",
+            "it is 10.0 GiB; result files above 256 MiB are refused",
+        ),
+        ("pipe.json", "it is a named pipe (FIFO), not a regular file"),
+        ("zero.json", "it is a character device, not a regular file"),
+    ] {
+        let line = loaded
+            .warnings
+            .iter()
+            .find(|l| l.contains(file))
+            .unwrap_or_else(|| panic!("no warning for {file}: {w}"));
+        assert!(
+            line.starts_with("skipping ") && line.contains(why),
+            "{line}"
+        );
+    }
+    // Named directly, the same; under --strict, an error.
+    let loaded = load_paths(&["/dev/zero".into()], false).unwrap();
+    assert!(loaded.records.is_empty() && loaded.warnings.len() == 1);
+    let e = load_paths(&[d.join("big.json")], true).unwrap_err();
+    assert!(e.to_string().contains("result files above 256 MiB"), "{e}");
+}

@@ -2,24 +2,42 @@
 //! the Caffe BVLC model that the original cnn-benchmarks suite ran (grouped
 //! convolutions, LRN, ceil-mode pooling).
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{Conv2d, LocalResponseNorm, MaxPool2d};
-use cnnbench_graph::{Graph, GraphBuilder, GraphError, ModelInfo, T};
+use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
 const CITATION: &str = "Krizhevsky, Sutskever, Hinton. ImageNet Classification with Deep \
                         Convolutional Neural Networks. NIPS 2012";
 
+/// The family's models, in display order.
+pub(crate) const MODELS: &[ZooEntry] = &[ALEXNET, ALEXNET_BVLC];
+
 /// The original README lists one AlexNet row (BVLC AlexNet): 42.90 / 19.80.
-fn info(source: &str) -> ModelInfo {
-    model_info(source, CITATION, Some(42.90), Some(19.80))
-}
+const TOP1_ERROR: Option<f64> = Some(42.90);
+const TOP5_ERROR: Option<f64> = Some(19.80);
+
+/// Counts: torchvision's.
+const ALEXNET: ZooEntry = ZooEntry {
+    name: "alexnet",
+    aliases: &[],
+    family: "alexnet",
+    source:
+        "torchvision alexnet (the single-tower variant of Krizhevsky 2014, \"One weird trick\")",
+    citation: CITATION,
+    top1_error: TOP1_ERROR,
+    top5_error: TOP5_ERROR,
+    params: 61_100_840,
+    macs: 714_188_480,
+    default_input: IMAGENET,
+    min_input: 63,
+    legacy: false,
+    build: alexnet,
+};
 
 /// torchvision `alexnet`: five convolutions (64/192/384/256/256), adaptive average
 /// pooling to 6×6 and three fully connected layers with dropout.
 pub fn alexnet(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new("alexnet", input).info(info(
-        "torchvision alexnet (the single-tower variant of Krizhevsky 2014, \"One weird trick\")",
-    ));
+    let mut b = GraphBuilder::new(ALEXNET.name, input).info(ALEXNET.info());
     let x = b.input();
 
     // `features`: (out_channels, kernel, stride, padding, max-pool after?).
@@ -83,12 +101,30 @@ fn fc_relu_dropout(b: &mut GraphBuilder, n: usize, x: &T, out: usize) -> T {
     b.dropout(format!("drop{n}"), &x, 0.5)
 }
 
+/// Counts: Caffe's (the parameters exactly; Caffe's published MACs, ≈721 M, are rounded,
+/// and this exact count is within 0.1% of them).
+const ALEXNET_BVLC: ZooEntry = ZooEntry {
+    name: "alexnet-bvlc",
+    aliases: &["bvlc-alexnet", "caffe-alexnet"],
+    family: "alexnet",
+    source: "Caffe BVLC AlexNet (cnn-benchmarks)",
+    citation: CITATION,
+    top1_error: TOP1_ERROR,
+    top5_error: TOP5_ERROR,
+    params: 60_965_224,
+    macs: 720_608_384,
+    default_input: IMAGENET,
+    min_input: 39,
+    // The original suite ran the Caffe model, converted with loadcaffe.
+    legacy: true,
+    build: alexnet_bvlc,
+};
+
 /// Caffe BVLC AlexNet as the original cnn-benchmarks ran it (at 224×224, so conv1 gives
 /// 54×54). Layer names follow the Caffe prototxt. fc6 takes whatever the flattened
 /// pool5 output is, so other input sizes build too.
 pub fn alexnet_bvlc(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let mut b =
-        GraphBuilder::new("alexnet-bvlc", input).info(info("Caffe BVLC AlexNet (cnn-benchmarks)"));
+    let mut b = GraphBuilder::new(ALEXNET_BVLC.name, input).info(ALEXNET_BVLC.info());
     let x = b.input();
 
     let x = conv_relu(&mut b, 1, &x, Conv2d::new(96, 11).stride(4));
@@ -117,20 +153,19 @@ mod tests {
     use cnnbench_graph::Shape;
 
     #[test]
-    fn torchvision_alexnet_counts() {
+    fn torchvision_alexnet_shape() {
+        // The counts are checked against the entry in the registry's tests.
         let g = alexnet([3, 224, 224]).unwrap();
-        assert_eq!(g.params(), 61_100_840);
-        assert_eq!(g.macs(), 714_188_480);
         assert_eq!(g.depth(), 8);
         assert_eq!(g.output_shape(), &Shape::flat(1000));
     }
 
     #[test]
-    fn bvlc_alexnet_counts() {
-        let g = alexnet_bvlc([3, 224, 224]).unwrap();
-        assert_eq!(g.params(), 60_965_224);
-        let macs = g.macs() as f64;
+    fn bvlc_alexnet_shapes() {
+        // Caffe's published MACs (≈721 M) are rounded: the exact count is within 0.1%.
+        let macs = ALEXNET_BVLC.macs as f64;
         assert!((macs - 721e6).abs() / 721e6 < 1e-3, "MACs {macs}");
+        let g = alexnet_bvlc([3, 224, 224]).unwrap();
         assert_eq!(g.depth(), 8);
         let conv1 = g.nodes().iter().find(|n| n.name == "conv1").unwrap();
         assert_eq!(conv1.shape, Shape::chw(96, 54, 54));
@@ -142,10 +177,10 @@ mod tests {
     fn bvlc_alexnet_follows_the_input_size() {
         // The classic Caffe crop: 227×227 gives conv1 55×55 and the same fc6.
         let g = alexnet_bvlc([3, 227, 227]).unwrap();
-        assert_eq!(g.params(), 60_965_224);
+        assert_eq!(g.params(), ALEXNET_BVLC.params);
         // A larger image only changes fc6's inputs.
         let g = alexnet_bvlc([3, 256, 256]).unwrap();
-        assert!(g.params() > 60_965_224);
+        assert!(g.params() > ALEXNET_BVLC.params);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! 1×1 convolutions, which have the same parameters and MACs.
 
 use crate::blocks::rounded;
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -37,13 +37,12 @@ fn cn_block(b: &mut GraphBuilder, p: &str, x: &T, drop: f64) -> T {
 }
 
 fn convnext(
-    name: &str,
+    model: &ZooEntry,
     stages: &[(usize, usize)],
     stochastic_depth: f64,
-    info: cnnbench_graph::ModelInfo,
     input: [usize; 3],
 ) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new(name, input).info(info);
+    let mut b = GraphBuilder::new(model.name, input).info(model.info());
     let x = b.input();
     let x = b.conv("features.0.0", &x, Conv2d::new(stages[0].0, 4).stride(4));
     let mut x = b.layer_norm2d("features.0.1", &x, LN_EPS);
@@ -68,14 +67,28 @@ fn convnext(
     b.finish(&x)
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[CONVNEXT_TINY];
+
+const CONVNEXT_TINY: ZooEntry = ZooEntry {
+    name: "convnext-tiny",
+    aliases: &["convnext_tiny"],
+    family: "convnext",
+    source: "torchvision convnext_tiny",
+    citation: CITATION,
+    top1_error: Some(17.48),
+    top5_error: Some(3.85),
+    params: 28_589_128,
+    macs: 4_455_531_264,
+    default_input: IMAGENET,
+    min_input: 32,
+    legacy: false,
+    build: convnext_tiny,
+};
+
 /// torchvision `convnext_tiny`: stages `[3, 3, 9, 3]` of widths 96–768, stochastic
 /// depth 0.1.
 pub fn convnext_tiny(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision convnext_tiny",
-        CITATION,
-        Some(17.48),
-        Some(3.85),
-    );
-    convnext("convnext-tiny", &TINY, 0.1, info, input)
+    convnext(&CONVNEXT_TINY, &TINY, 0.1, input)
 }

@@ -2,7 +2,7 @@
 //! every layer (BN-ReLU-1×1-BN-ReLU-3×3) adds 32 channels to the running
 //! concatenation, with halving transitions between the blocks.
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{AvgPool2d, Conv2d, MaxPool2d};
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -43,14 +43,13 @@ fn transition(b: &mut GraphBuilder, p: &str, x: &T) -> T {
 
 /// A DenseNet from its growth rate, layers per block and stem width (bottleneck 4×).
 fn densenet(
-    name: &str,
+    model: &ZooEntry,
     growth: usize,
     blocks: [usize; 4],
     init_features: usize,
-    info: cnnbench_graph::ModelInfo,
     input: [usize; 3],
 ) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new(name, input).info(info);
+    let mut b = GraphBuilder::new(model.name, input).info(model.info());
     let x = b.input();
     let stem = Conv2d::new(init_features, 7)
         .stride(2)
@@ -77,8 +76,27 @@ fn densenet(
     b.finish(&x)
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[DENSENET121];
+
+const DENSENET121: ZooEntry = ZooEntry {
+    name: "densenet121",
+    aliases: &[],
+    family: "densenet",
+    source: "torchvision densenet121",
+    citation: CITATION,
+    top1_error: Some(25.57),
+    top5_error: Some(8.03),
+    params: 7_978_856,
+    macs: 2_834_161_664,
+    default_input: IMAGENET,
+    min_input: 29,
+    legacy: false,
+    build: densenet121,
+};
+
 /// torchvision `densenet121`: growth 32, blocks `[6, 12, 24, 16]`, 64 stem channels.
 pub fn densenet121(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision densenet121", CITATION, Some(25.57), Some(8.03));
-    densenet("densenet121", 32, [6, 12, 24, 16], 64, info, input)
+    densenet(&DENSENET121, 32, [6, 12, 24, 16], 64, input)
 }

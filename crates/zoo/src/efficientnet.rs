@@ -3,7 +3,7 @@
 //! rising linearly to 0.2 over the blocks.
 
 use crate::blocks::{conv_norm_act, make_divisible, rounded, squeeze_excitation, Act, BN};
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -62,15 +62,29 @@ fn mbconv(
     y
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[EFFICIENTNET_B0];
+
+const EFFICIENTNET_B0: ZooEntry = ZooEntry {
+    name: "efficientnet-b0",
+    aliases: &["efficientnet_b0"],
+    family: "efficientnet",
+    source: "torchvision efficientnet_b0",
+    citation: CITATION,
+    top1_error: Some(22.31),
+    top5_error: Some(6.47),
+    params: 5_288_548,
+    macs: 385_814_752,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: efficientnet_b0,
+};
+
 /// torchvision `efficientnet_b0`.
 pub fn efficientnet_b0(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision efficientnet_b0",
-        CITATION,
-        Some(22.31),
-        Some(6.47),
-    );
-    let mut b = GraphBuilder::new("efficientnet-b0", input).info(info);
+    let mut b = GraphBuilder::new(EFFICIENTNET_B0.name, input).info(EFFICIENTNET_B0.info());
     let x = b.input();
     let stem = Conv2d::new(32, 3).stride(2);
     let mut x = conv_norm_act(&mut b, "features.0", &x, stem, BN, Some(Act::Silu));

@@ -2,7 +2,7 @@
 //! `BasicConv2d` (conv without bias, batch norm with eps 0.001, ReLU), max pools round
 //! up, and there are no auxiliary heads and no input transform.
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{BatchNorm2d, Conv2d, MaxPool2d, Op};
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -116,14 +116,29 @@ fn inception_stage(b: &mut GraphBuilder, x: T, stage: &[(&str, Inception)]) -> T
         .fold(x, |x, (name, m)| inception_block(b, name, &x, m))
 }
 
+/// The family's models (Inception-v3 has its own file).
+pub(crate) const MODELS: &[ZooEntry] = &[INCEPTION_V1];
+
+/// Counts: torchvision's. Errors: the cnn-benchmarks README gives only the top-5.
+const INCEPTION_V1: ZooEntry = ZooEntry {
+    name: "inception-v1",
+    aliases: &["googlenet"],
+    family: "inception",
+    source: "torchvision googlenet (no auxiliary heads, no input transform)",
+    citation: CITATION,
+    top1_error: None,
+    top5_error: Some(10.07),
+    params: 6_624_904,
+    macs: 1_498_376_192,
+    default_input: IMAGENET,
+    min_input: 15,
+    legacy: true,
+    build: inception_v1,
+};
+
 /// torchvision `googlenet` (Inception-v1) without auxiliary classifiers.
 pub fn inception_v1(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new("inception-v1", input).info(model_info(
-        "torchvision googlenet (no auxiliary heads, no input transform)",
-        CITATION,
-        None,
-        Some(10.07),
-    ));
+    let mut b = GraphBuilder::new(INCEPTION_V1.name, input).info(INCEPTION_V1.info());
     let x = b.input();
 
     let x = basic_conv(&mut b, "conv1", &x, Conv2d::new(64, 7).stride(2).padding(3));
@@ -151,10 +166,8 @@ mod tests {
     use cnnbench_graph::Shape;
 
     #[test]
-    fn googlenet_counts_match_torchvision() {
+    fn googlenet_is_22_layers_deep() {
         let g = inception_v1([3, 224, 224]).unwrap();
-        assert_eq!(g.params(), 6_624_904);
-        assert_eq!(g.macs(), 1_498_376_192);
         assert_eq!(g.depth(), 22);
         assert_eq!(g.output_shape(), &Shape::flat(1000));
     }
@@ -188,7 +201,7 @@ mod tests {
     #[test]
     fn builds_at_small_sizes() {
         let g = inception_v1([3, 32, 32]).unwrap();
-        assert_eq!(g.params(), 6_624_904);
+        assert_eq!(g.params(), INCEPTION_V1.params);
         // Five stride-2 stages leave nothing of an 8×8 image: the error names the pool.
         let err = inception_v1([3, 8, 8]).unwrap_err();
         assert!(

@@ -3,7 +3,7 @@
 //! with factorised 1×7/7×1 and 1×3/3×1 convolutions. Every convolution is a
 //! `BasicConv2d` (bias-free, batch norm eps 0.001, ReLU). Default input 299×299.
 
-use crate::model_info;
+use crate::ZooEntry;
 use cnnbench_graph::ops::{AvgPool2d, Conv2d, MaxPool2d};
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, Pad2d, T};
 
@@ -168,15 +168,30 @@ fn inception_e(b: &mut GraphBuilder, m: &str, x: &T) -> T {
     b.concat(format!("{m}.cat"), &[&b1, &b3, &bd, &bp])
 }
 
+/// The family's models (Inception-v1 is in `inception`).
+pub(crate) const MODELS: &[ZooEntry] = &[INCEPTION_V3];
+
+/// Counts: torchvision's, at the 299×299 input it is defined for. Errors: torchvision's
+/// (100 − the ImageNet weights' acc@1 and acc@5).
+const INCEPTION_V3: ZooEntry = ZooEntry {
+    name: "inception-v3",
+    aliases: &["inception_v3"],
+    family: "inception",
+    source: "torchvision inception_v3 (no auxiliary classifier)",
+    citation: CITATION,
+    top1_error: Some(22.71),
+    top5_error: Some(6.55),
+    params: 23_834_568,
+    macs: 5_713_216_096,
+    default_input: [3, 299, 299],
+    min_input: 75,
+    legacy: false,
+    build: inception_v3,
+};
+
 /// torchvision `inception_v3` (`aux_logits=False`, `transform_input=False`).
 pub fn inception_v3(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision inception_v3 (no auxiliary classifier)",
-        CITATION,
-        Some(22.71),
-        Some(6.55),
-    );
-    let mut b = GraphBuilder::new("inception-v3", input).info(info);
+    let mut b = GraphBuilder::new(INCEPTION_V3.name, input).info(INCEPTION_V3.info());
     let x = b.input();
     let x = basic(&mut b, "Conv2d_1a_3x3", &x, Conv2d::new(32, 3).stride(2));
     let x = basic(&mut b, "Conv2d_2a_3x3", &x, Conv2d::new(32, 3));

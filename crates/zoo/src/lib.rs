@@ -25,7 +25,9 @@ pub mod vgg;
 use cnnbench_graph::{Graph, GraphError, ModelInfo};
 use thiserror::Error;
 
-/// One model the zoo can build, with what the CLI needs to list and select it.
+/// One model the zoo can build, with what the CLI needs to list and select it: each
+/// family's file declares its models' entries next to their builders (like torchvision
+/// registers a model with its weights' meta), and the registry is assembled from those.
 #[derive(Clone, Copy, Debug)]
 pub struct ZooEntry {
     /// The canonical name, as `cnnbench run` and result files spell it.
@@ -34,8 +36,26 @@ pub struct ZooEntry {
     pub aliases: &'static [&'static str],
     /// The family, for grouping in listings and reports.
     pub family: &'static str,
+    /// What the builder reproduces, e.g. "torchvision resnet50" (the graph's
+    /// [`ModelInfo::source`]).
+    pub source: &'static str,
+    /// The paper that introduced the network.
+    pub citation: &'static str,
+    /// Published single-crop ImageNet top-1 error, percent (`None`: not published).
+    pub top1_error: Option<f64>,
+    /// Published single-crop ImageNet top-5 error, percent.
+    pub top5_error: Option<f64>,
+    /// The reference implementation's trainable parameters (torchvision's, or Caffe's
+    /// for `alexnet-bvlc`); the built graph has exactly these.
+    pub params: u64,
+    /// Multiply-accumulates per image at `default_input` (convolutions and linear
+    /// layers: PyTorch's FLOP counter, halved); the built graph has exactly these.
+    pub macs: u64,
     /// The input `[C, H, W]` the reference counts are given for.
     pub default_input: [usize; 3],
+    /// The smallest square image side (with the default channels) the model can be
+    /// built for; every smaller one fails.
+    pub min_input: usize,
     /// One of the original cnn-benchmarks suite's ten models.
     pub legacy: bool,
     /// Builds the network for an input size; a layer the input is too small for is
@@ -68,147 +88,54 @@ fn unknown_message(name: &str, suggestions: &[String]) -> String {
     }
 }
 
-const IMAGENET: [usize; 3] = [3, 224, 224];
+/// The input most models' reference counts are given for.
+pub(crate) const IMAGENET: [usize; 3] = [3, 224, 224];
 
-const fn entry(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    family: &'static str,
-    legacy: bool,
-    build: fn([usize; 3]) -> Result<Graph, GraphError>,
-) -> ZooEntry {
-    ZooEntry {
-        name,
-        aliases,
-        family,
-        default_input: IMAGENET,
-        legacy,
-        build,
-    }
-}
-
-/// A model whose reference counts are given for another input than 3×224×224.
-const fn entry_at(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    family: &'static str,
-    default_input: [usize; 3],
-    build: fn([usize; 3]) -> Result<Graph, GraphError>,
-) -> ZooEntry {
-    ZooEntry {
-        name,
-        aliases,
-        family,
-        default_input,
-        legacy: false,
-        build,
-    }
-}
-
-static ENTRIES: [ZooEntry; 23] = [
-    entry("alexnet", &[], "alexnet", false, alexnet::alexnet),
-    entry(
-        "alexnet-bvlc",
-        &["bvlc-alexnet", "caffe-alexnet"],
-        "alexnet",
-        // The original suite ran the Caffe model, converted with loadcaffe.
-        true,
-        alexnet::alexnet_bvlc,
-    ),
-    entry(
-        "inception-v1",
-        &["googlenet"],
-        "inception",
-        true,
-        inception::inception_v1,
-    ),
-    entry("vgg16", &[], "vgg", true, vgg::vgg16),
-    entry("vgg19", &[], "vgg", true, vgg::vgg19),
-    entry("resnet18", &[], "resnet", true, resnet::resnet18),
-    entry("resnet34", &[], "resnet", true, resnet::resnet34),
-    entry("resnet50", &[], "resnet", true, resnet::resnet50),
-    entry("resnet101", &[], "resnet", true, resnet::resnet101),
-    entry("resnet152", &[], "resnet", true, resnet::resnet152),
-    entry("resnet200", &[], "resnet", true, resnet::resnet200),
-    entry(
-        "resnext50-32x4d",
-        &["resnext50_32x4d"],
-        "resnext",
-        false,
-        resnet::resnext50_32x4d,
-    ),
-    entry(
-        "wide-resnet50-2",
-        &["wide_resnet50_2"],
-        "wide-resnet",
-        false,
-        resnet::wide_resnet50_2,
-    ),
-    entry_at(
-        "inception-v3",
-        &["inception_v3"],
-        "inception",
-        [3, 299, 299],
-        inception_v3::inception_v3,
-    ),
-    entry(
-        "squeezenet1.0",
-        &["squeezenet1_0"],
-        "squeezenet",
-        false,
-        squeezenet::squeezenet1_0,
-    ),
-    entry("densenet121", &[], "densenet", false, densenet::densenet121),
-    entry(
-        "mobilenet-v2",
-        &["mobilenet_v2"],
-        "mobilenet",
-        false,
-        mobilenet::mobilenet_v2,
-    ),
-    entry(
-        "mobilenet-v3-large",
-        &["mobilenet_v3_large"],
-        "mobilenet",
-        false,
-        mobilenet::mobilenet_v3_large,
-    ),
-    entry(
-        "shufflenet-v2-x1.0",
-        &["shufflenet_v2_x1_0"],
-        "shufflenet",
-        false,
-        shufflenet::shufflenet_v2_x1_0,
-    ),
-    entry(
-        "mnasnet1.0",
-        &["mnasnet1_0"],
-        "mnasnet",
-        false,
-        mnasnet::mnasnet1_0,
-    ),
-    entry(
-        "efficientnet-b0",
-        &["efficientnet_b0"],
-        "efficientnet",
-        false,
-        efficientnet::efficientnet_b0,
-    ),
-    entry(
-        "regnet-y-400mf",
-        &["regnet_y_400mf"],
-        "regnet",
-        false,
-        regnet::regnet_y_400mf,
-    ),
-    entry(
-        "convnext-tiny",
-        &["convnext_tiny"],
-        "convnext",
-        false,
-        convnext::convnext_tiny,
-    ),
+/// Each family's models, in display order: the order of the README's model table.
+const FAMILIES: &[&[ZooEntry]] = &[
+    alexnet::MODELS,
+    inception::MODELS,
+    inception_v3::MODELS,
+    vgg::MODELS,
+    resnet::MODELS,
+    squeezenet::MODELS,
+    densenet::MODELS,
+    mobilenet::MODELS,
+    shufflenet::MODELS,
+    mnasnet::MODELS,
+    efficientnet::MODELS,
+    regnet::MODELS,
+    convnext::MODELS,
 ];
+
+const fn count(families: &[&[ZooEntry]]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < families.len() {
+        n += families[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// The families' entries one after another.
+const fn concat<const N: usize>(families: &[&[ZooEntry]]) -> [ZooEntry; N] {
+    let mut all = [families[0][0]; N];
+    let (mut i, mut n) = (0, 0);
+    while i < families.len() {
+        let mut j = 0;
+        while j < families[i].len() {
+            all[n] = families[i][j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    all
+}
+
+const MODEL_COUNT: usize = count(FAMILIES);
+
+static ENTRIES: [ZooEntry; MODEL_COUNT] = concat::<MODEL_COUNT>(FAMILIES);
 
 /// Every zoo model, in display order (by family, then size).
 pub fn entries() -> &'static [ZooEntry] {
@@ -228,11 +155,17 @@ impl ZooEntry {
     /// The smallest square input (with the default channels) the model can be built
     /// for, e.g. for quick tests at the smallest cost.
     pub fn smallest_input(&self) -> [usize; 3] {
-        let [c, h, w] = self.default_input;
-        (1..h.max(w))
-            .map(|s| [c, s, s])
-            .find(|&input| (self.build)(input).is_ok())
-            .unwrap_or(self.default_input)
+        [self.default_input[0], self.min_input, self.min_input]
+    }
+
+    /// The facts the built graph records about its model.
+    pub fn info(&self) -> ModelInfo {
+        ModelInfo {
+            source: Some(self.source.to_string()),
+            citation: Some(self.citation.to_string()),
+            top1_error: self.top1_error,
+            top5_error: self.top5_error,
+        }
     }
 
     /// The name and aliases.
@@ -303,83 +236,54 @@ pub fn suggest(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The facts every builder records about its model.
-pub(crate) fn model_info(
-    source: &str,
-    citation: &str,
-    top1_error: Option<f64>,
-    top5_error: Option<f64>,
-) -> ModelInfo {
-    ModelInfo {
-        source: Some(source.to_string()),
-        citation: Some(citation.to_string()),
-        top1_error,
-        top5_error,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use cnnbench_graph::{Shape, INPUT_NAME};
 
-    /// torchvision's parameters and MACs (conv and linear, from PyTorch's FLOP counter,
-    /// halved) at the default input.
-    const MODERN: [(&str, u64, u64); 12] = [
-        ("mobilenet-v2", 3_504_872, 300_774_272),
-        ("mobilenet-v3-large", 5_483_032, 216_589_760),
-        ("efficientnet-b0", 5_288_548, 385_814_752),
-        ("densenet121", 7_978_856, 2_834_161_664),
-        ("convnext-tiny", 28_589_128, 4_455_531_264),
-        ("regnet-y-400mf", 4_344_144, 401_842_848),
-        ("squeezenet1.0", 1_248_424, 818_924_576),
-        ("inception-v3", 23_834_568, 5_713_216_096),
-        ("resnext50-32x4d", 25_028_904, 4_230_479_872),
-        ("wide-resnet50-2", 68_883_240, 11_398_021_120),
-        ("shufflenet-v2-x1.0", 2_278_604, 144_907_992),
-        ("mnasnet1.0", 4_383_312, 314_415_872),
-    ];
-
+    /// The counts come from each entry, which gives the reference implementation's.
     #[test]
-    fn modern_models_match_torchvision_counts() {
-        for (name, params, macs) in MODERN {
-            let g = build(name, None).unwrap();
-            assert_eq!(g.params(), params, "{name} params");
+    fn every_model_matches_its_reference_counts() {
+        assert_eq!(entries().len(), 23);
+        for e in entries() {
+            let g = (e.build)(e.default_input).unwrap();
+            assert_eq!(g.params(), e.params, "{} params", e.name);
             // Within 0.1% is the requirement; the counts are in fact exact.
-            assert_eq!(g.macs(), macs, "{name} MACs");
-            assert_eq!(g.output_shape(), &Shape::flat(1000), "{name}");
+            assert_eq!(g.macs(), e.macs, "{} MACs", e.name);
+            assert_eq!(g.output_shape(), &Shape::flat(1000), "{}", e.name);
         }
     }
 
     #[test]
-    fn modern_models_accept_torchvision_spellings() {
-        for (alias, name) in [
-            ("mobilenet_v2", "mobilenet-v2"),
-            ("mobilenet_v3_large", "mobilenet-v3-large"),
-            ("efficientnet_b0", "efficientnet-b0"),
-            ("convnext_tiny", "convnext-tiny"),
-            ("regnet_y_400mf", "regnet-y-400mf"),
-            ("squeezenet1_0", "squeezenet1.0"),
-            ("inception_v3", "inception-v3"),
-            ("resnext50_32x4d", "resnext50-32x4d"),
-            ("wide_resnet50_2", "wide-resnet50-2"),
-            ("shufflenet_v2_x1_0", "shufflenet-v2-x1.0"),
-            ("mnasnet1_0", "mnasnet1.0"),
-            ("DenseNet-121", "densenet121"),
-        ] {
-            assert_eq!(find(alias).map(|e| e.name), Some(name), "{alias}");
+    fn every_spelling_of_every_model_finds_it() {
+        let variants = |s: &str| {
+            [
+                s.to_string(),
+                s.to_uppercase(),
+                s.replace('-', "_"),
+                s.replace(['-', '_', '.'], ""),
+            ]
+        };
+        for e in entries() {
+            for spelling in e.spellings() {
+                for v in variants(spelling) {
+                    assert_eq!(find(&v).map(|f| f.name), Some(e.name), "{v}");
+                }
+            }
         }
-        assert_eq!(
-            find("inception-v3").map(|e| e.default_input),
-            Some([3, 299, 299])
-        );
     }
 
     #[test]
-    fn smallest_inputs() {
-        let smallest = |name: &str| find(name).map(|e| e.smallest_input()[1]);
-        assert_eq!(smallest("inception-v3"), Some(75));
-        assert_eq!(smallest("resnet50"), Some(1));
+    fn min_inputs_are_the_smallest_that_build() {
+        for e in entries() {
+            let [c, h, w] = e.smallest_input();
+            assert_eq!((c, h, w), (e.default_input[0], e.min_input, e.min_input));
+            assert!(e.min_input >= 1, "{}", e.name);
+            assert!((e.build)([c, h, w]).is_ok(), "{} at {h}", e.name);
+            for s in 1..e.min_input {
+                assert!((e.build)([c, s, s]).is_err(), "{} builds at {s}", e.name);
+            }
+        }
     }
     use std::collections::HashSet;
 
@@ -430,17 +334,11 @@ mod tests {
     fn every_model_records_its_provenance() {
         for e in entries() {
             let g = (e.build)(e.default_input).unwrap();
-            let info = g.info();
-            assert!(info.source.is_some(), "{}", e.name);
-            assert!(info.citation.is_some(), "{}", e.name);
-            assert!(info.top5_error.is_some(), "{}", e.name);
+            assert_eq!(g.info(), &e.info(), "{}", e.name);
+            assert!(!e.source.is_empty(), "{}", e.name);
+            assert!(!e.citation.is_empty(), "{}", e.name);
+            assert!(e.top5_error.is_some(), "{}", e.name);
         }
-        let g = build("resnet50", None).unwrap();
-        assert_eq!(g.info().top1_error, Some(24.01));
-        assert_eq!(g.info().top5_error, Some(7.02));
-        let g = build("inception-v1", None).unwrap();
-        assert_eq!(g.info().top1_error, None);
-        assert_eq!(g.info().top5_error, Some(10.07));
     }
 
     #[test]
@@ -473,6 +371,8 @@ mod tests {
         assert_eq!(name("alexnet_bvlc"), Some("alexnet-bvlc"));
         assert_eq!(name("bvlc_alexnet"), Some("alexnet-bvlc"));
         assert_eq!(name("AlexNet"), Some("alexnet"));
+        assert_eq!(name("DenseNet-121"), Some("densenet121"));
+        assert_eq!(name("MobileNet_V3_Large"), Some("mobilenet-v3-large"));
         assert_eq!(name(""), None);
         assert_eq!(name("-"), None);
         assert_eq!(name("resnet"), None);
@@ -512,14 +412,15 @@ mod tests {
 
     #[test]
     fn build_takes_the_input_size() {
+        let params = |name: &str| find(name).unwrap().params;
         let g = build("resnet18", Some([3, 32, 32])).unwrap();
         assert_eq!(g.input_shape(), [3, 32, 32]);
-        assert_eq!(g.params(), 11_689_512);
+        assert_eq!(g.params(), params("resnet18"));
         let g = build("inception-v1", Some([3, 32, 32])).unwrap();
         assert_eq!(g.input_shape(), [3, 32, 32]);
         // Grey-scale input: only the first convolution changes.
         let g = build("vgg16", Some([1, 224, 224])).unwrap();
-        assert_eq!(g.params(), 138_357_544 - 2 * 64 * 9);
+        assert_eq!(g.params(), params("vgg16") - 2 * 64 * 9);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! MNASNet 1.0 as torchvision builds it: a depthwise-separable stem and six stacks of
 //! inverted residuals (expansion 3 or 6, kernels 3 or 5) found by architecture search.
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -56,10 +56,29 @@ fn inverted_residual(
     }
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[MNASNET1_0];
+
+const MNASNET1_0: ZooEntry = ZooEntry {
+    name: "mnasnet1.0",
+    aliases: &["mnasnet1_0"],
+    family: "mnasnet",
+    source: "torchvision mnasnet1_0",
+    citation: CITATION,
+    top1_error: Some(26.54),
+    top5_error: Some(8.49),
+    params: 4_383_312,
+    macs: 314_415_872,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: mnasnet1_0,
+};
+
 /// torchvision `mnasnet1_0`.
 pub fn mnasnet1_0(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision mnasnet1_0", CITATION, Some(26.54), Some(8.49));
-    let mut b = GraphBuilder::new("mnasnet1.0", input).info(info);
+    let mut b = GraphBuilder::new(MNASNET1_0.name, input).info(MNASNET1_0.info());
     let x = b.input();
     let x = conv_bn(
         &mut b,

@@ -3,7 +3,7 @@
 //! squeeze-and-excitation and hard-swish in v3.
 
 use crate::blocks::{conv_norm_act, make_divisible, squeeze_excitation, Act, Norm, BN};
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -82,15 +82,29 @@ impl InvertedResidual {
     }
 }
 
+/// The family's models, in display order. Counts and errors: torchvision's (the errors
+/// are 100 − the ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[MOBILENET_V2, MOBILENET_V3_LARGE];
+
+const MOBILENET_V2: ZooEntry = ZooEntry {
+    name: "mobilenet-v2",
+    aliases: &["mobilenet_v2"],
+    family: "mobilenet",
+    source: "torchvision mobilenet_v2",
+    citation: V2_CITATION,
+    top1_error: Some(28.12),
+    top5_error: Some(9.71),
+    params: 3_504_872,
+    macs: 300_774_272,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: mobilenet_v2,
+};
+
 /// torchvision `mobilenet_v2` (width multiplier 1.0).
 pub fn mobilenet_v2(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision mobilenet_v2",
-        V2_CITATION,
-        Some(28.12),
-        Some(9.71),
-    );
-    let mut b = GraphBuilder::new("mobilenet-v2", input).info(info);
+    let mut b = GraphBuilder::new(MOBILENET_V2.name, input).info(MOBILENET_V2.info());
     let x = b.input();
     let stem = Conv2d::new(32, 3).stride(2);
     let mut x = conv_norm_act(&mut b, "features.0", &x, stem, BN, Some(Act::Relu6));
@@ -146,15 +160,25 @@ const V3_LARGE: [(usize, usize, usize, bool, bool, usize); 15] = [
     (5, 960, 160, true, true, 1),
 ];
 
+const MOBILENET_V3_LARGE: ZooEntry = ZooEntry {
+    name: "mobilenet-v3-large",
+    aliases: &["mobilenet_v3_large"],
+    family: "mobilenet",
+    source: "torchvision mobilenet_v3_large",
+    citation: V3_CITATION,
+    top1_error: Some(25.96),
+    top5_error: Some(8.66),
+    params: 5_483_032,
+    macs: 216_589_760,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: mobilenet_v3_large,
+};
+
 /// torchvision `mobilenet_v3_large` (width multiplier 1.0).
 pub fn mobilenet_v3_large(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision mobilenet_v3_large",
-        V3_CITATION,
-        Some(25.96),
-        Some(8.66),
-    );
-    let mut b = GraphBuilder::new("mobilenet-v3-large", input).info(info);
+    let mut b = GraphBuilder::new(MOBILENET_V3_LARGE.name, input).info(MOBILENET_V3_LARGE.info());
     let x = b.input();
     let stem = Conv2d::new(16, 3).stride(2);
     let mut x = conv_norm_act(

@@ -4,7 +4,7 @@
 //! and squeeze-and-excitation.
 
 use crate::blocks::{conv_norm_act, make_divisible, squeeze_excitation, Act, BN};
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -104,13 +104,8 @@ fn block(b: &mut GraphBuilder, p: &str, x: &T, stage: &Stage, stride: usize, se:
     b.relu(format!("{p}.activation"), &y)
 }
 
-fn regnet(
-    name: &str,
-    params: &RegNetParams,
-    info: cnnbench_graph::ModelInfo,
-    input: [usize; 3],
-) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new(name, input).info(info);
+fn regnet(model: &ZooEntry, params: &RegNetParams, input: [usize; 3]) -> Result<Graph, GraphError> {
+    let mut b = GraphBuilder::new(model.name, input).info(model.info());
     let x = b.input();
     let stem = Conv2d::new(32, 3).stride(2);
     let mut x = conv_norm_act(&mut b, "stem", &x, stem, BN, Some(Act::Relu));
@@ -127,15 +122,29 @@ fn regnet(
     b.finish(&x)
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[REGNET_Y_400MF];
+
+const REGNET_Y_400MF: ZooEntry = ZooEntry {
+    name: "regnet-y-400mf",
+    aliases: &["regnet_y_400mf"],
+    family: "regnet",
+    source: "torchvision regnet_y_400mf",
+    citation: CITATION,
+    top1_error: Some(25.95),
+    top5_error: Some(8.28),
+    params: 4_344_144,
+    macs: 401_842_848,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: regnet_y_400mf,
+};
+
 /// torchvision `regnet_y_400mf`.
 pub fn regnet_y_400mf(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision regnet_y_400mf",
-        CITATION,
-        Some(25.95),
-        Some(8.28),
-    );
-    regnet("regnet-y-400mf", &Y_400MF, info, input)
+    regnet(&REGNET_Y_400MF, &Y_400MF, input)
 }
 
 #[cfg(test)]

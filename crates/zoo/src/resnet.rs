@@ -2,9 +2,9 @@
 //! by a `[3, 4, 6, 3]`-style table, global average pooling and one linear layer.
 //! Bottleneck blocks put the stride on the 3×3 convolution (ResNet v1.5).
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{Conv2d, MaxPool2d};
-use cnnbench_graph::{Graph, GraphBuilder, GraphError, ModelInfo, T};
+use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
 const CVPR_2016: &str = "He, Zhang, Ren, Sun. Deep Residual Learning for Image Recognition. \
                          CVPR 2016";
@@ -128,14 +128,13 @@ fn bottleneck(
 
 /// A ResNet from its block type and the number of blocks in each of the four stages.
 fn resnet(
-    name: &str,
+    model: &ZooEntry,
     block: Block,
     layers: [usize; 4],
     cardinality: Cardinality,
-    info: ModelInfo,
     input: [usize; 3],
 ) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new(name, input).info(info);
+    let mut b = GraphBuilder::new(model.name, input).info(model.info());
     let x = b.input();
 
     let x = b.conv(
@@ -164,130 +163,209 @@ fn resnet(
     b.finish(&x)
 }
 
-/// The cnn-benchmarks README's errors for the fb.resnet.torch models.
-fn info(depth: usize, top1: f64, top5: f64) -> ModelInfo {
-    let (source, citation) = if depth == 200 {
-        (
-            "torchvision-style resnet200 (bottleneck [3, 24, 36, 3]; the paper's model is \
-             pre-activation)"
-                .to_string(),
-            ECCV_2016,
-        )
-    } else {
-        (format!("torchvision resnet{depth}"), CVPR_2016)
-    };
-    model_info(&source, citation, Some(top1), Some(top5))
-}
+/// The family's models (with ResNeXt and Wide ResNet, which are ResNets with other
+/// bottleneck widths), in display order.
+pub(crate) const MODELS: &[ZooEntry] = &[
+    RESNET18,
+    RESNET34,
+    RESNET50,
+    RESNET101,
+    RESNET152,
+    RESNET200,
+    RESNEXT50_32X4D,
+    WIDE_RESNET50_2,
+];
+
+// Counts: torchvision's (resnet200, which torchvision does not have, built the same way).
+// Errors: the cnn-benchmarks README's for the fb.resnet.torch models; for ResNeXt and
+// Wide ResNet, torchvision's.
+
+const RESNET18: ZooEntry = ZooEntry {
+    name: "resnet18",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision resnet18",
+    citation: CVPR_2016,
+    top1_error: Some(30.43),
+    top5_error: Some(10.76),
+    params: 11_689_512,
+    macs: 1_814_073_344,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet18,
+};
 
 /// torchvision `resnet18`: basic blocks `[2, 2, 2, 2]`.
 pub fn resnet18(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet18",
-        Block::Basic,
-        [2, 2, 2, 2],
-        PLAIN,
-        info(18, 30.43, 10.76),
-        input,
-    )
+    resnet(&RESNET18, Block::Basic, [2, 2, 2, 2], PLAIN, input)
 }
+
+const RESNET34: ZooEntry = ZooEntry {
+    name: "resnet34",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision resnet34",
+    citation: CVPR_2016,
+    top1_error: Some(26.73),
+    top5_error: Some(8.74),
+    params: 21_797_672,
+    macs: 3_663_761_408,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet34,
+};
 
 /// torchvision `resnet34`: basic blocks `[3, 4, 6, 3]`.
 pub fn resnet34(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet34",
-        Block::Basic,
-        [3, 4, 6, 3],
-        PLAIN,
-        info(34, 26.73, 8.74),
-        input,
-    )
+    resnet(&RESNET34, Block::Basic, [3, 4, 6, 3], PLAIN, input)
 }
+
+const RESNET50: ZooEntry = ZooEntry {
+    name: "resnet50",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision resnet50",
+    citation: CVPR_2016,
+    top1_error: Some(24.01),
+    top5_error: Some(7.02),
+    params: 25_557_032,
+    macs: 4_089_184_256,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet50,
+};
 
 /// torchvision `resnet50`: bottleneck blocks `[3, 4, 6, 3]`.
 pub fn resnet50(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet50",
-        Block::Bottleneck,
-        [3, 4, 6, 3],
-        PLAIN,
-        info(50, 24.01, 7.02),
-        input,
-    )
+    resnet(&RESNET50, Block::Bottleneck, [3, 4, 6, 3], PLAIN, input)
 }
+
+const RESNET101: ZooEntry = ZooEntry {
+    name: "resnet101",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision resnet101",
+    citation: CVPR_2016,
+    top1_error: Some(22.44),
+    top5_error: Some(6.21),
+    params: 44_549_160,
+    macs: 7_801_405_440,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet101,
+};
 
 /// torchvision `resnet101`: bottleneck blocks `[3, 4, 23, 3]`.
 pub fn resnet101(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet101",
-        Block::Bottleneck,
-        [3, 4, 23, 3],
-        PLAIN,
-        info(101, 22.44, 6.21),
-        input,
-    )
+    resnet(&RESNET101, Block::Bottleneck, [3, 4, 23, 3], PLAIN, input)
 }
+
+const RESNET152: ZooEntry = ZooEntry {
+    name: "resnet152",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision resnet152",
+    citation: CVPR_2016,
+    top1_error: Some(22.16),
+    top5_error: Some(6.16),
+    params: 60_192_808,
+    macs: 11_513_626_624,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet152,
+};
 
 /// torchvision `resnet152`: bottleneck blocks `[3, 8, 36, 3]`.
 pub fn resnet152(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet152",
-        Block::Bottleneck,
-        [3, 8, 36, 3],
-        PLAIN,
-        info(152, 22.16, 6.16),
-        input,
-    )
+    resnet(&RESNET152, Block::Bottleneck, [3, 8, 36, 3], PLAIN, input)
 }
+
+const RESNET200: ZooEntry = ZooEntry {
+    name: "resnet200",
+    aliases: &[],
+    family: "resnet",
+    source: "torchvision-style resnet200 (bottleneck [3, 24, 36, 3]; the paper's model is \
+             pre-activation)",
+    citation: ECCV_2016,
+    top1_error: Some(21.66),
+    top5_error: Some(5.79),
+    params: 64_673_832,
+    macs: 15_007_481_856,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: true,
+    build: resnet200,
+};
 
 /// ResNet-200 in torchvision's layout: bottleneck blocks `[3, 24, 36, 3]`.
 pub fn resnet200(input: [usize; 3]) -> Result<Graph, GraphError> {
-    resnet(
-        "resnet200",
-        Block::Bottleneck,
-        [3, 24, 36, 3],
-        PLAIN,
-        info(200, 21.66, 5.79),
-        input,
-    )
+    resnet(&RESNET200, Block::Bottleneck, [3, 24, 36, 3], PLAIN, input)
 }
+
+const RESNEXT50_32X4D: ZooEntry = ZooEntry {
+    name: "resnext50-32x4d",
+    aliases: &["resnext50_32x4d"],
+    family: "resnext",
+    source: "torchvision resnext50_32x4d",
+    citation: RESNEXT,
+    top1_error: Some(22.38),
+    top5_error: Some(6.30),
+    params: 25_028_904,
+    macs: 4_230_479_872,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: resnext50_32x4d,
+};
 
 /// torchvision `resnext50_32x4d`: bottleneck blocks `[3, 4, 6, 3]` whose 3×3
 /// convolutions have 32 groups of 4 channels per 64 of stage width.
 pub fn resnext50_32x4d(input: [usize; 3]) -> Result<Graph, GraphError> {
+    let cardinality = Cardinality {
+        groups: 32,
+        width_per_group: 4,
+    };
     resnet(
-        "resnext50-32x4d",
+        &RESNEXT50_32X4D,
         Block::Bottleneck,
         [3, 4, 6, 3],
-        Cardinality {
-            groups: 32,
-            width_per_group: 4,
-        },
-        model_info(
-            "torchvision resnext50_32x4d",
-            RESNEXT,
-            Some(22.38),
-            Some(6.30),
-        ),
+        cardinality,
         input,
     )
 }
 
+const WIDE_RESNET50_2: ZooEntry = ZooEntry {
+    name: "wide-resnet50-2",
+    aliases: &["wide_resnet50_2"],
+    family: "wide-resnet",
+    source: "torchvision wide_resnet50_2",
+    citation: WIDE_RESNET,
+    top1_error: Some(21.53),
+    top5_error: Some(5.91),
+    params: 68_883_240,
+    macs: 11_398_021_120,
+    default_input: IMAGENET,
+    min_input: 1,
+    legacy: false,
+    build: wide_resnet50_2,
+};
+
 /// torchvision `wide_resnet50_2`: ResNet-50 with bottlenecks twice as wide inside.
 pub fn wide_resnet50_2(input: [usize; 3]) -> Result<Graph, GraphError> {
+    let cardinality = Cardinality {
+        groups: 1,
+        width_per_group: 128,
+    };
     resnet(
-        "wide-resnet50-2",
+        &WIDE_RESNET50_2,
         Block::Bottleneck,
         [3, 4, 6, 3],
-        Cardinality {
-            groups: 1,
-            width_per_group: 128,
-        },
-        model_info(
-            "torchvision wide_resnet50_2",
-            WIDE_RESNET,
-            Some(21.53),
-            Some(5.91),
-        ),
+        cardinality,
         input,
     )
 }
@@ -297,71 +375,24 @@ mod tests {
     use super::*;
     use cnnbench_graph::Shape;
 
-    fn check(g: Graph, params: u64, macs: u64, depth: usize) {
-        assert_eq!(g.params(), params, "{} params", g.name());
-        assert_eq!(g.macs(), macs, "{} MACs", g.name());
-        assert_eq!(g.depth(), depth, "{} depth", g.name());
-        assert_eq!(g.output_shape(), &Shape::flat(1000));
-    }
-
+    /// The counts are checked against the entries in the registry's tests; the depth is
+    /// the number in the name.
     #[test]
-    fn basic_block_resnets_match_torchvision() {
-        check(
-            resnet18([3, 224, 224]).unwrap(),
-            11_689_512,
-            1_814_073_344,
-            18,
-        );
-        check(
-            resnet34([3, 224, 224]).unwrap(),
-            21_797_672,
-            3_663_761_408,
-            34,
-        );
-    }
-
-    #[test]
-    fn bottleneck_resnets_match_torchvision() {
-        check(
-            resnet50([3, 224, 224]).unwrap(),
-            25_557_032,
-            4_089_184_256,
-            50,
-        );
-        check(
-            resnet101([3, 224, 224]).unwrap(),
-            44_549_160,
-            7_801_405_440,
-            101,
-        );
-        check(
-            resnet152([3, 224, 224]).unwrap(),
-            60_192_808,
-            11_513_626_624,
-            152,
-        );
-        check(
-            resnet200([3, 224, 224]).unwrap(),
-            64_673_832,
-            15_007_481_856,
-            200,
-        );
-    }
-
-    #[test]
-    fn resnext_and_wide_resnet_match_torchvision() {
-        check(
-            resnext50_32x4d([3, 224, 224]).unwrap(),
-            25_028_904,
-            4_230_479_872,
-            50,
-        );
-        check(
-            wide_resnet50_2([3, 224, 224]).unwrap(),
-            68_883_240,
-            11_398_021_120,
-            50,
-        );
+    fn depths_match_the_names() {
+        for (model, depth) in [
+            (RESNET18, 18),
+            (RESNET34, 34),
+            (RESNET50, 50),
+            (RESNET101, 101),
+            (RESNET152, 152),
+            (RESNET200, 200),
+            (RESNEXT50_32X4D, 50),
+            (WIDE_RESNET50_2, 50),
+        ] {
+            let g = (model.build)(model.default_input).unwrap();
+            assert_eq!(g.depth(), depth, "{}", model.name);
+            assert_eq!(g.output_shape(), &Shape::flat(1000));
+        }
     }
 
     #[test]
@@ -407,7 +438,7 @@ mod tests {
     fn small_images_build() {
         // CIFAR-sized images run through every stage (layer4 is 1×1).
         let g = resnet18([3, 32, 32]).unwrap();
-        assert_eq!(g.params(), 11_689_512);
+        assert_eq!(g.params(), RESNET18.params);
         // Padding keeps every stage at least 1×1, so ResNets accept even tiny images.
         assert!(resnet50([3, 8, 8]).is_ok());
         assert!(resnet50([3, 1, 1]).is_ok());

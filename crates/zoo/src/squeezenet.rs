@@ -2,7 +2,7 @@
 //! parallel 1×1 and 3×3 expands) between ceil-mode max pools, and a convolutional
 //! classifier.
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{Conv2d, MaxPool2d};
 use cnnbench_graph::{Graph, GraphBuilder, GraphError, T};
 
@@ -47,15 +47,29 @@ fn fire(b: &mut GraphBuilder, p: &str, x: &T, squeeze: usize, e1: usize, e3: usi
     b.concat(format!("{p}.cat"), &[&a, &c])
 }
 
+/// The family's models. Counts and errors: torchvision's (the errors are 100 − the
+/// ImageNet weights' acc@1 and acc@5).
+pub(crate) const MODELS: &[ZooEntry] = &[SQUEEZENET1_0];
+
+const SQUEEZENET1_0: ZooEntry = ZooEntry {
+    name: "squeezenet1.0",
+    aliases: &["squeezenet1_0"],
+    family: "squeezenet",
+    source: "torchvision squeezenet1_0",
+    citation: CITATION,
+    top1_error: Some(41.91),
+    top5_error: Some(19.58),
+    params: 1_248_424,
+    macs: 818_924_576,
+    default_input: IMAGENET,
+    min_input: 21,
+    legacy: false,
+    build: squeezenet1_0,
+};
+
 /// torchvision `squeezenet1_0`.
 pub fn squeezenet1_0(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info(
-        "torchvision squeezenet1_0",
-        CITATION,
-        Some(41.91),
-        Some(19.58),
-    );
-    let mut b = GraphBuilder::new("squeezenet1.0", input).info(info);
+    let mut b = GraphBuilder::new(SQUEEZENET1_0.name, input).info(SQUEEZENET1_0.info());
     let x = b.input();
     let x = b.conv("features.0", &x, Conv2d::new(96, 7).stride(2));
     let x = b.relu("features.1", &x);

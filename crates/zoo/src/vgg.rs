@@ -1,9 +1,9 @@
 //! VGG-16 and VGG-19 (configurations D and E of the paper) as torchvision builds them,
 //! without batch norm: the `features` list is read straight from the configuration.
 
-use crate::model_info;
+use crate::{ZooEntry, IMAGENET};
 use cnnbench_graph::ops::{Conv2d, MaxPool2d};
-use cnnbench_graph::{Graph, GraphBuilder, GraphError, ModelInfo};
+use cnnbench_graph::{Graph, GraphBuilder, GraphError};
 
 const CITATION: &str = "Simonyan, Zisserman. Very Deep Convolutional Networks for Large-Scale \
                         Image Recognition. ICLR 2015";
@@ -19,7 +19,7 @@ use Layer::{Conv as C, Pool as M};
 
 /// Configuration D (16 weight layers).
 #[rustfmt::skip]
-const VGG16: &[Layer] = &[
+const CONFIG_D: &[Layer] = &[
     C(64), C(64), M,
     C(128), C(128), M,
     C(256), C(256), C(256), M,
@@ -29,7 +29,7 @@ const VGG16: &[Layer] = &[
 
 /// Configuration E (19 weight layers).
 #[rustfmt::skip]
-const VGG19: &[Layer] = &[
+const CONFIG_E: &[Layer] = &[
     C(64), C(64), M,
     C(128), C(128), M,
     C(256), C(256), C(256), C(256), M,
@@ -39,13 +39,8 @@ const VGG19: &[Layer] = &[
 
 /// A VGG network from its configuration: `features` (torchvision's module indices),
 /// adaptive average pooling to 7×7 and the three-layer classifier with dropout.
-fn vgg(
-    name: &str,
-    config: &[Layer],
-    info: ModelInfo,
-    input: [usize; 3],
-) -> Result<Graph, GraphError> {
-    let mut b = GraphBuilder::new(name, input).info(info);
+fn vgg(model: &ZooEntry, config: &[Layer], input: [usize; 3]) -> Result<Graph, GraphError> {
+    let mut b = GraphBuilder::new(model.name, input).info(model.info());
     let mut x = b.input();
     let mut i = 0;
     for layer in config {
@@ -77,17 +72,51 @@ fn vgg(
     b.finish(&x)
 }
 
+/// The family's models, in display order.
+pub(crate) const MODELS: &[ZooEntry] = &[VGG16, VGG19];
+
+/// Counts: torchvision's. Errors: cnn-benchmarks lists dense-evaluation errors for the
+/// VGG models.
+const VGG16: ZooEntry = ZooEntry {
+    name: "vgg16",
+    aliases: &[],
+    family: "vgg",
+    source: "torchvision vgg16",
+    citation: CITATION,
+    top1_error: Some(27.00),
+    top5_error: Some(8.80),
+    params: 138_357_544,
+    macs: 15_470_264_320,
+    default_input: IMAGENET,
+    min_input: 32,
+    legacy: true,
+    build: vgg16,
+};
+
 /// torchvision `vgg16` (configuration D, no batch norm).
 pub fn vgg16(input: [usize; 3]) -> Result<Graph, GraphError> {
-    // cnn-benchmarks lists dense-evaluation errors for the VGG models.
-    let info = model_info("torchvision vgg16", CITATION, Some(27.00), Some(8.80));
-    vgg("vgg16", VGG16, info, input)
+    vgg(&VGG16, CONFIG_D, input)
 }
+
+const VGG19: ZooEntry = ZooEntry {
+    name: "vgg19",
+    aliases: &[],
+    family: "vgg",
+    source: "torchvision vgg19",
+    citation: CITATION,
+    top1_error: Some(27.30),
+    top5_error: Some(9.00),
+    params: 143_667_240,
+    macs: 19_632_062_464,
+    default_input: IMAGENET,
+    min_input: 32,
+    legacy: true,
+    build: vgg19,
+};
 
 /// torchvision `vgg19` (configuration E, no batch norm).
 pub fn vgg19(input: [usize; 3]) -> Result<Graph, GraphError> {
-    let info = model_info("torchvision vgg19", CITATION, Some(27.30), Some(9.00));
-    vgg("vgg19", VGG19, info, input)
+    vgg(&VGG19, CONFIG_E, input)
 }
 
 #[cfg(test)]
@@ -95,19 +124,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn vgg16_counts_match_torchvision() {
-        let g = vgg16([3, 224, 224]).unwrap();
-        assert_eq!(g.params(), 138_357_544);
-        assert_eq!(g.macs(), 15_470_264_320);
-        assert_eq!(g.depth(), 16);
-    }
-
-    #[test]
-    fn vgg19_counts_match_torchvision() {
-        let g = vgg19([3, 224, 224]).unwrap();
-        assert_eq!(g.params(), 143_667_240);
-        assert_eq!(g.macs(), 19_632_062_464);
-        assert_eq!(g.depth(), 19);
+    fn depths_are_16_and_19() {
+        assert_eq!(vgg16([3, 224, 224]).unwrap().depth(), 16);
+        assert_eq!(vgg19([3, 224, 224]).unwrap().depth(), 19);
     }
 
     #[test]
@@ -123,7 +142,7 @@ mod tests {
     #[test]
     fn small_images_build_or_name_the_failing_pool() {
         // Five 2×2 pools: 32 → 1, and the adaptive pool brings it back to 7×7.
-        assert_eq!(vgg16([3, 32, 32]).unwrap().params(), 138_357_544);
+        assert_eq!(vgg16([3, 32, 32]).unwrap().params(), VGG16.params);
         let err = vgg16([3, 16, 16]).unwrap_err();
         assert!(
             matches!(&err, GraphError::Node { node, .. } if node == "features.30"),

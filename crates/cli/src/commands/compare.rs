@@ -6,7 +6,7 @@ use super::report::{aliases, emit, load, ZooCatalog};
 use anyhow::bail;
 use cnnbench_report::catalog::Cached;
 use cnnbench_report::group::{self, Duplicates, Stat};
-use cnnbench_report::{CompareOptions, Comparison};
+use cnnbench_report::{CompareOptions, Comparison, Format, Quantity};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +73,31 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Csv,
+    /// One self-contained page.
+    Html,
+}
+
+impl From<QuantityArg> for Quantity {
+    fn from(q: QuantityArg) -> Quantity {
+        match q {
+            QuantityArg::Total => Quantity::Total,
+            QuantityArg::Forward => Quantity::Forward,
+            QuantityArg::Backward => Quantity::Backward,
+            QuantityArg::Update => Quantity::Update,
+        }
+    }
+}
+
+impl From<CompareFormat> for Format {
+    fn from(f: CompareFormat) -> Format {
+        match f {
+            CompareFormat::Pretty => Format::Pretty,
+            CompareFormat::Markdown => Format::Markdown,
+            CompareFormat::Json => Format::Json,
+            CompareFormat::Csv => Format::Csv,
+            CompareFormat::Html => Format::Html,
+        }
+    }
 }
 
 fn percent(name: &str, v: f64) -> anyhow::Result<f64> {
@@ -107,15 +132,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             &mut notes,
         ));
     }
-    let quantity = match args.quantity {
-        QuantityArg::Total => "total",
-        QuantityArg::Forward => "forward",
-        QuantityArg::Backward => "backward",
-        QuantityArg::Update => "update",
-    };
     let opts = CompareOptions {
         threshold,
-        quantity: quantity.into(),
+        quantity: args.quantity.into(),
         resamples: args.resamples,
         seed: args.seed,
         fail_on_regression: fail,
@@ -129,12 +148,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         None if args.output.is_none() && std::io::stdout().is_terminal() => CompareFormat::Pretty,
         None => CompareFormat::Markdown,
     };
-    let text = match format {
-        CompareFormat::Pretty => cmp.pretty(),
-        CompareFormat::Markdown => cmp.markdown(),
-        CompareFormat::Json => cmp.json()?,
-        CompareFormat::Csv => cmp.csv(),
-    };
+    let text = Format::from(format).exporter().render_comparison(&cmp)?;
     emit(&text, args.output.as_deref())?;
     if cmp.pairs.is_empty() {
         bail!(

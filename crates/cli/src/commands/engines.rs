@@ -1,7 +1,7 @@
 //! `cnnbench engines`, and the one place that maps engine names to engines.
 
 use anyhow::{anyhow, Result};
-use cnnbench_engine::Engine;
+use cnnbench_engine::{Capabilities, Engine};
 use cnnbench_engine_torch::{TorchBackend, TorchOptions};
 use std::process::ExitCode;
 
@@ -10,6 +10,8 @@ pub struct EngineStatus {
     pub name: &'static str,
     pub description: &'static str,
     pub available: Result<(), String>,
+    /// What it can do, known without starting it.
+    pub capabilities: Capabilities,
 }
 
 /// Every engine cnnbench knows, built into this binary or not.
@@ -18,12 +20,14 @@ pub fn statuses() -> Vec<EngineStatus> {
         name: cnnbench_engine_burn::ENGINE_NAME,
         description: "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)",
         available: Ok(()),
+        capabilities: cnnbench_engine_burn::capabilities(),
     }];
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
             description: backend.describe(),
             available: cnnbench_engine_torch::availability(backend),
+            capabilities: backend.capabilities(),
         });
     }
     all
@@ -65,7 +69,8 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
 }
 
 pub fn run() -> Result<ExitCode> {
-    let mut table = super::common::new_table(&["Engine", "Available", "What it is"]);
+    let mut table =
+        super::common::new_table(&["Engine", "Available", "Modes", "Precisions", "What it is"]);
     for s in statuses() {
         let available = match &s.available {
             Ok(()) => "yes".to_string(),
@@ -74,6 +79,8 @@ pub fn run() -> Result<ExitCode> {
         table.add_row(vec![
             s.name.to_string(),
             available,
+            s.capabilities.modes_text(),
+            s.capabilities.precisions_text(),
             s.description.to_string(),
         ]);
     }

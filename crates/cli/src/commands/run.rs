@@ -6,7 +6,7 @@ use super::engines;
 use anyhow::{anyhow, Result};
 use cnnbench_bench::harness::{self, RunRequest};
 use cnnbench_bench::result::{BenchResult, ToolInfo};
-use cnnbench_bench::{env, memory, output, HarnessError};
+use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 use cnnbench_graph::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -211,7 +211,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     output::check_writable(&args.output)?;
     let caps = engine.capabilities();
-    caps.check(&args.engine, mode, args.precision.into())?;
+    caps.check(&args.engine, mode, args.precision.into())
+        .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
     check_memory(&planned, mode, args.batch_size, args.force, &caps)?;
 
     let cancel = Arc::new(AtomicBool::new(false));
@@ -318,8 +319,8 @@ fn progress_bar(
 }
 
 /// "123.45 ± 1.23" in milliseconds: the median and the sample standard deviation.
-fn ms(result: &BenchResult, quantity: &str) -> String {
-    match result.summary.get(quantity) {
+fn ms(result: &BenchResult, quantity: Quantity) -> String {
+    match result.summary.get(&quantity) {
         Some(s) => format!("{:.2} ± {:.2}", s.median * 1e3, s.std * 1e3),
         None => "–".into(),
     }
@@ -331,7 +332,7 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
     }
     let with_update = results
         .iter()
-        .any(|(r, _)| r.summary.contains_key("update"));
+        .any(|(r, _)| r.summary.contains_key(&Quantity::Update));
     let mut headers = vec![
         "Model",
         "Engine",
@@ -354,14 +355,14 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
             r.engine.device_name.clone(),
             r.config.mode.to_string(),
             r.config.batch_size.to_string(),
-            ms(r, "forward"),
-            ms(r, "backward"),
+            ms(r, Quantity::Forward),
+            ms(r, Quantity::Backward),
         ];
         if with_update {
-            row.push(ms(r, "update"));
+            row.push(ms(r, Quantity::Update));
         }
         row.extend([
-            ms(r, "total"),
+            ms(r, Quantity::Total),
             format!("{:.1}", r.throughput.images_per_s),
             format!("{:.1}", r.throughput.gflops_per_s),
             r.memory.peak_rss_bytes.map_or("–".into(), bytes),

@@ -114,6 +114,7 @@ fn print_report(report: &VerifyReport, all: bool) {
         "{} at {n}×{c}×{h}×{w}: {} (candidate) against {} (reference), weights {}",
         report.model, report.candidate, report.reference, report.weights
     );
+    println!("compared: {}", report.compared);
     let mut table = new_table(&[
         "Compared",
         "Max relative error",

@@ -2,9 +2,11 @@
 
 use super::json::rows;
 use super::Exporter;
-use crate::record::QUANTITIES;
+use crate::compare::Comparison;
 use crate::report::Report;
+use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
 pub struct CsvExporter;
 
@@ -56,7 +58,7 @@ pub const CSV_COLUMNS_HEAD: &[&str] = &[
 impl Exporter for CsvExporter {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
         let mut head: Vec<String> = CSV_COLUMNS_HEAD.iter().map(|s| s.to_string()).collect();
-        for q in QUANTITIES {
+        for q in Quantity::ALL {
             for s in ["mean", "median", "std", "min", "max"] {
                 head.push(format!("{q}_{s}_ms"));
             }
@@ -95,12 +97,12 @@ impl Exporter for CsvExporter {
                 format!("{:?}", r.origin).to_lowercase(),
                 r.runs.to_string(),
                 r.quantities
-                    .get("total")
+                    .get(&Quantity::Total)
                     .map_or(String::new(), |q| q.count.to_string()),
                 r.stat,
             ];
-            for q in QUANTITIES {
-                let s = r.quantities.get(q);
+            for q in Quantity::ALL {
+                let s = r.quantities.get(&q);
                 cells.push(num(s.map(|s| s.mean_ms)));
                 cells.push(num(s.map(|s| s.median_ms)));
                 cells.push(num(s.map(|s| s.std_ms)));
@@ -117,7 +119,52 @@ impl Exporter for CsvExporter {
         }
         Ok(out)
     }
+
+    /// One row per pair, times in milliseconds.
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String> {
+        let mut out = COMPARE_COLUMNS.join(",");
+        out.push('\n');
+        for p in &comparison.pairs {
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.6},{:.6},{},{},{:.6},{:.6},{:.6},{},{}",
+                field(&p.model),
+                field(&p.input),
+                p.mode,
+                field(&p.base_config),
+                field(&p.new_config),
+                p.base_median_ms,
+                p.new_median_ms,
+                p.base_samples,
+                p.new_samples,
+                p.ratio,
+                p.ci95[0],
+                p.ci95[1],
+                p.verdict.as_str(),
+                p.regression
+            )?;
+        }
+        Ok(out)
+    }
 }
+
+/// The columns of a comparison, one row per pair.
+pub const COMPARE_COLUMNS: &[&str] = &[
+    "model",
+    "input",
+    "mode",
+    "base_config",
+    "new_config",
+    "base_median_ms",
+    "new_median_ms",
+    "base_samples",
+    "new_samples",
+    "ratio",
+    "ci95_low",
+    "ci95_high",
+    "verdict",
+    "regression",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,9 @@
 //! One self-contained HTML page: overview, every table, speed-ups and charts inline
-//! (SVG), styles inline, no script and nothing fetched from the network.
+//! (SVG), styles inline, no script and nothing fetched from the network. A comparison
+//! is a page of the same style: the table of pairs, the summary and the warnings.
 
 use super::{is_text_column, Exporter};
+use crate::compare::Comparison;
 use crate::report::Report;
 use std::fmt::Write;
 
@@ -65,14 +67,19 @@ fn inline_svg(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
 }
 
+/// The page up to and including its `<h1>`.
+fn page_start(out: &mut String, title: &str) {
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let _ = write!(out, "<title>{title}</title>\n<style>\n");
+    out.push_str(STYLE);
+    let _ = writeln!(out, "</style>\n</head>\n<body>\n<h1>{title}</h1>");
+}
+
 impl Exporter for HtmlExporter {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
         let mut out = String::new();
-        out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-        out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-        out.push_str("<title>cnnbench report</title>\n<style>\n");
-        out.push_str(STYLE);
-        out.push_str("</style>\n</head>\n<body>\n<h1>cnnbench report</h1>\n");
+        page_start(&mut out, "cnnbench report");
         let runs: usize = report.entries.iter().map(|e| e.runs).sum();
         writeln!(
             out,
@@ -153,6 +160,36 @@ impl Exporter for HtmlExporter {
         }
         out.push_str(
             "<footer class=\"notes\"><p>Made by cnnbench report.</p></footer>\n</body>\n</html>\n",
+        );
+        Ok(out)
+    }
+
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String> {
+        let mut out = String::new();
+        page_start(&mut out, "cnnbench compare");
+        writeln!(
+            out,
+            "<p class=\"sub\">NEW against BASE: the ratio of the medians of the {} time per pass, with its bootstrap 95% confidence interval. Times in milliseconds.</p>",
+            comparison.quantity
+        )?;
+        if !comparison.pairs.is_empty() {
+            let (head, rows) = comparison.cells();
+            table(&mut out, &head, &rows);
+        }
+        out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
+        for line in comparison.summary() {
+            writeln!(out, "<p>{}</p>", escape(&line))?;
+        }
+        out.push_str("</section>\n");
+        if !comparison.warnings.is_empty() {
+            out.push_str("<section class=\"notes\">\n<h2>Warnings</h2>\n<ul>\n");
+            for w in &comparison.warnings {
+                writeln!(out, "<li>{}</li>", escape(w))?;
+            }
+            out.push_str("</ul>\n</section>\n");
+        }
+        out.push_str(
+            "<footer class=\"notes\"><p>Made by cnnbench compare.</p></footer>\n</body>\n</html>\n",
         );
         Ok(out)
     }

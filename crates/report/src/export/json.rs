@@ -1,9 +1,10 @@
 //! JSON: one object per row with every statistic, for other programs.
 
 use super::Exporter;
+use crate::compare::Comparison;
 use crate::group::Entry;
-use crate::record::QUANTITIES;
 use crate::report::Report;
+use cnnbench_results::Quantity;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -47,7 +48,7 @@ pub(crate) struct Row {
     pub origin: crate::record::Origin,
     pub runs: usize,
     pub stat: String,
-    pub quantities: BTreeMap<String, QuantityStats>,
+    pub quantities: BTreeMap<Quantity, QuantityStats>,
     pub images_per_s: Option<f64>,
     pub gflops_per_s: Option<f64>,
     pub params: Option<u64>,
@@ -68,12 +69,12 @@ pub(crate) fn rows(report: &Report) -> Vec<Row> {
 
 fn row(report: &Report, e: &Entry) -> Row {
     let ms = 1000.0;
-    let quantities = QUANTITIES
-        .iter()
+    let quantities = Quantity::ALL
+        .into_iter()
         .filter_map(|q| {
-            let s = e.summaries.get(*q)?;
+            let s = e.summaries.get(&q)?;
             Some((
-                q.to_string(),
+                q,
                 QuantityStats {
                     count: s.count,
                     mean_ms: e.value(q, crate::group::Stat::Mean).unwrap_or(s.mean) * ms,
@@ -148,5 +149,10 @@ impl Exporter for JsonExporter {
         let mut s = serde_json::to_string_pretty(&doc)?;
         s.push('\n');
         Ok(s)
+    }
+
+    /// The whole comparison: options, pairs, geometric mean, unmatched rows, warnings.
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(comparison)? + "\n")
     }
 }

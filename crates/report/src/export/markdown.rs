@@ -1,6 +1,7 @@
 //! Markdown: per-model tables in the original README's style, pasteable into a README.
 
 use super::{is_text_column, Exporter};
+use crate::compare::Comparison;
 use crate::report::Report;
 use std::fmt::Write;
 
@@ -74,5 +75,19 @@ impl Exporter for MarkdownExporter {
             out.pop();
         }
         Ok(out)
+    }
+
+    /// The table, then each summary line as a paragraph.
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String> {
+        let mut out = String::new();
+        if !comparison.pairs.is_empty() {
+            let (head, rows) = comparison.cells();
+            out.push_str(&table(&head, &rows));
+            out.push('\n');
+        }
+        for line in comparison.summary() {
+            writeln!(out, "{line}\n")?;
+        }
+        Ok(out.trim_end().to_string() + "\n")
     }
 }

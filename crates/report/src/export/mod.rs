@@ -1,4 +1,5 @@
-//! Output formats, one file each behind one trait (as in hyperfine's `export/`).
+//! Output formats, one file each behind one trait (as in hyperfine's `export/`). Each
+//! format renders both documents: a [`Report`] and a [`Comparison`].
 
 mod csv;
 mod html;
@@ -12,16 +13,15 @@ pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub use pretty::PrettyExporter;
 
-/// Table helpers shared with `compare`.
-pub use csv::field as csv_field;
-pub use markdown::table as markdown_table;
-pub use pretty::table as pretty_table;
-
+use crate::compare::Comparison;
 use crate::report::Report;
 
-/// Renders a whole report into one document.
+/// Renders a whole report, or a whole comparison, into one document.
 pub trait Exporter {
+    /// `cnnbench report`: the tables, overview, speed-ups and notes.
     fn render(&self, report: &Report) -> anyhow::Result<String>;
+    /// `cnnbench compare`: the table of pairs and the summary lines.
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String>;
 }
 
 /// The formats `--format` accepts.

@@ -1,6 +1,7 @@
 //! Box-drawn tables for a terminal (comfy-table), the default when stdout is one.
 
 use super::{is_text_column, Exporter};
+use crate::compare::Comparison;
 use crate::report::Report;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, ContentArrangement, Table};
 use std::fmt::Write;
@@ -57,6 +58,20 @@ impl Exporter for PrettyExporter {
         }
         while out.ends_with("\n\n") {
             out.pop();
+        }
+        Ok(out)
+    }
+
+    /// The table, a blank line, then the summary lines.
+    fn render_comparison(&self, comparison: &Comparison) -> anyhow::Result<String> {
+        let mut out = String::new();
+        if !comparison.pairs.is_empty() {
+            let (head, rows) = comparison.cells();
+            out.push_str(&table(&head, &rows));
+            out.push_str("\n\n");
+        }
+        for line in comparison.summary() {
+            writeln!(out, "{line}")?;
         }
         Ok(out)
     }

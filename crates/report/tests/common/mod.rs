@@ -75,9 +75,8 @@ impl<'a> Run<'a> {
         let total: Vec<f64> = self.totals_ms.iter().map(|t| t / 1000.0).collect();
         let forward: Vec<f64> = total.iter().map(|t| t * 0.4).collect();
         let backward: Vec<f64> = total.iter().zip(&forward).map(|(t, f)| t - f).collect();
-        let summary = |v: &[f64]| {
-            serde_json::to_value(cnnbench_bench::stats::Summary::of(v).unwrap()).unwrap()
-        };
+        let summary =
+            |v: &[f64]| serde_json::to_value(cnnbench_results::Summary::of(v).unwrap()).unwrap();
         let mut samples = serde_json::Map::new();
         let mut summaries = serde_json::Map::new();
         samples.insert("forward".into(), json!(forward));
@@ -124,10 +123,10 @@ impl<'a> Run<'a> {
 
 /// Samples around `center` ms with a deterministic spread of about ±`spread` percent.
 pub fn noisy(center: f64, spread: f64, n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = cnnbench_report::compare::Rng::new(seed);
+    let mut rng = cnnbench_results::stats::SplitMix64::new(seed);
     (0..n)
         .map(|_| {
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let u = rng.next_f64();
             center * (1.0 + spread / 100.0 * (2.0 * u - 1.0))
         })
         .collect()

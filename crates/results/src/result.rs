@@ -3,6 +3,7 @@
 //! reproduce the numbers is in it: raw samples, the configuration, the software and the
 //! machine. Changing the meaning of a field bumps [`RESULT_VERSION`].
 
+use crate::quantity::Quantity;
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
 use cnnbench_engine::{EngineInfo, Mode, Precision};
@@ -32,9 +33,9 @@ pub struct BenchResult {
     pub duration_s: f64,
     /// Every timed sample in seconds, per quantity (`forward`, `backward`, `update`,
     /// `total`), in pass order. Warm-up passes are not included.
-    pub samples: BTreeMap<String, Vec<f64>>,
+    pub samples: BTreeMap<Quantity, Vec<f64>>,
     /// Statistics of each quantity in `samples`, in seconds.
-    pub summary: BTreeMap<String, Summary>,
+    pub summary: BTreeMap<Quantity, Summary>,
     pub throughput: Throughput,
     pub memory: MemoryRecord,
     /// Things the reader should know about these numbers (wide spread, timer resolution…).

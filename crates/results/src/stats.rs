@@ -1,7 +1,11 @@
 //! Statistics of timing samples: location, spread, a distribution-free confidence
-//! interval for the median, and outliers by Tukey's fences (counted, never removed).
+//! interval for the median, outliers by Tukey's fences (counted, never removed), and the
+//! bootstrap that puts confidence intervals on ratios of medians (`compare`).
 
 use serde::{Deserialize, Serialize};
+
+/// The seeded generator the bootstrap draws its resamples from.
+pub use cnnbench_graph::SplitMix64;
 
 /// Summary of one timed quantity, in the samples' unit (seconds in result files).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,6 +101,59 @@ pub fn median_ci_ranks(n: usize) -> (usize, usize) {
     best
 }
 
+/// The median of unsorted data, sorting it in place; NaN when empty.
+pub fn median_in_place(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile(v, 0.5)
+}
+
+/// Bootstrap distribution of median(new) / median(base): `resamples` times, each side
+/// is resampled with replacement (indices from `rng`) and the ratio of the medians kept;
+/// a draw whose base median is not positive is left out. Both sides must hold samples.
+pub fn bootstrap_median_ratios(
+    base: &[f64],
+    new: &[f64],
+    resamples: usize,
+    rng: &mut SplitMix64,
+) -> Vec<f64> {
+    let mut a = vec![0.0; base.len()];
+    let mut b = vec![0.0; new.len()];
+    let mut out = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for x in a.iter_mut() {
+            *x = base[rng.below(base.len())];
+        }
+        for x in b.iter_mut() {
+            *x = new[rng.below(new.len())];
+        }
+        let (ma, mb) = (median_in_place(&mut a), median_in_place(&mut b));
+        if ma > 0.0 {
+            out.push(mb / ma);
+        }
+    }
+    out
+}
+
+/// The percentile 95% interval of a bootstrap distribution: its 2.5% and 97.5% quantiles.
+pub fn percentile_interval95(mut draws: Vec<f64>) -> [f64; 2] {
+    draws.sort_by(f64::total_cmp);
+    [quantile(&draws, 0.025), quantile(&draws, 0.975)]
+}
+
+/// The bootstrap 95% interval of a geometric mean of ratios, from each ratio's bootstrap
+/// draws as logarithms: draw `k` of the mean combines draw `k` of every ratio. `None`
+/// without draws.
+pub fn geomean_interval95(log_draws: &[Vec<f64>]) -> Option<[f64; 2]> {
+    if log_draws.is_empty() {
+        return None;
+    }
+    let n = log_draws.iter().map(Vec::len).min().unwrap_or(0);
+    let means: Vec<f64> = (0..n)
+        .map(|k| (log_draws.iter().map(|d| d[k]).sum::<f64>() / log_draws.len() as f64).exp())
+        .collect();
+    Some(percentile_interval95(means))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +206,57 @@ mod tests {
         let one = Summary::of(&[3.0]).unwrap();
         assert_eq!(one.std, 0.0);
         assert_eq!(one.median_ci95, [3.0, 3.0]);
+    }
+
+    #[test]
+    fn bootstrap_interval_brackets_the_true_ratio() {
+        let base: Vec<f64> = (0..30)
+            .map(|i| 1.0 + 0.01 * ((i * 7 % 11) as f64 - 5.0))
+            .collect();
+        let new: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
+        let mut rng = SplitMix64::new(7);
+        let ci = percentile_interval95(bootstrap_median_ratios(&base, &new, 2000, &mut rng));
+        assert!(ci[0] <= 1.2 && 1.2 <= ci[1], "{ci:?}");
+        assert!(ci[1] - ci[0] < 0.1, "{ci:?}");
+    }
+
+    #[test]
+    fn the_bootstrap_is_seeded() {
+        let base = [1.0, 1.1, 0.9, 1.05, 0.95];
+        let new = [2.0, 2.2, 1.8, 2.1, 1.9];
+        let draw = |seed| bootstrap_median_ratios(&base, &new, 200, &mut SplitMix64::new(seed));
+        assert_eq!(draw(3), draw(3));
+        assert_ne!(draw(3), draw(4));
+        // Ratios of medians of resamples lie between the extreme ratios.
+        assert!(draw(3).iter().all(|r| (1.8 / 1.1..=2.2 / 0.9).contains(r)));
+    }
+
+    #[test]
+    fn percentile_interval_and_geomean_interval() {
+        let draws: Vec<f64> = (0..=1000).map(|i| i as f64 / 1000.0).collect();
+        let ci = percentile_interval95(draws.clone());
+        assert!(
+            (ci[0] - 0.025).abs() < 1e-12 && (ci[1] - 0.975).abs() < 1e-12,
+            "{ci:?}"
+        );
+        // One ratio: the geometric mean's interval is that ratio's.
+        let logs: Vec<f64> = draws.iter().map(|r| (1.0 + r).ln()).collect();
+        let g = geomean_interval95(std::slice::from_ref(&logs)).unwrap();
+        assert!(
+            (g[0] - 1.025).abs() < 1e-9 && (g[1] - 1.975).abs() < 1e-9,
+            "{g:?}"
+        );
+        // Two identical ratios: the same interval.
+        let g2 = geomean_interval95(&[logs.clone(), logs]).unwrap();
+        assert!((g2[0] - g[0]).abs() < 1e-12 && (g2[1] - g[1]).abs() < 1e-12);
+        assert_eq!(geomean_interval95(&[]), None);
+    }
+
+    #[test]
+    fn median_in_place_sorts() {
+        let mut v = [3.0, 1.0, 2.0, 10.0];
+        assert_eq!(median_in_place(&mut v), 2.5);
+        assert_eq!(v, [1.0, 2.0, 3.0, 10.0]);
+        assert!(median_in_place(&mut []).is_nan());
     }
 }

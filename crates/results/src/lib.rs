@@ -1,0 +1,17 @@
+//! What a measurement is, for everyone who writes or reads one: the result file schema
+//! (`cnnbench-result` version 1), the timed [`Quantity`]s and the statistics of timing
+//! samples (summaries, quantiles, the median's confidence interval, the bootstrap).
+//!
+//! The harness (`cnnbench-bench`) fills these types in and the report
+//! (`cnnbench-report`) reads them; neither needs the other.
+
+pub mod quantity;
+pub mod result;
+pub mod stats;
+
+pub use quantity::{Quantity, UnknownQuantity};
+pub use result::{
+    flops_per_pass, BenchResult, MachineInfo, MemoryRecord, ModelRecord, RunConfig, Throughput,
+    ToolInfo, RESULT_FORMAT, RESULT_VERSION,
+};
+pub use stats::Summary;

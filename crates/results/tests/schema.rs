@@ -1,0 +1,81 @@
+//! The schema stays what it was: every `cnnbench-result` file in the repository (the
+//! published results under docs/results and the report's test fixtures) reads into
+//! [`BenchResult`] and writes back unchanged — byte for byte where cnnbench wrote it.
+
+use cnnbench_results::{BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION};
+use std::path::{Path, PathBuf};
+
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for e in entries {
+        if e.is_dir() {
+            json_files(&e, out);
+        } else if e.extension().is_some_and(|x| x == "json") {
+            out.push(e);
+        }
+    }
+}
+
+#[test]
+fn every_result_file_in_the_repository_round_trips() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    json_files(&root.join("docs/results"), &mut files);
+    json_files(&root.join("crates/report/tests/fixtures"), &mut files);
+    let (mut checked, mut byte_for_byte) = (0, 0);
+    let mut not_byte_for_byte = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue; // the loader's corrupt-file fixtures
+        };
+        if value.get("format").and_then(|f| f.as_str()) != Some(RESULT_FORMAT)
+            || value.get("version").and_then(|v| v.as_u64()) != Some(RESULT_VERSION as u64)
+            || value
+                .get("model")
+                .is_none_or(|m| m.as_object().is_none_or(|m| m.is_empty()))
+        {
+            continue;
+        }
+        let typed: BenchResult = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
+        assert_eq!(
+            serde_json::to_value(&typed).unwrap(),
+            value,
+            "{} changes when read and written",
+            path.display()
+        );
+        // Written by cnnbench (every field, in the schema's order): the same bytes. The
+        // comparison is with the document as parsed, since serde_json's default float
+        // parsing may differ from the file's text in the last digit.
+        let written = serde_json::to_string_pretty(&typed).unwrap();
+        if written == serde_json::to_string_pretty(&value).unwrap() {
+            byte_for_byte += 1;
+        } else {
+            not_byte_for_byte.push(path.display().to_string());
+        }
+        assert!(typed.samples.contains_key(&Quantity::Total) || typed.samples.is_empty());
+        checked += 1;
+    }
+    eprintln!("{checked} result files, {byte_for_byte} written back byte for byte; the rest: {not_byte_for_byte:?}");
+    assert!(checked >= 60, "only {checked} result files found");
+    assert!(
+        byte_for_byte >= 50,
+        "only {byte_for_byte} written by cnnbench"
+    );
+}
+
+#[test]
+fn samples_and_summaries_are_keyed_by_quantity_names() {
+    let text = r#"{"backward": [2.0], "forward": [1.0], "total": [3.0], "update": [0.5]}"#;
+    let typed: std::collections::BTreeMap<Quantity, Vec<f64>> = serde_json::from_str(text).unwrap();
+    assert_eq!(typed[&Quantity::Update], [0.5]);
+    assert_eq!(
+        serde_json::to_string(&typed).unwrap(),
+        text.replace(": ", ":").replace(", ", ",")
+    );
+}
