@@ -86,6 +86,25 @@ pub fn gpu_name(index: usize) -> String {
         .unwrap_or_else(|| format!("CUDA device {index}"))
 }
 
+/// The GPU's total memory in bytes, from `nvidia-smi` (MiB), where it answers.
+pub fn gpu_memory_bytes(index: usize) -> Option<u64> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=memory.total",
+            "--format=csv,noheader,nounits",
+            &format!("--id={index}"),
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    parse_mib(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `nvidia-smi`'s memory figure (MiB, no unit) in bytes.
+pub(crate) fn parse_mib(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok().map(|mib| mib << 20)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,23 +124,11 @@ mod tests {
         let v = libtorch_version();
         assert!(v.starts_with("2."), "{v}");
     }
-}
 
-/// The GPU's total memory in bytes, from `nvidia-smi` (MiB), where it answers.
-pub fn gpu_memory_bytes(index: usize) -> Option<u64> {
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            "--query-gpu=memory.total",
-            "--format=csv,noheader,nounits",
-            &format!("--id={index}"),
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    parse_mib(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// `nvidia-smi`'s memory figure (MiB, no unit) in bytes.
-pub(crate) fn parse_mib(text: &str) -> Option<u64> {
-    text.trim().parse::<u64>().ok().map(|mib| mib << 20)
+    #[test]
+    fn nvidia_smi_memory_is_read_in_mib() {
+        assert_eq!(parse_mib("143771\n"), Some(143_771 << 20));
+        assert_eq!(parse_mib("[N/A]"), None);
+        assert_eq!(parse_mib(""), None);
+    }
 }

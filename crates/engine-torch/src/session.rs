@@ -10,9 +10,6 @@ use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
 use tch::{COptimizer, Cuda, Device, Kind, Tensor};
 
-/// Learning rate and momentum of the SGD step (the values do not change the timing);
-/// the same as the burn engine's.
-
 /// Whether `backend` can run here, and if not, why.
 pub fn availability(backend: TorchBackend) -> Result<(), String> {
     match backend {
