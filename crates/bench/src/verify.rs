@@ -146,16 +146,18 @@ fn compute(
     trains: bool,
 ) -> Result<Computed> {
     let name = engine.info().name;
+    // A session of `mode` with the weights and input loaded, after one forward pass.
+    let forward = |mode: Mode| -> Result<Box<dyn Session>> {
+        let mut s = session(engine, graph, mode, request)?;
+        s.import_weights(weights)
+            .with_context(|| format!("loading the weights into {name}"))?;
+        s.set_input(input)?;
+        s.forward().with_context(|| format!("{name}: forward"))?;
+        Ok(s)
+    };
     let (mut train_output, mut gradients) = (None, Weights::new());
     if trains {
-        let mut train = session(engine, graph, Mode::Train, request)?;
-        train
-            .import_weights(weights)
-            .with_context(|| format!("loading the weights into {name}"))?;
-        train.set_input(input)?;
-        train
-            .forward()
-            .with_context(|| format!("{name}: forward"))?;
+        let mut train = forward(Mode::Train)?;
         let output = train.output()?;
         let upstream = HostTensor::standard_normal(output.shape.clone(), seed);
         train.set_output_grad(&upstream)?;
@@ -165,18 +167,10 @@ fn compute(
         gradients = train.weight_gradients()?;
         train_output = Some(output);
     }
-    let mut infer = session(engine, graph, Mode::Infer, request)?;
-    infer
-        .import_weights(weights)
-        .with_context(|| format!("loading the weights into {name}"))?;
-    infer.set_input(input)?;
-    infer
-        .forward()
-        .with_context(|| format!("{name}: forward"))?;
     Ok(Computed {
         train_output,
         gradients,
-        infer_output: infer.output()?,
+        infer_output: forward(Mode::Infer)?.output()?,
     })
 }
 

@@ -29,6 +29,8 @@ pub const BURN_VERSION: &str = "0.22.1";
 /// sized once per process.
 pub struct BurnFlexEngine {
     threads: usize,
+    /// Read once (the host's memory is a system call away).
+    capabilities: Capabilities,
     /// A bug planted in one kernel, for the conformance suite's own tests.
     #[cfg(test)]
     pub(crate) fault: Option<lower::Fault>,
@@ -54,6 +56,7 @@ impl BurnFlexEngine {
         }
         Ok(Self {
             threads: rayon::current_num_threads(),
+            capabilities: capabilities(),
             #[cfg(test)]
             fault: None,
         })
@@ -78,11 +81,12 @@ impl Engine for BurnFlexEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        capabilities()
+        self.capabilities.clone()
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        capabilities().check(ENGINE_NAME, config.mode, config.precision)?;
+        self.capabilities
+            .check(ENGINE_NAME, config.mode, config.precision)?;
         config.check(graph)?;
         #[allow(unused_mut)]
         let mut session = BurnSession::new(graph, config)?;

@@ -145,8 +145,8 @@ impl Network {
         };
         let mut slots = Vec::with_capacity(program.weights().len());
         for weight in program.weights() {
-            let shape = &weight.spec.shape;
-            let slot = match (shape.len(), weight.spec.trainable) {
+            let shape = &weight.shape;
+            let slot = match (shape.len(), weight.trainable) {
                 (1, false) => {
                     let t = initial::<1>(weight.init, [shape[0]], device);
                     params.running.push(RunningState::new(t));
@@ -174,7 +174,7 @@ impl Network {
                 _ => {
                     return Err(anyhow!(
                         "weight \"{}\" of shape {shape:?} has no place in the burn engine",
-                        weight.spec.key
+                        weight.key
                     ))
                 }
             };

@@ -85,21 +85,21 @@ impl Network {
         let f32_on = (Kind::Float, device);
         let mut weights = Vec::with_capacity(program.weights().len());
         for slot in program.weights() {
-            let shape: Vec<i64> = slot.spec.shape.iter().map(|&d| d as i64).collect();
+            let shape: Vec<i64> = slot.shape.iter().map(|&d| d as i64).collect();
             let tensor = match slot.init {
                 WeightInit::Uniform { bound } => {
                     Tensor::f_empty(shape.as_slice(), f32_on)?.f_uniform_(-bound, bound)?
                 }
                 WeightInit::Constant(v) => Tensor::f_full(shape.as_slice(), v, f32_on)?,
             };
-            let tensor = if slot.spec.trainable {
+            let tensor = if slot.trainable {
                 tensor.f_set_requires_grad(true)?
             } else {
                 tensor
             };
             weights.push(Weight {
                 tensor,
-                trainable: slot.spec.trainable,
+                trainable: slot.trainable,
             });
         }
         let compute = match precision {

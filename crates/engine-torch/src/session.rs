@@ -85,10 +85,15 @@ impl TorchEngine {
                 Device::Cuda(options.device)
             }
         };
+        let mut capabilities = backend.capabilities();
+        if let Device::Cuda(index) = device {
+            capabilities.device_memory = info::gpu_memory_bytes(index);
+        }
         Ok(Self {
             backend,
             device,
             info: describe(backend, options),
+            capabilities,
         })
     }
 }
@@ -108,11 +113,7 @@ impl Engine for TorchEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = self.backend.capabilities();
-        if let Device::Cuda(index) = self.device {
-            caps.device_memory = info::gpu_memory_bytes(index);
-        }
-        caps
+        self.capabilities.clone()
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
@@ -176,7 +177,7 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
 
 impl TorchEngine {
     fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities()
+        self.capabilities
             .check(self.backend.engine_name(), config.mode, config.precision)?;
         config.check(graph)?;
         tch::manual_seed(config.seed as i64);

@@ -19,29 +19,13 @@ use cnnbench_graph::ops::{
 };
 use cnnbench_graph::{Activation, Graph, HostTensor, Op, Source, WeightSpec, Weights};
 
+/// How a weight starts (PyTorch's layer defaults), as the Graph's weight specs say.
+pub use cnnbench_graph::WeightInit;
+
 /// Learning rate of the SGD step in `step` mode (it does not change the timing).
 pub const LEARNING_RATE: f64 = 0.01;
 /// Momentum of the SGD step in `step` mode.
 pub const MOMENTUM: f64 = 0.9;
-
-/// How a weight starts: PyTorch's layer defaults, so every engine draws its random
-/// weights from the same distributions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WeightInit {
-    /// Uniform in `[-bound, bound]` (Kaiming-uniform with a = √5 for weights, ±1/√fan_in
-    /// for biases).
-    Uniform {
-        bound: f64,
-    },
-    Constant(f64),
-}
-
-/// One weight tensor of a program: where it lives, its key and shape, how it starts.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WeightSlot {
-    pub spec: WeightSpec,
-    pub init: WeightInit,
-}
 
 /// A convolution's weights, as indices into [`Program::weights`].
 #[derive(Clone, Copy, Debug)]
@@ -154,18 +138,15 @@ struct Step {
 pub struct Program {
     graph: Graph,
     steps: Vec<Step>,
-    weights: Vec<WeightSlot>,
+    weights: Vec<WeightSpec>,
 }
 
 impl Program {
     pub fn new(graph: &Graph) -> Program {
-        let specs = graph.weight_specs();
+        let weights = graph.weight_specs();
         let mut weights_of_node: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes().len()];
-        let mut weights = Vec::with_capacity(specs.len());
-        for (index, spec) in specs.into_iter().enumerate() {
+        for (index, spec) in weights.iter().enumerate() {
             weights_of_node[spec.node].push(index);
-            let init = initial_value(&graph.nodes()[spec.node].op, &spec);
-            weights.push(WeightSlot { spec, init });
         }
         let last = graph.last_uses();
         let readers = graph.reader_counts();
@@ -207,8 +188,9 @@ impl Program {
         &self.graph
     }
 
-    /// Every weight tensor, in the order of [`Graph::weight_specs`].
-    pub fn weights(&self) -> &[WeightSlot] {
+    /// Every weight tensor (key, shape, whether it trains, how it starts), in the order
+    /// of [`Graph::weight_specs`].
+    pub fn weights(&self) -> &[WeightSpec] {
         &self.weights
     }
 
@@ -347,7 +329,7 @@ impl Program {
     pub fn export_weights(&self, store: &impl WeightStore) -> Result<Weights> {
         let mut out = Weights::new();
         for (i, slot) in self.weights.iter().enumerate() {
-            out.insert(slot.spec.key.clone(), store.read(i)?);
+            out.insert(slot.key.clone(), store.read(i)?);
         }
         Ok(out)
     }
@@ -357,8 +339,8 @@ impl Program {
         weights.check(&self.graph, true)?;
         for (i, slot) in self.weights.iter().enumerate() {
             let value = weights
-                .get(&slot.spec.key)
-                .with_context(|| format!("the weights have no tensor \"{}\"", slot.spec.key))?;
+                .get(&slot.key)
+                .with_context(|| format!("the weights have no tensor \"{}\"", slot.key))?;
             store.write(i, value)?;
         }
         Ok(())
@@ -369,14 +351,14 @@ impl Program {
     pub fn weight_gradients(&self, store: &impl WeightStore) -> Result<Weights> {
         let mut out = Weights::new();
         for (i, slot) in self.weights.iter().enumerate() {
-            if !slot.spec.trainable {
+            if !slot.trainable {
                 continue;
             }
             let grad = match store.gradient(i)? {
                 Some(g) => g,
-                None => zeros(&slot.spec.shape)?,
+                None => zeros(&slot.shape)?,
             };
-            out.insert(slot.spec.key.clone(), grad);
+            out.insert(slot.key.clone(), grad);
         }
         Ok(out)
     }
@@ -387,39 +369,6 @@ fn zeros(shape: &[usize]) -> Result<HostTensor> {
         shape.to_vec(),
         vec![0.0; shape.iter().product()],
     )?)
-}
-
-/// PyTorch's initial value for a weight: Kaiming-uniform (a = √5) convolution and linear
-/// weights with biases uniform in ±1/√fan_in, unit scales, zero shifts, zero running
-/// means and unit running variances, layer scale at its configured value.
-fn initial_value(op: &Op, spec: &WeightSpec) -> WeightInit {
-    let name = spec.key.rsplit('.').next().unwrap_or_default();
-    let fan_in_bound = |fan_in: usize| WeightInit::Uniform {
-        bound: 1.0 / (fan_in.max(1) as f64).sqrt(),
-    };
-    match op {
-        Op::Conv2d(c) => fan_in_bound(c.in_channels / c.groups.max(1) * c.kernel.h * c.kernel.w),
-        Op::Linear(l) => fan_in_bound(l.in_features),
-        Op::LayerScale(l) => WeightInit::Constant(l.init),
-        Op::BatchNorm2d(_) | Op::LayerNorm2d(_) => match name {
-            "weight" | "running_var" => WeightInit::Constant(1.0),
-            _ => WeightInit::Constant(0.0),
-        },
-        // Ops without weights never get here ([`Op::weight_specs`] lists none for them).
-        Op::Activation(_)
-        | Op::LocalResponseNorm(_)
-        | Op::MaxPool2d(_)
-        | Op::AvgPool2d(_)
-        | Op::AdaptiveAvgPool2d(_)
-        | Op::Dropout(_)
-        | Op::Flatten(_)
-        | Op::Concat(_)
-        | Op::Add(_)
-        | Op::Mul(_)
-        | Op::ChannelShuffle(_)
-        | Op::SliceChannels(_)
-        | Op::StochasticDepth(_) => WeightInit::Constant(0.0),
-    }
 }
 
 /// Whether node `index` may overwrite its first input: the op can run in place (ReLU,

@@ -308,6 +308,38 @@ pub struct StochasticDepth {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+/// How a weight starts: PyTorch's layer defaults, so every engine draws its random
+/// weights from the same distributions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WeightInit {
+    /// Uniform in `[-bound, bound]` (Kaiming-uniform with a = √5 for weights, ±1/√fan_in
+    /// for biases: the same bound).
+    Uniform {
+        bound: f64,
+    },
+    Constant(f64),
+}
+
+impl WeightInit {
+    /// PyTorch's convolution and linear initialisation for `fan_in` inputs per output.
+    pub fn fan_in(fan_in: usize) -> Self {
+        WeightInit::Uniform {
+            bound: 1.0 / (fan_in.max(1) as f64).sqrt(),
+        }
+    }
+}
+
+/// One tensor an op owns (see [`Op::weight_specs`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpWeight {
+    /// `weight`, `bias`, `running_mean`, … as PyTorch names it.
+    pub name: &'static str,
+    pub shape: Vec<usize>,
+    /// False for state that is not trained (batch-norm running statistics).
+    pub trainable: bool,
+    pub init: WeightInit,
+}
+
 /// An element-wise activation. One op with a kind, so that an engine lowers them in one
 /// place and a new activation is one variant here and one arm per engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -945,25 +977,31 @@ impl Op {
     }
 
     /// The tensors this op owns, in PyTorch's layout and naming (`weight`, `bias`,
-    /// `running_mean`, …), with whether each is trained. Weight files and engines key
-    /// them as `<node>.<name>`, so weights move between engines and from imported files.
-    /// Every op is listed (no catch-all): an op with weights cannot be added without
-    /// saying what they are.
-    pub fn weight_specs(&self) -> Vec<(&'static str, Vec<usize>, bool)> {
+    /// `running_mean`, …), whether each is trained, and how PyTorch's layer initialises
+    /// it. Weight files and engines key them as `<node>.<name>`, so weights move between
+    /// engines and from imported files. Every op is listed (no catch-all): an op with
+    /// weights cannot be added without saying what they are and how they start.
+    pub fn weight_specs(&self) -> Vec<OpWeight> {
+        let trained = |name, shape, init| OpWeight {
+            name,
+            shape,
+            trainable: true,
+            init,
+        };
+        let running = |name, shape, value| OpWeight {
+            name,
+            shape,
+            trainable: false,
+            init: WeightInit::Constant(value),
+        };
         match self {
             Op::Conv2d(c) => {
-                let mut specs = vec![(
-                    "weight",
-                    vec![
-                        c.out_channels,
-                        c.in_channels / c.groups.max(1),
-                        c.kernel.h,
-                        c.kernel.w,
-                    ],
-                    true,
-                )];
+                let in_per_group = c.in_channels / c.groups.max(1);
+                let init = WeightInit::fan_in(in_per_group * c.kernel.h * c.kernel.w);
+                let shape = vec![c.out_channels, in_per_group, c.kernel.h, c.kernel.w];
+                let mut specs = vec![trained("weight", shape, init)];
                 if c.bias {
-                    specs.push(("bias", vec![c.out_channels], true));
+                    specs.push(trained("bias", vec![c.out_channels], init));
                 }
                 specs
             }
@@ -971,25 +1009,30 @@ impl Op {
                 let c = b.num_features;
                 let mut specs = Vec::new();
                 if b.affine {
-                    specs.push(("weight", vec![c], true));
-                    specs.push(("bias", vec![c], true));
+                    specs.push(trained("weight", vec![c], WeightInit::Constant(1.0)));
+                    specs.push(trained("bias", vec![c], WeightInit::Constant(0.0)));
                 }
-                specs.push(("running_mean", vec![c], false));
-                specs.push(("running_var", vec![c], false));
+                specs.push(running("running_mean", vec![c], 0.0));
+                specs.push(running("running_var", vec![c], 1.0));
                 specs
             }
             Op::Linear(l) => {
-                let mut specs = vec![("weight", vec![l.out_features, l.in_features], true)];
+                let init = WeightInit::fan_in(l.in_features);
+                let mut specs = vec![trained("weight", vec![l.out_features, l.in_features], init)];
                 if l.bias {
-                    specs.push(("bias", vec![l.out_features], true));
+                    specs.push(trained("bias", vec![l.out_features], init));
                 }
                 specs
             }
             Op::LayerNorm2d(l) => vec![
-                ("weight", vec![l.num_channels], true),
-                ("bias", vec![l.num_channels], true),
+                trained("weight", vec![l.num_channels], WeightInit::Constant(1.0)),
+                trained("bias", vec![l.num_channels], WeightInit::Constant(0.0)),
             ],
-            Op::LayerScale(l) => vec![("scale", vec![l.channels], true)],
+            Op::LayerScale(l) => vec![trained(
+                "scale",
+                vec![l.channels],
+                WeightInit::Constant(l.init),
+            )],
             Op::Activation(_)
             | Op::LocalResponseNorm(_)
             | Op::MaxPool2d(_)
@@ -1014,8 +1057,8 @@ impl Op {
     fn weight_elements(&self, trainable: bool) -> u64 {
         self.weight_specs()
             .iter()
-            .filter(|(_, _, t)| *t == trainable)
-            .map(|(_, shape, _)| product(shape))
+            .filter(|w| w.trainable == trainable)
+            .map(|w| product(&w.shape))
             .sum()
     }
 
@@ -1355,10 +1398,10 @@ mod tests {
     fn counts_come_from_the_weight_specs() {
         for op in one_of_each_tag() {
             let (params, buffers): (Vec<_>, Vec<_>) =
-                op.weight_specs().into_iter().partition(|(_, _, t)| *t);
-            let size = |v: &[(&str, Vec<usize>, bool)]| -> u64 {
+                op.weight_specs().into_iter().partition(|w| w.trainable);
+            let size = |v: &[OpWeight]| -> u64 {
                 v.iter()
-                    .map(|(_, s, _)| s.iter().product::<usize>() as u64)
+                    .map(|w| w.shape.iter().product::<usize>() as u64)
                     .sum()
             };
             assert_eq!(op.params(), size(&params), "{}", op.tag());

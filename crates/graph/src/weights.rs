@@ -6,6 +6,7 @@
 
 use crate::error::GraphError;
 use crate::graph::Graph;
+use crate::ops::WeightInit;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -114,6 +115,8 @@ pub struct WeightSpec {
     pub shape: Vec<usize>,
     /// False for state that is not trained (batch-norm running statistics).
     pub trainable: bool,
+    /// How PyTorch's layer initialises it.
+    pub init: WeightInit,
 }
 
 impl Graph {
@@ -121,12 +124,13 @@ impl Graph {
     pub fn weight_specs(&self) -> Vec<WeightSpec> {
         let mut specs = Vec::new();
         for (index, node) in self.nodes().iter().enumerate() {
-            for (name, shape, trainable) in node.op.weight_specs() {
+            for weight in node.op.weight_specs() {
                 specs.push(WeightSpec {
-                    key: format!("{}.{}", node.name, name),
+                    key: format!("{}.{}", node.name, weight.name),
                     node: index,
-                    shape,
-                    trainable,
+                    shape: weight.shape,
+                    trainable: weight.trainable,
+                    init: weight.init,
                 });
             }
         }

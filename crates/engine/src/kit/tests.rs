@@ -121,11 +121,7 @@ fn residual() -> Graph {
 #[test]
 fn walks_in_order_and_routes_weights_by_index() {
     let program = Program::new(&residual());
-    let keys: Vec<&str> = program
-        .weights()
-        .iter()
-        .map(|w| w.spec.key.as_str())
-        .collect();
+    let keys: Vec<&str> = program.weights().iter().map(|w| w.key.as_str()).collect();
     assert_eq!(
         keys,
         [
@@ -235,7 +231,7 @@ fn weights_start_as_pytorch_initialises_them() {
         program
             .weights()
             .iter()
-            .find(|w| w.spec.key == key)
+            .find(|w| w.key == key)
             .unwrap()
             .init
     };
@@ -277,7 +273,7 @@ fn weights_move_in_and_out_by_key_and_unreached_gradients_are_zero() {
         program
             .weights()
             .iter()
-            .map(|w| zeros(&w.spec.shape).unwrap())
+            .map(|w| zeros(&w.shape).unwrap())
             .collect(),
     );
     let mut weights = program.export_weights(&store).unwrap();
