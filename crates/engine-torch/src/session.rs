@@ -41,6 +41,8 @@ pub struct TorchEngine {
     device: Device,
     /// Read once: finding the GPU's name may run `nvidia-smi`.
     info: EngineInfo,
+    /// Read once: the GPU's memory comes from running `nvidia-smi`.
+    capabilities: Capabilities,
 }
 
 impl TorchEngine {
