@@ -283,7 +283,7 @@ mod tests {
     }
     impl Engine for SleepyEngine {
         fn capabilities(&self) -> cnnbench_engine::Capabilities {
-            cnnbench_engine::Capabilities::cpu_f32()
+            cnnbench_engine::Capabilities::cpu_f32(None)
         }
         fn info(&self) -> EngineInfo {
             EngineInfo {

@@ -334,7 +334,7 @@ mod tests {
 
     impl Engine for ScaleEngine {
         fn capabilities(&self) -> cnnbench_engine::Capabilities {
-            cnnbench_engine::Capabilities::cpu_f32()
+            cnnbench_engine::Capabilities::cpu_f32(None)
         }
         fn info(&self) -> EngineInfo {
             EngineInfo {

@@ -73,7 +73,7 @@ impl Engine for BurnFlexEngine {
             framework_version: BURN_VERSION.into(),
             backend: "flex".into(),
             device: "cpu".into(),
-            device_name: cnnbench_engine::host_cpu_name(),
+            device_name: cnnbench_host::cpu_name(),
             threads: self.threads,
             libraries,
             settings: BTreeMap::new(),
@@ -100,7 +100,7 @@ impl Engine for BurnFlexEngine {
 
 /// What burn-flex does: every mode, f32 only, on the host's memory.
 pub fn capabilities() -> Capabilities {
-    Capabilities::cpu_f32()
+    Capabilities::cpu_f32(cnnbench_host::memory_bytes())
 }
 
 /// Device for a mode: training and steps record autodiff graphs, inference does not

@@ -85,7 +85,7 @@ impl TorchBackend {
             device,
             weight_exchange: true,
             device_memory: match device {
-                DeviceKind::Cpu => cnnbench_engine::host_memory_bytes(),
+                DeviceKind::Cpu => cnnbench_host::memory_bytes(),
                 DeviceKind::Gpu => None,
             },
         }

@@ -137,7 +137,7 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
             (
                 "cpu".to_string(),
                 "cpu".to_string(),
-                cnnbench_engine::host_cpu_name(),
+                cnnbench_host::cpu_name(),
             )
         }
         TorchBackend::Cuda { cudnn } => {

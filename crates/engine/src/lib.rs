@@ -145,14 +145,15 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Every mode in f32 on the CPU, weights exchanged, the host's memory.
-    pub fn cpu_f32() -> Self {
+    /// Every mode in f32 on the CPU, weights exchanged; `device_memory` is the host's
+    /// memory (`cnnbench_host::memory_bytes()`), passed in so this crate probes nothing.
+    pub fn cpu_f32(device_memory: Option<u64>) -> Self {
         Capabilities {
             modes: vec![Mode::Train, Mode::Infer, Mode::Step],
             precisions: vec![Precision::F32],
             device: DeviceKind::Cpu,
             weight_exchange: true,
-            device_memory: host_memory_bytes(),
+            device_memory,
         }
     }
 
@@ -190,13 +191,6 @@ impl Capabilities {
         let names: Vec<&str> = self.precisions.iter().map(|p| p.as_str()).collect();
         names.join(", ")
     }
-}
-
-/// The host's physical memory in bytes, the limit for CPU engines.
-pub fn host_memory_bytes() -> Option<u64> {
-    let mut system = sysinfo::System::new();
-    system.refresh_memory();
-    Some(system.total_memory()).filter(|&m| m > 0)
 }
 
 /// What an engine reports about itself for the result file.
@@ -287,16 +281,4 @@ fn no_weight_exchange() -> anyhow::Error {
     anyhow::anyhow!(
         "this engine cannot exchange weights, inputs and gradients, so it cannot be verified"
     )
-}
-
-/// The host CPU's model name, as CPU engines report their device.
-pub fn host_cpu_name() -> String {
-    let mut system = sysinfo::System::new();
-    system.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
-    system
-        .cpus()
-        .first()
-        .map(|c| c.brand().trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH))
 }
