@@ -293,7 +293,20 @@ fn devices_pipes_and_huge_files_are_refused_in_one_line_without_reading() {
             stderr.starts_with("error: ") && stderr.contains(&format!("{file} {why}")),
             "{file}: {stderr}"
         );
+        assert_eq!(
+            stderr.matches(&file).count(),
+            1,
+            "names the file once: {stderr}"
+        );
     }
+    // A missing file: the path and the operating system's reason, each said once.
+    let missing = dir.path().join("missing.json").display().to_string();
+    let (status, stderr) = run_within(&["models", "--file", &missing], 10);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("error: cannot read {missing}: No such file or directory (os error 2)")
+    );
 }
 
 /// `cnnbench models resnet50 | head -1`: the reader goes away; the command must end

@@ -65,14 +65,9 @@ impl fmt::Display for ReadFileError {
     }
 }
 
-impl std::error::Error for ReadFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.problem {
-            ReadProblem::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// No `source`: the message already holds the operating system's error, and an error
+/// chain printed in full would say it twice.
+impl std::error::Error for ReadFileError {}
 
 /// Reads the file at `path` whole if it is a regular file of at most `limit` bytes.
 /// `what` names the kind of file in plural for the messages ("model files", "result

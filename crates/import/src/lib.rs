@@ -25,11 +25,21 @@ pub enum ImportError {
     Unsupported(String),
     #[error(transparent)]
     Graph(#[from] GraphError),
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    /// The operating system's error (missing file, no permission); the message names
+    /// the file and holds the OS error (not also a `source`, so it is said once).
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    /// A file that is no model file whatever its contents (a device, a pipe, too large);
+    /// the message names the file.
+    #[error("{0}")]
+    File(ReadFileError),
+}
+
+impl ImportError {
+    /// Whether the message already names the file, so a caller adds no second mention.
+    pub fn names_the_file(&self) -> bool {
+        matches!(self, ImportError::Io { .. } | ImportError::File(_))
+    }
 }
 
 /// The formats a model file can be in.
@@ -129,28 +139,22 @@ fn read_model_file(path: &Path) -> Result<Vec<u8>, ImportError> {
         )
     };
     cnnbench_graph::read_bounded(path, limit, what).map_err(|e| match e.problem {
-        ReadProblem::Io(source) => ImportError::Io {
+        ReadProblem::Io(error) => ImportError::Io {
             path: path.display().to_string(),
-            source,
+            error,
         },
         // Whatever the extension, a device or a pipe is no model file.
-        ReadProblem::NotRegular { kind, .. } => ImportError::Unsupported(
-            ReadFileError {
-                path: e.path,
-                problem: ReadProblem::NotRegular {
-                    kind,
-                    what: "model files".into(),
-                },
-            }
-            .to_string(),
-        ),
-        problem => ImportError::Unsupported(
-            ReadFileError {
-                path: e.path,
-                problem,
-            }
-            .to_string(),
-        ),
+        ReadProblem::NotRegular { kind, .. } => ImportError::File(ReadFileError {
+            path: e.path,
+            problem: ReadProblem::NotRegular {
+                kind,
+                what: "model files".into(),
+            },
+        }),
+        problem => ImportError::File(ReadFileError {
+            path: e.path,
+            problem,
+        }),
     })
 }
 
@@ -158,7 +162,7 @@ fn load(path: &Path, keep_weights: bool) -> Result<Imported, ImportError> {
     let bytes = read_model_file(path)?;
     let text = || {
         String::from_utf8(bytes.clone())
-            .map_err(|_| ImportError::Unsupported(format!("{} is not UTF-8 text", path.display())))
+            .map_err(|_| ImportError::Unsupported("not UTF-8 text".into()))
     };
     let graph_only = |graph: Graph| Imported {
         graph,

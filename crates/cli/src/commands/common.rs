@@ -1,6 +1,6 @@
 //! Pieces several subcommands share: image sizes, model resolution, tables, numbers.
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use cnnbench_graph::{Graph, Weights};
 use cnnbench_import::Imported;
 use comfy_table::{presets, ContentArrangement, Table};
@@ -63,16 +63,23 @@ pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {
 
 /// A model file in any supported format (model JSON, ONNX, Caffe prototxt), resized if asked.
 pub fn file_model(path: &Path, size: Option<ImageSize>) -> Result<Graph> {
-    let graph = cnnbench_import::load_model(path)
-        .with_context(|| format!("cannot use {}", path.display()))?;
+    let graph = cnnbench_import::load_model(path).map_err(|e| naming_the_file(e, path))?;
     resize(graph, size)
 }
 
 /// A model file with the weights it carries (ONNX initializers), unresized; see
 /// [`cnnbench_import::load_model_with_weights`].
 pub fn file_model_with_weights(path: &Path) -> Result<Imported> {
-    cnnbench_import::load_model_with_weights(path)
-        .with_context(|| format!("cannot use {}", path.display()))
+    cnnbench_import::load_model_with_weights(path).map_err(|e| naming_the_file(e, path))
+}
+
+/// The import error, prefixed with the file's name unless its message names it already.
+fn naming_the_file(e: cnnbench_import::ImportError, path: &Path) -> anyhow::Error {
+    if e.names_the_file() {
+        e.into()
+    } else {
+        anyhow::Error::new(e).context(format!("cannot use {}", path.display()))
+    }
 }
 
 /// A model file, resized if asked, with the weights it carries when they are a complete
