@@ -5,6 +5,9 @@ use cnnbench_engine::{Capabilities, Engine};
 use cnnbench_engine_torch::{TorchBackend, TorchOptions};
 use std::process::ExitCode;
 
+/// The candle engine's name (known to every build, runnable in `--features candle` ones).
+const CANDLE: &str = "candle";
+
 /// Whether an engine can run here, and if not, why and what to do.
 pub struct EngineStatus {
     pub name: &'static str,
@@ -22,6 +25,19 @@ pub fn statuses() -> Vec<EngineStatus> {
         available: Ok(()),
         capabilities: cnnbench_engine_burn::capabilities(),
     }];
+    all.push(EngineStatus {
+        name: CANDLE,
+        description: "candle 0.11 CPU backend with its autograd (pure Rust, feature `candle`)",
+        available: if cfg!(feature = "candle") {
+            Ok(())
+        } else {
+            Err(
+                "not in this build: build with `--features candle` (pure Rust, nothing to install)"
+                    .into(),
+            )
+        },
+        capabilities: Capabilities::cpu_f32(cnnbench_host::memory_bytes()),
+    });
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
@@ -56,6 +72,12 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     }
     if name == cnnbench_engine_burn::ENGINE_NAME {
         return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
+            options.threads,
+        )?));
+    }
+    #[cfg(feature = "candle")]
+    if name == CANDLE {
+        return Ok(Box::new(cnnbench_engine_candle::CandleEngine::new(
             options.threads,
         )?));
     }
