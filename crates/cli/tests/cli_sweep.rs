@@ -92,6 +92,48 @@ fn a_three_point_batch_sweep_writes_three_files_and_one_table() {
             r.warnings
         );
     }
+    // The report finds the sweep: a table with a row per batch, and a chart.
+    let md = cnnbench()
+        .args(["report", "--format", "markdown"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    let sweep = md
+        .split("## Sweep: resnet18, 3×32×32, infer")
+        .nth(1)
+        .expect(&md);
+    let header = sweep
+        .lines()
+        .find(|l| l.starts_with("|Batch|"))
+        .expect(sweep);
+    assert!(
+        header.contains("images/s|") && header.contains("ms (p99)|"),
+        "{header}"
+    );
+    for b in ["|1|", "|2|", "|4|"] {
+        assert!(sweep.lines().any(|l| l.starts_with(b)), "row {b}: {sweep}");
+    }
+    let charts = dir.path().join("charts");
+    let page = dir.path().join("report.html");
+    cnnbench()
+        .args(["report", "--charts"])
+        .arg(&charts)
+        .arg("-o")
+        .arg(&page)
+        .arg(&out)
+        .assert()
+        .success();
+    for ext in ["svg", "png"] {
+        let chart = charts.join(format!("sweep-resnet18-3x32x32-infer.{ext}"));
+        assert!(std::fs::metadata(&chart).unwrap().len() > 1000, "{chart:?}");
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2>Sweep: resnet18, 3×32×32, infer</h2>"));
+    assert!(
+        html.contains("Latency of a batch"),
+        "the sweep chart is inline"
+    );
 }
 
 #[test]
