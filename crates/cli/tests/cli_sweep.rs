@@ -422,3 +422,26 @@ fn version_1_and_version_2_files_load_in_report_and_compare() {
         .success()
         .stdout(predicate::str::contains("resnet18"));
 }
+
+#[test]
+fn channels_last_is_refused_by_burn_flex() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    cnnbench()
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "--channels-last",
+            "-q",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "engine burn-flex cannot use channels-last memory",
+        ));
+    assert!(result_files(&out).is_empty());
+}

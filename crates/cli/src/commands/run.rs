@@ -108,6 +108,9 @@ pub struct GpuArgs {
     /// Allow TF32 tensor-core math for f32 convolutions and matrix products (off by default).
     #[arg(long)]
     pub tf32: bool,
+    /// Channels-last (NHWC) memory for images and convolution weights (torch engines).
+    #[arg(long)]
+    pub channels_last: bool,
 }
 
 impl GpuArgs {
@@ -120,6 +123,7 @@ impl GpuArgs {
                 device: self.device,
                 cudnn_benchmark: self.cudnn_benchmark,
                 tf32: self.tf32,
+                channels_last: self.channels_last,
             },
         }
     }
@@ -319,6 +323,9 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
     }
     if args.gpu.tf32 {
         a.push("--tf32".into());
+    }
+    if args.gpu.channels_last {
+        a.push("--channels-last".into());
     }
     a
 }
