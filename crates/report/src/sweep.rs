@@ -228,3 +228,29 @@ mod tests {
         assert_eq!(sweep.title(), "m, 3×32×32, infer");
     }
 }
+
+#[cfg(test)]
+mod label_tests {
+    use crate::record::EngineDesc;
+    use cnnbench_engine::Precision;
+
+    /// Channels-last runs are a configuration of their own, and their name says so:
+    /// otherwise a sweep would draw two layouts as one line.
+    #[test]
+    fn channels_last_shows_in_the_configuration_name() {
+        let mut e = EngineDesc {
+            name: "torch-cpu".into(),
+            framework: "libtorch".into(),
+            framework_version: "2.11.0".into(),
+            backend: "cpu".into(),
+            libraries: Default::default(),
+            settings: Default::default(),
+            threads_requested: None,
+            precision: Precision::F32,
+        };
+        assert_eq!(e.label(), "torch-cpu 2.11.0");
+        e.settings
+            .insert("memory_format".into(), "channels_last".into());
+        assert_eq!(e.label(), "torch-cpu 2.11.0, channels-last");
+    }
+}
