@@ -445,3 +445,42 @@ fn channels_last_is_refused_by_burn_flex() {
         ));
     assert!(result_files(&out).is_empty());
 }
+
+#[test]
+fn ctrl_c_in_a_sweep_names_the_points_not_run() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cnnbench"))
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1,2",
+            "--warmup",
+            "0",
+        ])
+        .args(["-n", "3000", "-q", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 3000 passes of a few milliseconds: still on the first point after 1.5 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not run: resnet18 (32×32, batch 1), resnet18 (32×32, batch 2)"),
+        "{stderr}"
+    );
+    assert!(result_files(&out).is_empty());
+}

@@ -4,7 +4,7 @@
 use super::common::{align_right, bytes, file_model, new_table, zoo_model, ImageSize};
 use super::engines;
 use super::sweep::{self, BatchSpec, ImageSizes, ProbeReport};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use cnnbench_bench::harness::{self, RunRequest};
 use cnnbench_bench::result::{BenchResult, StopReason, ToolInfo};
 use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
@@ -390,15 +390,54 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let points = planned.len() * points_per_model;
     let mut point = 0;
+    // What a Ctrl-C leaves undone: the points after `done` of model `i`, and every
+    // later model.
+    let one_point_per_model =
+        points_per_model == 1 && args.image_size.as_ref().is_none_or(|s| s.0.len() == 1);
+    let not_run = |i: usize, done: usize| -> String {
+        if one_point_per_model {
+            let names: Vec<&str> = planned[i..].iter().map(|p| p.graph.name()).collect();
+            return names.join(", ");
+        }
+        let mut left = Vec::new();
+        for (k, p) in planned.iter().enumerate().skip(i) {
+            let [_, h, w] = p.graph.input_shape();
+            match &args.batch_size {
+                BatchSpec::List(b) => {
+                    let skip = if k == i { done } else { 0 };
+                    left.extend(
+                        b.iter()
+                            .skip(skip)
+                            .map(|b| format!("{} ({h}×{w}, batch {b})", p.graph.name())),
+                    );
+                }
+                BatchSpec::Max => left.push(format!("{} ({h}×{w}, batch max)", p.graph.name())),
+            }
+        }
+        left.join(", ")
+    };
+    let interrupted = |results: &[(BenchResult, PathBuf)], left: String| {
+        if !args.json {
+            print_table(results);
+        }
+        eprintln!(
+            "interrupted: kept {} finished result(s); not run: {left}",
+            results.len()
+        );
+        ExitCode::from(130)
+    };
     for (i, p) in planned.iter().enumerate() {
         let (batches, search) = match &args.batch_size {
             BatchSpec::List(b) => (b.clone(), None),
-            BatchSpec::Max => {
-                let search = find_max_batch(&args, p, mode, available)?;
-                (vec![search.chosen], Some(search))
-            }
+            BatchSpec::Max => match find_max_batch(&args, p, mode, available, &cancel) {
+                Ok(search) => (vec![search.chosen], Some(search)),
+                Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+                    return Ok(interrupted(&results, not_run(i, 0)));
+                }
+                Err(e) => return Err(e),
+            },
         };
-        for batch_size in batches {
+        for (done, batch_size) in batches.into_iter().enumerate() {
             let request = RunRequest {
                 mode,
                 batch_size,
@@ -455,16 +494,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                     results.push((result, path));
                 }
                 Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
-                    let skipped: Vec<&str> = planned[i..].iter().map(|p| p.graph.name()).collect();
-                    if !args.json {
-                        print_table(&results);
-                    }
-                    eprintln!(
-                        "interrupted: kept {} finished result(s); not run: {}",
-                        results.len(),
-                        skipped.join(", ")
-                    );
-                    return Ok(ExitCode::from(130));
+                    return Ok(interrupted(&results, not_run(i, done)));
                 }
                 Err(e) => return Err(e),
             }
@@ -486,6 +516,7 @@ fn find_max_batch(
     p: &Planned,
     mode: Mode,
     (available, from): (u64, &str),
+    cancel: &AtomicBool,
 ) -> Result<cnnbench_bench::result::BatchSearch> {
     if available == 0 {
         return Err(anyhow!(
@@ -502,13 +533,24 @@ fn find_max_batch(
     }
     let child_args = probe_args(args, p);
     let search = sweep::search_max_batch(estimated, available, from, &mut |batch| {
-        let probe = sweep::run_probe(&child_args, batch, available)?;
+        let probe = sweep::run_probe(&child_args, batch, available);
+        // Ctrl-C reaches the probe too: its death is the interruption, not a verdict.
+        if cancel.load(Ordering::SeqCst) {
+            return Err(HarnessError::Interrupted.into());
+        }
+        let probe = probe?;
         if !args.quiet {
             eprintln!("  batch {}", sweep::describe(std::slice::from_ref(&probe)));
         }
         Ok(probe)
     })
-    .with_context(|| format!("-b max for {}", p.graph.name()))?;
+    .map_err(|e| {
+        if e.downcast_ref::<HarnessError>().is_some() {
+            e
+        } else {
+            e.context(format!("-b max for {}", p.graph.name()))
+        }
+    })?;
     if !args.quiet {
         eprintln!(
             "{}: batch {} is the largest that fits ({} probes)",
