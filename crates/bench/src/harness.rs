@@ -4,7 +4,8 @@
 
 use crate::memory;
 use crate::result::*;
-use crate::stats::Summary;
+use crate::stats::{Percentiles, Summary};
+use crate::stopping::{StopRule, Stopper};
 use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
@@ -31,14 +32,38 @@ pub struct RunRequest {
     pub model_source: String,
     pub label: Option<String>,
     pub tool: ToolInfo,
+    /// Keep passing until this much timed work (and at least `passes`).
+    pub min_time: Option<Duration>,
+    /// Start no timed pass after this much timed work; needed with `target_ci`.
+    pub max_time: Option<Duration>,
+    /// Stop once the bootstrap 95% interval of the median total is within ± this many
+    /// percent of the median.
+    pub target_ci_pct: Option<f64>,
+    /// Warm up for at least this long (after the `warmup` passes), for devices whose
+    /// clocks and autotuners settle over seconds.
+    pub warmup_time: Option<Duration>,
+}
+
+impl RunRequest {
+    fn stop_rule(&self) -> StopRule {
+        StopRule {
+            passes: self.passes,
+            min_time: self.min_time,
+            max_time: self.max_time,
+            target_ci: self.target_ci_pct.map(|p| p / 100.0),
+        }
+    }
 }
 
 /// Progress reported after every pass, for progress bars.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
     pub pass: usize,
+    /// The passes planned; a time-based or adaptive run may go past it.
     pub of: usize,
     pub warmup: bool,
+    /// Seconds of timed work so far.
+    pub timed_s: f64,
 }
 
 /// Why a run stopped early.
@@ -57,10 +82,22 @@ pub fn run(
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<BenchResult> {
     if request.passes == 0 {
-        return Err(anyhow!("--passes must be at least 1"));
+        return Err(anyhow!("the number of passes must be at least 1"));
     }
     if request.batch_size == 0 {
         return Err(anyhow!("the batch size must be at least 1"));
+    }
+    if let Some(pct) = request.target_ci_pct {
+        if !(pct > 0.0 && pct.is_finite()) {
+            return Err(anyhow!(
+                "the target confidence interval must be a positive percentage, not {pct}"
+            ));
+        }
+        if request.max_time.is_none() {
+            return Err(anyhow!(
+                "a target confidence interval needs a time limit: a noisy run may never reach it"
+            ));
+        }
     }
     let peak_rss_reset = memory::reset_peak_rss();
     let started_at = Utc::now();
@@ -77,36 +114,79 @@ pub fn run(
         .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
 
     let phases = request.mode.phases();
-    let mut samples: BTreeMap<Phase, Vec<f64>> = phases.iter().map(|p| (*p, Vec::new())).collect();
-    let total_passes = request.warmup + request.passes;
-    for pass in 0..total_passes {
+    let planned = request.warmup + request.passes;
+    let check_cancel = || {
         if cancel.load(Ordering::SeqCst) {
-            return Err(HarnessError::Interrupted.into());
+            Err(HarnessError::Interrupted)
+        } else {
+            Ok(())
         }
-        let times = one_pass(session.as_mut(), request.mode)
-            .with_context(|| format!("pass {} of {} failed", pass + 1, graph.name()))?;
-        if pass >= request.warmup {
-            for (phase, t) in phases.iter().zip(times) {
-                if let Some(v) = samples.get_mut(phase) {
-                    v.push(t.as_secs_f64());
-                }
-            }
-        }
+    };
+
+    // Warm-up: the passes asked for, then more until the warm-up time is reached.
+    let warmup_clock = Instant::now();
+    let mut warmup_passes = 0;
+    while warmup_passes < request.warmup
+        || request
+            .warmup_time
+            .is_some_and(|t| warmup_clock.elapsed() < t)
+    {
+        check_cancel()?;
+        one_pass(session.as_mut(), request.mode).with_context(|| {
+            format!(
+                "warm-up pass {} of {} failed",
+                warmup_passes + 1,
+                graph.name()
+            )
+        })?;
+        warmup_passes += 1;
         on_progress(Progress {
-            pass: pass + 1,
-            of: total_passes,
-            warmup: pass < request.warmup,
+            pass: warmup_passes,
+            of: planned.max(warmup_passes + request.passes),
+            warmup: true,
+            timed_s: 0.0,
         });
     }
+
+    let mut samples: BTreeMap<Phase, Vec<f64>> = phases.iter().map(|p| (*p, Vec::new())).collect();
+    let mut totals: Vec<f64> = Vec::new();
+    let mut stopper = Stopper::new(request.stop_rule());
+    let stop_reason = loop {
+        check_cancel()?;
+        let times = one_pass(session.as_mut(), request.mode)
+            .with_context(|| format!("pass {} of {} failed", totals.len() + 1, graph.name()))?;
+        let mut total = 0.0;
+        for (phase, t) in phases.iter().zip(times) {
+            if let Some(v) = samples.get_mut(phase) {
+                v.push(t.as_secs_f64());
+                total += t.as_secs_f64();
+            }
+        }
+        totals.push(total);
+        let timed_s: f64 = totals.iter().sum();
+        on_progress(Progress {
+            pass: warmup_passes + totals.len(),
+            of: (warmup_passes + request.passes).max(warmup_passes + totals.len()),
+            warmup: false,
+            timed_s,
+        });
+        if let Some(reason) = stopper.after_pass(&totals, timed_s) {
+            break reason;
+        }
+    };
+    let stop = StopRecord {
+        reason: stop_reason,
+        passes: totals.len(),
+        warmup_passes,
+        timed_s: totals.iter().sum(),
+        median_ci95_rel: stopper.final_ci(&totals, stop_reason),
+    };
     let device_peak = session.device_peak_memory();
     drop(session);
 
     let mut by_quantity: BTreeMap<Quantity, Vec<f64>> = samples
         .iter()
         .map(|(p, v)| (Quantity::from(*p), v.clone()))
-        .collect();
-    let totals: Vec<f64> = (0..request.passes)
-        .map(|i| samples.values().map(|v| v[i]).sum())
         .collect();
     by_quantity.insert(Quantity::Total, totals);
     let summary: BTreeMap<Quantity, Summary> = by_quantity
@@ -123,7 +203,16 @@ pub fn run(
         gflops_per_s: flops / total.median / 1e9,
         flops_per_pass: flops,
     };
-    let warnings = spread_warnings(&summary);
+    let mut warnings = spread_warnings(&summary);
+    warnings.extend(percentile_warning(total.count));
+    if stop.reason == StopReason::MaxTime {
+        if let (Some(pct), Some(ci)) = (request.target_ci_pct, stop.median_ci95_rel) {
+            warnings.push(format!(
+                "the time limit came before the target: the median total is known to ±{:.1}% (95% interval), not ±{pct}%",
+                ci * 100.0
+            ));
+        }
+    }
     let [c, h, w] = graph.input_shape();
     Ok(BenchResult {
         format: RESULT_FORMAT.into(),
@@ -147,11 +236,17 @@ pub fn run(
             seed: request.seed,
             threads_requested: request.threads_requested,
             precision: request.precision,
+            min_time_s: request.min_time.map(|d| d.as_secs_f64()),
+            max_time_s: request.max_time.map(|d| d.as_secs_f64()),
+            target_ci_pct: request.target_ci_pct,
+            warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
         },
         engine: engine.info(),
         machine: crate::env::detect_machine(),
         started_at,
         duration_s: run_clock.elapsed().as_secs_f64(),
+        stop: Some(stop),
+        batch_search: None,
         samples: by_quantity,
         summary,
         throughput,
@@ -163,6 +258,21 @@ pub fn run(
         },
         warnings,
     })
+}
+
+/// A warning when the passes are too few for the tail percentiles to mean more than the
+/// maximum (see [`Percentiles::min_samples`]); `None` when they all rest on enough.
+pub fn percentile_warning(count: usize) -> Option<String> {
+    let unsupported = Percentiles::unsupported(count);
+    let (_, most) = unsupported.last()?;
+    let list: Vec<String> = unsupported
+        .iter()
+        .map(|(name, need)| format!("{name} needs {need}"))
+        .collect();
+    Some(format!(
+        "percentiles of the total rest on {count} passes ({}): below that a percentile is the maximum renamed; run at least {most} passes to trust them all",
+        list.join(", ")
+    ))
 }
 
 /// One pass: inputs and gradients are made untimed; each phase is bracketed by syncs.
@@ -328,6 +438,10 @@ mod tests {
                 version: "0".into(),
                 git_commit: None,
             },
+            min_time: None,
+            max_time: None,
+            target_ci_pct: None,
+            warmup_time: None,
         }
     }
 
@@ -416,6 +530,168 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.downcast_ref::<HarnessError>().is_some());
+    }
+
+    /// A fake engine whose forward pass takes `pace(pass)` (counting every pass, warm-up
+    /// included): steady or noisy on demand.
+    struct PacedEngine {
+        pace: fn(usize) -> Duration,
+    }
+    struct PacedSession {
+        pace: fn(usize) -> Duration,
+        pass: usize,
+    }
+    impl Session for PacedSession {
+        fn prepare_batch(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn forward(&mut self) -> Result<()> {
+            std::thread::sleep((self.pace)(self.pass));
+            self.pass += 1;
+            Ok(())
+        }
+        fn prepare_output_grad(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn backward(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn update(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+    impl Engine for PacedEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            cnnbench_engine::Capabilities::cpu_f32()
+        }
+        fn info(&self) -> EngineInfo {
+            SleepyEngine {
+                log: Default::default(),
+            }
+            .info()
+        }
+        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+            Ok(Box::new(PacedSession {
+                pace: self.pace,
+                pass: 0,
+            }))
+        }
+    }
+
+    fn adaptive(target_ci_pct: f64, max_time: Duration) -> RunRequest {
+        RunRequest {
+            target_ci_pct: Some(target_ci_pct),
+            max_time: Some(max_time),
+            ..request(Mode::Infer)
+        }
+    }
+
+    fn run_paced(pace: fn(usize) -> Duration, request: &RunRequest) -> BenchResult {
+        run(
+            &PacedEngine { pace },
+            &tiny_graph(),
+            request,
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_target_interval_stops_a_steady_engine_early() {
+        let steady = |_| Duration::from_millis(3);
+        let result = run_paced(steady, &adaptive(5.0, Duration::from_secs(20)));
+        let stop = result.stop.as_ref().unwrap();
+        assert_eq!(stop.reason, StopReason::TargetCi, "{stop:?}");
+        assert!(stop.passes < 100, "{stop:?}");
+        assert!(stop.timed_s < 5.0, "{stop:?}");
+        assert!(stop.median_ci95_rel.unwrap() <= 0.05, "{stop:?}");
+        assert_eq!(result.config.target_ci_pct, Some(5.0));
+        assert_eq!(result.config.max_time_s, Some(20.0));
+        assert_eq!(result.samples[&Quantity::Total].len(), stop.passes);
+    }
+
+    #[test]
+    fn a_noisy_engine_runs_into_the_time_limit() {
+        // 1 ms and 9 ms alternately: the median never settles.
+        let noisy = |pass: usize| Duration::from_millis(if pass.is_multiple_of(2) { 1 } else { 9 });
+        let result = run_paced(noisy, &adaptive(1.0, Duration::from_millis(300)));
+        let stop = result.stop.as_ref().unwrap();
+        assert_eq!(stop.reason, StopReason::MaxTime, "{stop:?}");
+        assert!(stop.timed_s >= 0.3 && stop.timed_s < 0.4, "{stop:?}");
+        assert!(stop.median_ci95_rel.unwrap() > 0.01, "{stop:?}");
+        assert!(
+            result
+                .warnings
+                .iter()
+                .any(|w| w.contains("time limit came before the target")),
+            "{:?}",
+            result.warnings
+        );
+    }
+
+    #[test]
+    fn min_time_and_warmup_time_extend_the_run() {
+        let steady = |_| Duration::from_millis(2);
+        let request = RunRequest {
+            min_time: Some(Duration::from_millis(60)),
+            warmup_time: Some(Duration::from_millis(30)),
+            ..request(Mode::Infer)
+        };
+        let result = run_paced(steady, &request);
+        let stop = result.stop.as_ref().unwrap();
+        assert_eq!(stop.reason, StopReason::MinTime, "{stop:?}");
+        assert!(stop.timed_s >= 0.06, "{stop:?}");
+        assert!(stop.passes > 3 && stop.passes <= 30, "{stop:?}");
+        assert!(stop.warmup_passes > 1, "{stop:?}");
+        assert_eq!(result.config.min_time_s, Some(0.06));
+        assert_eq!(result.config.warmup_time_s, Some(0.03));
+        // A plain run says the count stopped it.
+        let plain = run_paced(steady, &request_infer());
+        assert_eq!(plain.stop.unwrap().reason, StopReason::Passes);
+    }
+
+    fn request_infer() -> RunRequest {
+        request(Mode::Infer)
+    }
+
+    #[test]
+    fn a_target_without_a_time_limit_is_refused() {
+        let request = RunRequest {
+            target_ci_pct: Some(2.0),
+            ..request(Mode::Infer)
+        };
+        let err = run(
+            &PacedEngine {
+                pace: |_| Duration::ZERO,
+            },
+            &tiny_graph(),
+            &request,
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("time limit"), "{err}");
+    }
+
+    #[test]
+    fn percentiles_are_summarised_and_their_sample_needs_warned_about() {
+        let result = run_paced(|_| Duration::from_millis(1), &request_infer());
+        let p = result.summary[&Quantity::Total].percentiles.unwrap();
+        assert!(p.p50 <= p.p90 && p.p90 <= p.p95 && p.p95 <= p.p99);
+        let w = result
+            .warnings
+            .iter()
+            .find(|w| w.contains("percentiles"))
+            .expect("3 passes cannot support p90");
+        assert!(w.contains("p99 needs 100"), "{w}");
+        assert_eq!(percentile_warning(100), None);
+        assert!(percentile_warning(20)
+            .unwrap()
+            .contains("rest on 20 passes"));
     }
 
     #[test]

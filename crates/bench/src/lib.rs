@@ -6,6 +6,7 @@ pub mod env;
 pub mod harness;
 pub mod memory;
 pub mod output;
+pub mod stopping;
 pub mod verify;
 
 /// The result schema and the statistics live in `cnnbench-results`, which the report

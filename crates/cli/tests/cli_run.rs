@@ -14,7 +14,7 @@ fn check_result(path: &Path, mode: &str, phases: &[&str], passes: usize) -> Valu
     // The schema types must read it back.
     let typed: cnnbench_bench::BenchResult = serde_json::from_str(&text).unwrap();
     assert_eq!(typed.format, "cnnbench-result");
-    assert_eq!(typed.version, 1);
+    assert_eq!(typed.version, cnnbench_bench::result::RESULT_VERSION);
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["config"]["mode"], mode);
     assert_eq!(v["engine"]["name"], "burn-flex");

@@ -135,3 +135,57 @@ fn verify_command_passes_and_reports_json() {
         assert!(c["max_relative_error"].as_f64().unwrap() < 1e-4, "{c}");
     }
 }
+
+/// `--channels-last` reaches the torch engine and is recorded; `-b max` probes the torch
+/// engine in child processes like any other.
+#[test]
+fn channels_last_is_recorded_and_batch_max_probes_torch() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_json(dir.path(), &["--mode", "infer", "--channels-last"]);
+    assert_eq!(r["engine"]["settings"]["memory_format"], "channels_last");
+    let plain = run_json(dir.path(), &["--mode", "infer"]);
+    assert!(plain["engine"]["settings"].get("memory_format").is_none());
+    // A limit 32 MiB above what batch 2 needs here.
+    let one = plain["memory"]["peak_rss_bytes"].as_u64().unwrap();
+    let limit = (one + (32 << 20)).to_string();
+    let out = dir.path().join("max");
+    cnnbench()
+        .args([
+            "run",
+            "resnet18",
+            "--engine",
+            "torch-cpu",
+            "--image-size",
+            "32",
+        ])
+        .args([
+            "--mode",
+            "infer",
+            "--channels-last",
+            "-b",
+            "max",
+            "--passes",
+            "2",
+            "-q",
+        ])
+        .args(["--memory-limit", &limit, "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let files = result_files(&out);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(r["engine"]["settings"]["memory_format"], "channels_last");
+    let search = &r["batch_search"];
+    let chosen = search["chosen"].as_u64().unwrap();
+    assert_eq!(r["config"]["batch_size"].as_u64(), Some(chosen));
+    assert!(chosen >= 2, "{search}");
+    let probes = search["probes"].as_array().unwrap();
+    assert!(probes
+        .iter()
+        .any(|p| p["batch_size"].as_u64() == Some(chosen) && p["outcome"] == "fits"));
+    assert!(probes
+        .iter()
+        .any(|p| p["batch_size"].as_u64() == Some(chosen + 1) && p["outcome"] != "fits"));
+}

@@ -104,6 +104,9 @@ pub struct TorchOptions {
     pub cudnn_benchmark: bool,
     /// Allow TF32 tensor-core math for f32 convolutions and matrix products.
     pub tf32: bool,
+    /// Keep images and convolution weights in channels-last (NHWC) memory, as
+    /// `torch.channels_last` does: the layout oneDNN and tensor-core kernels prefer.
+    pub channels_last: bool,
 }
 
 /// Whether `backend` can run on this machine with this build, and if not, why.

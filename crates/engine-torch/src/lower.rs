@@ -115,6 +115,23 @@ impl Network {
         })
     }
 
+    /// Moves every 4-D weight (the convolutions') into channels-last memory, as
+    /// `model.to(memory_format=torch.channels_last)` does. Call before an optimizer
+    /// takes the parameters: the tensors are replaced.
+    pub fn use_channels_last(&mut self) -> Result<()> {
+        for w in &mut self.weights {
+            if w.tensor.dim() == 4 {
+                let nhwc = channels_last(&w.tensor.f_detach()?)?;
+                w.tensor = if w.trainable {
+                    nhwc.f_set_requires_grad(true)?
+                } else {
+                    nhwc
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// Makes dropout the identity in training too (`cnnbench verify`).
     pub fn disable_dropout(&mut self) {
         self.dropout = false;
@@ -420,6 +437,15 @@ fn local_response_norm(x: &Tensor, size: i64, alpha: f64, beta: f64, k: f64) -> 
         .f_add_scalar(k)?
         .f_pow_tensor_scalar(beta)?;
     Ok(x.f_div(&denominator)?)
+}
+
+/// The same `[N, C, H, W]` values laid out channels-last in memory (strides
+/// `[H·W·C, 1, W·C, C]`): PyTorch's `x.to(memory_format=torch.channels_last)`, written
+/// with permutes as tch has no memory-format argument.
+pub fn channels_last(t: &Tensor) -> Result<Tensor> {
+    Ok(t.f_permute([0, 2, 3, 1])?
+        .f_contiguous()?
+        .f_permute([0, 3, 1, 2])?)
 }
 
 /// Copies a tensor (any kind, any device) to the host as f32.

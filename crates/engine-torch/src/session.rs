@@ -1,7 +1,7 @@
 //! The libtorch engines and their sessions.
 
 use crate::info;
-use crate::lower::{from_host, to_host, Network};
+use crate::lower::{channels_last, from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
@@ -43,6 +43,8 @@ pub struct TorchEngine {
     info: EngineInfo,
     /// Read once: the GPU's memory comes from running `nvidia-smi`.
     capabilities: Capabilities,
+    /// Images and convolution weights in channels-last memory.
+    channels_last: bool,
 }
 
 impl TorchEngine {
@@ -96,6 +98,7 @@ impl TorchEngine {
             device,
             info: describe(backend, options),
             capabilities,
+            channels_last: options.channels_last,
         })
     }
 }
@@ -130,6 +133,10 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
     libraries.insert("libtorch".to_string(), version.clone());
     libraries.insert("tch".to_string(), "0.24.0".to_string());
     let mut settings = BTreeMap::new();
+    // Recorded only when asked for, so results without it keep their configuration.
+    if options.channels_last {
+        settings.insert("memory_format".to_string(), "channels_last".to_string());
+    }
     let (backend_name, device, device_name) = match backend {
         TorchBackend::Cpu => {
             libraries.insert("mkl".to_string(), on_off(tch::utils::has_mkl()));
@@ -188,6 +195,9 @@ impl TorchEngine {
         if config.deterministic {
             network.disable_dropout();
         }
+        if self.channels_last {
+            network.use_channels_last()?;
+        }
         let optimizer = match config.mode {
             Mode::Infer => None,
             Mode::Train | Mode::Step => {
@@ -204,6 +214,7 @@ impl TorchEngine {
             device: self.device,
             mode: config.mode,
             input_shape: [config.batch_size as i64, c as i64, h as i64, w as i64],
+            channels_last: self.channels_last,
             classes: graph.output_shape().elements() as i64,
             network,
             optimizer,
@@ -221,6 +232,8 @@ struct TorchSession {
     device: Device,
     mode: Mode,
     input_shape: [i64; 4],
+    /// Images go in channels-last.
+    channels_last: bool,
     classes: i64,
     network: Network,
     /// libtorch's SGD with momentum; in train mode it only clears gradients.
@@ -249,6 +262,11 @@ impl TorchSession {
     /// A network without parameters still has a backward pass (to its input), which
     /// autograd records only when the input requires grad.
     fn track_if_parameterless(&self, input: Tensor) -> Result<Tensor> {
+        let input = if self.channels_last {
+            channels_last(&input)?
+        } else {
+            input
+        };
         if self.mode != Mode::Infer && self.graph.params() == 0 {
             Ok(input.f_set_requires_grad(true)?)
         } else {
@@ -260,10 +278,12 @@ impl TorchSession {
 impl Session for TorchSession {
     fn prepare_batch(&mut self) -> Result<()> {
         self.clear()?;
-        self.input = Some(Tensor::f_randn(
-            self.input_shape,
-            (Kind::Float, self.device),
-        )?);
+        let input = Tensor::f_randn(self.input_shape, (Kind::Float, self.device))?;
+        self.input = Some(if self.channels_last {
+            channels_last(&input)?
+        } else {
+            input
+        });
         if self.mode == Mode::Step {
             self.labels = Some(Tensor::f_randint(
                 self.classes.max(1),

@@ -197,3 +197,49 @@ fn cuda_is_refused_with_the_reason_when_there_is_no_gpu() {
     }
     availability(TorchBackend::Cpu).unwrap();
 }
+
+/// `--channels-last`: the same function as burn-flex computes (outputs and gradients,
+/// through the conformance check), with the input and the convolutions' weights and
+/// outputs really laid out NHWC, and the setting recorded.
+#[test]
+fn channels_last_computes_the_same_in_nhwc_memory() {
+    let options = TorchOptions {
+        channels_last: true,
+        ..TorchOptions::default()
+    };
+    let engine = TorchEngine::new(TorchBackend::Cpu, &options).unwrap();
+    assert_eq!(
+        engine
+            .info()
+            .settings
+            .get("memory_format")
+            .map(String::as_str),
+        Some("channels_last")
+    );
+    assert!(!cpu().info().settings.contains_key("memory_format"));
+    for name in ["resnet18", "mobilenet_v2"] {
+        let graph = (cnnbench_zoo::find(name).unwrap().build)([3, 32, 32]).unwrap();
+        if let Err(e) = cnnbench_conformance::check_against(&engine, &*burn(), &graph, 4) {
+            panic!("{name} in channels-last: {e:#}");
+        }
+    }
+    // The layout itself: a convolution's weight, its input and its output.
+    let graph = (cnnbench_zoo::find("resnet18").unwrap().build)([3, 32, 32]).unwrap();
+    let mut network =
+        crate::lower::Network::lower(&graph, tch::Device::Cpu, Precision::F32).unwrap();
+    network.use_channels_last().unwrap();
+    let conv = network.parameters().find(|w| w.tensor.dim() == 4).unwrap();
+    assert!(is_channels_last(&conv.tensor), "{:?}", conv.tensor.stride());
+    let x = tch::Tensor::randn([2, 3, 32, 32], (tch::Kind::Float, tch::Device::Cpu));
+    assert!(!is_channels_last(&x));
+    let x = crate::lower::channels_last(&x).unwrap();
+    assert!(is_channels_last(&x));
+    let y = x.conv2d(&conv.tensor, None::<tch::Tensor>, [2], [3], [1], 1);
+    assert!(is_channels_last(&y), "conv output strides {:?}", y.stride());
+}
+
+/// Whether a 4-D tensor is laid out channels-last (the channel stride is 1).
+fn is_channels_last(t: &tch::Tensor) -> bool {
+    let (size, stride) = (t.size(), t.stride());
+    size.len() == 4 && (stride[1] == 1 || size[1] == 1) && stride[3] == size[1].max(1)
+}

@@ -15,6 +15,7 @@
 pub mod aliases;
 pub mod catalog;
 pub mod charts;
+pub mod charts_sweep;
 pub mod compare;
 pub mod export;
 pub mod fmt;
@@ -24,6 +25,7 @@ pub mod load;
 pub mod record;
 pub mod report;
 pub mod speedup;
+pub mod sweep;
 pub mod table;
 
 pub use aliases::Aliases;

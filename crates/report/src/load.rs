@@ -5,7 +5,9 @@
 use crate::legacy;
 use crate::record::{EngineDesc, Origin, Record};
 use cnnbench_graph::{read_bounded_to_string, ReadFileError, ReadProblem};
-use cnnbench_results::{BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION};
+use cnnbench_results::{
+    BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -150,7 +152,7 @@ pub fn parse_value(path: &Path, v: Value) -> Result<Record, String> {
                 "written by a newer cnnbench (result schema version {version}; this one reads version {RESULT_VERSION}): upgrade cnnbench"
             ));
         }
-        if version != RESULT_VERSION as u64 {
+        if !RESULT_VERSIONS_READ.contains(&(version as u32)) {
             return Err(format!("unknown result schema version {version}"));
         }
         let r: BenchResult =

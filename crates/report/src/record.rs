@@ -76,6 +76,9 @@ impl EngineDesc {
         if let Some(t) = self.threads_requested {
             s.push_str(&format!(", {t} threads"));
         }
+        if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
+            s.push_str(", channels-last");
+        }
         s
     }
 }

@@ -26,7 +26,7 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     write(
         d,
         "newer.json",
-        "{\"format\": \"cnnbench-result\", \"version\": 2}",
+        "{\"format\": \"cnnbench-result\", \"version\": 99}",
     );
     write(
         d,

@@ -1,5 +1,5 @@
 //! What a measurement is, for everyone who writes or reads one: the result file schema
-//! (`cnnbench-result` version 1), the timed [`Quantity`]s and the statistics of timing
+//! (`cnnbench-result` version 2; version 1 files still read), the timed [`Quantity`]s and the statistics of timing
 //! samples (summaries, quantiles, the median's confidence interval, the bootstrap).
 //!
 //! The harness (`cnnbench-bench`) fills these types in and the report
@@ -11,7 +11,8 @@ pub mod stats;
 
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
-    flops_per_pass, BenchResult, MachineInfo, MemoryRecord, ModelRecord, RunConfig, Throughput,
-    ToolInfo, RESULT_FORMAT, RESULT_VERSION,
+    flops_per_pass, BatchProbe, BatchSearch, BenchResult, MachineInfo, MemoryRecord, ModelRecord,
+    ProbeOutcome, RunConfig, StopReason, StopRecord, Throughput, ToolInfo, RESULT_FORMAT,
+    RESULT_VERSION, RESULT_VERSIONS_READ,
 };
-pub use stats::Summary;
+pub use stats::{Percentiles, Summary};

@@ -1,4 +1,4 @@
-//! The result file, schema `cnnbench-result` version 1: one JSON document per
+//! The result file, schema `cnnbench-result` version 2: one JSON document per
 //! (model, engine, device, configuration) run. Everything a reader needs to trust or
 //! reproduce the numbers is in it: raw samples, the configuration, the software and the
 //! machine. Changing the meaning of a field bumps [`RESULT_VERSION`].
@@ -11,13 +11,19 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const RESULT_FORMAT: &str = "cnnbench-result";
-pub const RESULT_VERSION: u32 = 1;
+/// Version 2 added, all optional so that a version 1 file reads unchanged: percentiles
+/// in each summary, the time-based and adaptive settings of the run (`min_time_s`,
+/// `max_time_s`, `target_ci_pct`, `warmup_time_s`), what stopped the run (`stop`) and how
+/// `-b max` chose the batch (`batch_search`).
+pub const RESULT_VERSION: u32 = 2;
+/// The schema versions this build reads.
+pub const RESULT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=RESULT_VERSION;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
     /// Always `cnnbench-result`.
     pub format: String,
-    /// Schema version, 1.
+    /// Schema version: 2 when written by this build; 1 in older files.
     pub version: u32,
     pub tool: ToolInfo,
     /// A free label the user gave with `--label` (e.g. a host name), else absent.
@@ -31,6 +37,13 @@ pub struct BenchResult {
     pub started_at: DateTime<Utc>,
     /// Wall time of the whole run, preparation and warm-up included, in seconds.
     pub duration_s: f64,
+    /// What ended the timed passes (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopRecord>,
+    /// How `--batch-size max` found the batch size (version 2; absent for a batch the
+    /// user gave).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_search: Option<BatchSearch>,
     /// Every timed sample in seconds, per quantity (`forward`, `backward`, `update`,
     /// `total`), in pass order. Warm-up passes are not included.
     pub samples: BTreeMap<Quantity, Vec<f64>>,
@@ -78,6 +91,102 @@ pub struct RunConfig {
     #[serde(default)]
     pub threads_requested: Option<usize>,
     pub precision: Precision,
+    /// `--min-time`: timed passes went on until this much timed work (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_s: Option<f64>,
+    /// `--max-time`: no timed pass started after this much timed work (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<f64>,
+    /// `--target-ci`: the run stopped once the 95% interval of the median total was
+    /// within ± this many percent of it (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
+    /// `--warmup-time`: warm-up went on for at least this long (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_time_s: Option<f64>,
+}
+
+/// Why the timed passes ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// The requested number of passes ran (and `--min-time`, if any, was already met).
+    Passes,
+    /// The passes ran before `--min-time` was reached; passes went on until it was.
+    MinTime,
+    /// The median's 95% interval reached `--target-ci`.
+    TargetCi,
+    /// `--max-time` was reached first.
+    MaxTime,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::Passes => "passes",
+            StopReason::MinTime => "min-time",
+            StopReason::TargetCi => "target-ci",
+            StopReason::MaxTime => "max-time",
+        })
+    }
+}
+
+/// What ended the timed passes, and the precision reached then: a reader can tell a run
+/// that stopped because its median was pinned down from one that ran out of time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopRecord {
+    pub reason: StopReason,
+    /// Timed passes run (warm-up excluded).
+    pub passes: usize,
+    /// Warm-up passes run.
+    pub warmup_passes: usize,
+    /// Seconds of timed work (the sum of the totals).
+    pub timed_s: f64,
+    /// Half-width of the bootstrap 95% interval of the median total, relative to the
+    /// median (0.02 = ±2%), when there were enough passes to compute it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_ci95_rel: Option<f64>,
+}
+
+/// How `--batch-size max` chose the batch: the memory it assumed, the estimate, and every
+/// batch it tried in a child process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchSearch {
+    /// The memory the batch had to fit in, in bytes.
+    pub available_bytes: u64,
+    /// Where that number came from (`--memory-limit`, host available memory, GPU memory).
+    pub available_from: String,
+    /// The largest batch whose estimate fits (0 when not even batch 1 does).
+    pub estimated_batch: usize,
+    /// The batches tried by running them, in the order tried.
+    pub probes: Vec<BatchProbe>,
+    /// The batch chosen: the largest that ran and fit.
+    pub chosen: usize,
+}
+
+/// One batch tried by running one pass in a child process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchProbe {
+    pub batch_size: usize,
+    pub outcome: ProbeOutcome,
+    /// The memory the child measured (device peak for GPUs, else peak resident set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_bytes: Option<u64>,
+    /// The engine's error or how the child ended, when it did not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The outcome of one probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeOutcome {
+    /// It ran, within the memory.
+    Fits,
+    /// It ran but used more than the memory limit.
+    OverLimit,
+    /// The engine ran out of memory or the child died.
+    OutOfMemory,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

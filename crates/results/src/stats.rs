@@ -24,6 +24,69 @@ pub struct Summary {
     pub cv: f64,
     /// Samples outside Tukey's fences (1.5 IQR beyond the quartiles).
     pub outliers: usize,
+    /// The 50th, 90th, 95th and 99th percentiles (schema version 2; absent in version 1
+    /// files). Tail latency is what a service sees; the median alone hides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Percentiles>,
+}
+
+/// Percentiles of the samples, linearly interpolated between order statistics (NumPy's
+/// default, Hyndman & Fan type 7): percentile `p` of `n` sorted samples sits at rank
+/// `p·(n−1)`. A percentile only says more than the maximum when at least one sample
+/// lies above it, i.e. with at least `1 / (1 − p)` samples ([`Percentiles::min_samples`]):
+/// 10 for p90, 20 for p95, 100 for p99.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl Percentiles {
+    /// The percentiles reported, as (name, fraction).
+    pub const LEVELS: [(&'static str, f64); 4] =
+        [("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)];
+
+    /// Percentiles of sorted samples.
+    pub fn of_sorted(sorted: &[f64]) -> Percentiles {
+        Percentiles {
+            p50: quantile(sorted, 0.50),
+            p90: quantile(sorted, 0.90),
+            p95: quantile(sorted, 0.95),
+            p99: quantile(sorted, 0.99),
+        }
+    }
+
+    /// The fewest samples for which percentile `fraction` is more than the maximum
+    /// renamed: `ceil(1 / (1 − fraction))`, so that a sample lies beyond it.
+    pub fn min_samples(fraction: f64) -> usize {
+        if fraction >= 1.0 {
+            return usize::MAX;
+        }
+        (1.0 / (1.0 - fraction) - 1e-9).ceil() as usize
+    }
+
+    /// The value at a level's name (`p50`, `p90`, `p95`, `p99`).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        match name {
+            "p50" => Some(self.p50),
+            "p90" => Some(self.p90),
+            "p95" => Some(self.p95),
+            "p99" => Some(self.p99),
+            _ => None,
+        }
+    }
+
+    /// The reported levels that `count` samples cannot support (see
+    /// [`Percentiles::min_samples`]), with the count each needs.
+    pub fn unsupported(count: usize) -> Vec<(&'static str, usize)> {
+        Percentiles::LEVELS
+            .iter()
+            .map(|&(name, f)| (name, Percentiles::min_samples(f)))
+            .filter(|&(_, need)| count < need)
+            .collect()
+    }
 }
 
 impl Summary {
@@ -56,6 +119,7 @@ impl Summary {
             median_ci95: [sorted[lo], sorted[hi]],
             cv: if mean > 0.0 { std / mean } else { 0.0 },
             outliers,
+            percentiles: Some(Percentiles::of_sorted(&sorted)),
         })
     }
 }
@@ -132,6 +196,41 @@ pub fn bootstrap_median_ratios(
         }
     }
     out
+}
+
+/// Bootstrap distribution of the median of `samples`: `resamples` times, the samples are
+/// resampled with replacement (indices from `rng`) and the median kept. Empty when
+/// there are no samples.
+pub fn bootstrap_medians(samples: &[f64], resamples: usize, rng: &mut SplitMix64) -> Vec<f64> {
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    let mut draw = vec![0.0; samples.len()];
+    (0..resamples)
+        .map(|_| {
+            for x in draw.iter_mut() {
+                *x = samples[rng.below(samples.len())];
+            }
+            median_in_place(&mut draw)
+        })
+        .collect()
+}
+
+/// The bootstrap 95% interval of the median, relative to the median: the larger of its
+/// two half-widths divided by the median (0.02 means "within ±2%"). `None` without
+/// samples or with a median that is not positive.
+pub fn median_ci95_relative(samples: &[f64], resamples: usize, seed: u64) -> Option<f64> {
+    let mut sorted = samples.to_vec();
+    let median = median_in_place(&mut sorted);
+    if sorted.is_empty() || median.is_nan() || median <= 0.0 {
+        return None;
+    }
+    let [lo, hi] = percentile_interval95(bootstrap_medians(
+        samples,
+        resamples,
+        &mut SplitMix64::new(seed),
+    ));
+    Some((median - lo).max(hi - median) / median)
 }
 
 /// The percentile 95% interval of a bootstrap distribution: its 2.5% and 97.5% quantiles.
@@ -250,6 +349,45 @@ mod tests {
         let g2 = geomean_interval95(&[logs.clone(), logs]).unwrap();
         assert!((g2[0] - g[0]).abs() < 1e-12 && (g2[1] - g[1]).abs() < 1e-12);
         assert_eq!(geomean_interval95(&[]), None);
+    }
+
+    #[test]
+    fn percentiles_interpolate_and_know_their_sample_needs() {
+        let v: Vec<f64> = (1..=101).map(f64::from).collect();
+        let p = Summary::of(&v).unwrap().percentiles.unwrap();
+        assert_eq!((p.p50, p.p90, p.p95, p.p99), (51.0, 91.0, 96.0, 100.0));
+        // Between order statistics: rank 0.9·(4−1) = 2.7 of [1, 2, 3, 4].
+        let q = Percentiles::of_sorted(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((q.p90 - 3.7).abs() < 1e-12, "{q:?}");
+        assert_eq!(q.get("p90"), Some(q.p90));
+        assert_eq!(q.get("p42"), None);
+        assert_eq!(Percentiles::min_samples(0.5), 2);
+        assert_eq!(Percentiles::min_samples(0.9), 10);
+        assert_eq!(Percentiles::min_samples(0.95), 20);
+        assert_eq!(Percentiles::min_samples(0.99), 100);
+        assert_eq!(
+            Percentiles::unsupported(10),
+            vec![("p95", 20), ("p99", 100)]
+        );
+        assert_eq!(
+            Percentiles::unsupported(1),
+            vec![("p50", 2), ("p90", 10), ("p95", 20), ("p99", 100)]
+        );
+        assert!(Percentiles::unsupported(100).is_empty());
+    }
+
+    #[test]
+    fn the_median_interval_narrows_with_steady_samples() {
+        let steady: Vec<f64> = (0..40).map(|i| 1.0 + 0.001 * (i % 5) as f64).collect();
+        let noisy: Vec<f64> = (0..40)
+            .map(|i| 1.0 + 0.5 * ((i * 7 % 11) as f64 / 10.0))
+            .collect();
+        let s = median_ci95_relative(&steady, 500, 1).unwrap();
+        let n = median_ci95_relative(&noisy, 500, 1).unwrap();
+        assert!(s < 0.01, "{s}");
+        assert!(n > 0.05, "{n}");
+        assert_eq!(median_ci95_relative(&[], 500, 1), None);
+        assert_eq!(median_ci95_relative(&steady, 500, 1), Some(s), "seeded");
     }
 
     #[test]

@@ -71,6 +71,11 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
         return Err(anyhow!("engine {name} cannot run: {why}"));
     }
     if name == cnnbench_engine_burn::ENGINE_NAME {
+        if options.torch.channels_last {
+            return Err(anyhow!(
+                "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use a torch engine"
+            ));
+        }
         return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
             options.threads,
         )?));

@@ -7,4 +7,5 @@ pub mod engines;
 pub mod models;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod verify;

@@ -271,7 +271,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let report = Report::build(records, &aliases, &ZooCatalog, &opts)?;
     if let Some(dir) = &args.charts {
-        let written = charts::write_charts(&report, dir)?;
+        let mut written = charts::write_charts(&report, dir)?;
+        let sweeps = cnnbench_report::sweep::sweeps(&report);
+        written.extend(cnnbench_report::charts_sweep::write_sweep_charts(
+            &sweeps, dir,
+        )?);
         eprintln!("wrote {} charts to {}", written.len(), dir.display());
     }
     let text = format.exporter().render(&report)?;

@@ -1,11 +1,12 @@
 //! `cnnbench run`: benchmark models on an engine, print a table, write one result file
-//! per model.
+//! per model and point of a sweep (batch sizes × image sizes).
 
 use super::common::{align_right, bytes, file_model, new_table, zoo_model, ImageSize};
 use super::engines;
+use super::sweep::{self, BatchSpec, ImageSizes, ProbeReport};
 use anyhow::{anyhow, Result};
 use cnnbench_bench::harness::{self, RunRequest};
-use cnnbench_bench::result::{BenchResult, ToolInfo};
+use cnnbench_bench::result::{BenchResult, StopReason, ToolInfo};
 use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 use cnnbench_graph::Graph;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -26,21 +28,46 @@ pub struct RunArgs {
     /// infer: evaluation mode, forward only; step: forward + loss, backward, SGD update.
     #[arg(long, value_enum, default_value = "train")]
     pub mode: ModeArg,
-    /// Images per pass (the original suite used 16).
-    #[arg(long, short = 'b', default_value_t = 16)]
-    pub batch_size: usize,
-    /// Input image size: N or HxW (default: each model's own, 224 for the classics).
-    #[arg(long, value_name = "SIZE")]
-    pub image_size: Option<ImageSize>,
+    /// Images per pass (the original suite used 16); a list (1,2,4,8), a range of powers
+    /// of two (1..64) or `max`: the largest batch that fits on the device, found by
+    /// running (see --memory-limit). One result file per batch size.
+    #[arg(long, short = 'b', default_value = "16", value_name = "SIZES")]
+    pub batch_size: BatchSpec,
+    /// Input image size: N or HxW, or a list (128,224,320) (default: each model's own,
+    /// 224 for the classics). One result file per size.
+    #[arg(long, value_name = "SIZES")]
+    pub image_size: Option<ImageSizes>,
     /// Engine to run on (see `cnnbench engines`).
     #[arg(long, short = 'e', default_value = cnnbench_engine_burn::ENGINE_NAME)]
     pub engine: String,
     /// Warm-up passes, run and dropped.
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
-    /// Timed passes.
+    /// Timed passes (at least this many when --min-time or --target-ci is given).
     #[arg(long, short = 'n', default_value_t = 10)]
     pub passes: usize,
+    /// Keep passing until this many seconds of timed work (and at least --passes).
+    #[arg(long, value_name = "S")]
+    pub min_time: Option<f64>,
+    /// Start no timed pass after this many seconds of timed work (default 60 with
+    /// --target-ci).
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// Stop as soon as the 95% confidence interval of the median total is within ± PCT
+    /// percent of it (a bootstrap; at least 10 passes), or at --max-time.
+    #[arg(long, value_name = "PCT")]
+    pub target_ci: Option<f64>,
+    /// Warm up for at least this many seconds (after --warmup passes), for GPUs whose
+    /// clocks and autotuners settle over seconds.
+    #[arg(long, value_name = "S")]
+    pub warmup_time: Option<f64>,
+    /// Take the device to have this much memory (e.g. 512MiB): for the memory check and
+    /// for `-b max`, whose probes must then peak below it.
+    #[arg(long, value_name = "BYTES", value_parser = sweep::parse_bytes)]
+    pub memory_limit: Option<u64>,
+    /// Internal: run one pass and print the memory it used as JSON (the probes of -b max).
+    #[arg(long, hide = true)]
+    pub probe_memory: bool,
     /// Seed for weights, inputs, gradients and labels.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -81,6 +108,9 @@ pub struct GpuArgs {
     /// Allow TF32 tensor-core math for f32 convolutions and matrix products (off by default).
     #[arg(long)]
     pub tf32: bool,
+    /// Channels-last (NHWC) memory for images and convolution weights (torch engines).
+    #[arg(long)]
+    pub channels_last: bool,
 }
 
 impl GpuArgs {
@@ -93,6 +123,7 @@ impl GpuArgs {
                 device: self.device,
                 cudnn_benchmark: self.cudnn_benchmark,
                 tf32: self.tf32,
+                channels_last: self.channels_last,
             },
         }
     }
@@ -136,9 +167,33 @@ impl From<PrecisionArg> for Precision {
 struct Planned {
     graph: Graph,
     source: String,
+    /// How to name the model to a probe child: the zoo name or the model file.
+    zoo_name: Option<String>,
+    file: Option<PathBuf>,
 }
 
+/// Every model at every requested image size, model by model.
 fn plan(args: &RunArgs) -> Result<Vec<Planned>> {
+    let sizes: Vec<Option<ImageSize>> = match &args.image_size {
+        Some(ImageSizes(list)) => list.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut by_size: Vec<std::vec::IntoIter<Planned>> = Vec::new();
+    for size in sizes {
+        by_size.push(plan_at(args, size)?.into_iter());
+    }
+    // Model by model (in the order given), each at every size in the order given.
+    let mut planned = Vec::new();
+    loop {
+        let round: Vec<Planned> = by_size.iter_mut().filter_map(Iterator::next).collect();
+        if round.is_empty() {
+            return Ok(planned);
+        }
+        planned.extend(round);
+    }
+}
+
+fn plan_at(args: &RunArgs, size: Option<ImageSize>) -> Result<Vec<Planned>> {
     let mut planned = Vec::new();
     let names: Vec<String> = if args.models.is_empty() && args.model_file.is_empty() {
         cnnbench_zoo::legacy_models()
@@ -150,14 +205,18 @@ fn plan(args: &RunArgs) -> Result<Vec<Planned>> {
     };
     for name in &names {
         planned.push(Planned {
-            graph: zoo_model(name, args.image_size)?,
+            graph: zoo_model(name, size)?,
             source: "zoo".into(),
+            zoo_name: Some(name.clone()),
+            file: None,
         });
     }
     for path in &args.model_file {
         planned.push(Planned {
-            graph: file_model(path, args.image_size)?,
+            graph: file_model(path, size)?,
             source: path.display().to_string(),
+            zoo_name: None,
+            file: Some(path.clone()),
         });
     }
     Ok(planned)
@@ -170,12 +229,8 @@ fn check_memory(
     mode: Mode,
     batch: usize,
     force: bool,
-    caps: &Capabilities,
+    (available, of_what): (u64, &str),
 ) -> Result<()> {
-    let (available, of_what) = match caps.device {
-        DeviceKind::Cpu => (env::available_memory(), "of host memory"),
-        DeviceKind::Gpu => (caps.device_memory.unwrap_or(0), "of GPU memory"),
-    };
     if available == 0 || force {
         return Ok(());
     }
@@ -189,7 +244,7 @@ fn check_memory(
                 "not even batch 1 fits".to_string()
             };
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode needs about {} but {} {of_what} is available; {advice}, or pass --force to try anyway",
+                "{} at batch {batch} in {mode} mode needs about {} but {} ({of_what}) is available; {advice}, or pass --force to try anyway",
                 p.graph.name(),
                 bytes(need),
                 bytes(available)
@@ -199,21 +254,123 @@ fn check_memory(
     Ok(())
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
-    if args.batch_size == 0 {
-        return Err(anyhow!("--batch-size must be at least 1"));
+/// The memory a batch must fit in, and where that number comes from: `--memory-limit`,
+/// else what the host can still hand out (CPU engines) or the GPU's memory.
+fn available_memory(args: &RunArgs, caps: &Capabilities) -> (u64, &'static str) {
+    match (args.memory_limit, caps.device) {
+        (Some(limit), _) => (limit, "--memory-limit"),
+        (None, DeviceKind::Cpu) => (env::available_memory(), "host memory available"),
+        (None, DeviceKind::Gpu) => (caps.device_memory.unwrap_or(0), "GPU memory"),
     }
+}
+
+/// Seconds from a flag, checked.
+fn seconds(value: Option<f64>, flag: &str) -> Result<Option<Duration>> {
+    value
+        .map(|s| {
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|_| s > 0.0)
+                .ok_or_else(|| anyhow!("{flag} must be a positive number of seconds, not {s}"))
+        })
+        .transpose()
+}
+
+/// The arguments of a probe child for one planned model: the same engine, mode and
+/// settings, one warm-up and one timed pass, a memory report instead of a result file.
+fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
+    let mut a: Vec<String> = vec!["run".into()];
+    if let Some(name) = &p.zoo_name {
+        a.push(name.clone());
+    }
+    if let Some(file) = &p.file {
+        a.extend(["--model-file".into(), file.display().to_string()]);
+    }
+    let [_, h, w] = p.graph.input_shape();
+    let mode: Mode = args.mode.into();
+    let precision = match args.precision {
+        PrecisionArg::F32 => "f32",
+        PrecisionArg::F16 => "f16",
+        PrecisionArg::Bf16 => "bf16",
+    };
+    a.extend([
+        "--image-size".into(),
+        format!("{h}x{w}"),
+        "--mode".into(),
+        mode.to_string(),
+        "--engine".into(),
+        args.engine.clone(),
+        "--precision".into(),
+        precision.into(),
+        "--seed".into(),
+        args.seed.to_string(),
+        "--device".into(),
+        args.gpu.device.to_string(),
+        "--warmup".into(),
+        "1".into(),
+        "--passes".into(),
+        "1".into(),
+        "--output".into(),
+        args.output.display().to_string(),
+        "--probe-memory".into(),
+        "--quiet".into(),
+    ]);
+    if let Some(t) = args.threads {
+        a.extend(["--threads".into(), t.to_string()]);
+    }
+    if args.gpu.cudnn_benchmark {
+        a.push("--cudnn-benchmark".into());
+    }
+    if args.gpu.tf32 {
+        a.push("--tf32".into());
+    }
+    if args.gpu.channels_last {
+        a.push("--channels-last".into());
+    }
+    a
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
     if args.passes == 0 {
         return Err(anyhow!("--passes must be at least 1"));
     }
     let mode: Mode = args.mode.into();
+    let min_time = seconds(args.min_time, "--min-time")?;
+    let warmup_time = seconds(args.warmup_time, "--warmup-time")?;
+    let mut max_time = seconds(args.max_time, "--max-time")?;
+    if let Some(pct) = args.target_ci {
+        if !(pct > 0.0 && pct.is_finite()) {
+            return Err(anyhow!(
+                "--target-ci must be a positive percentage, e.g. 2 for ±2%, not {pct}"
+            ));
+        }
+        // A default limit, recorded in the result like any other setting.
+        max_time.get_or_insert(DEFAULT_TARGET_CI_MAX_TIME);
+    }
+    if let (Some(min), Some(max)) = (min_time, max_time) {
+        if min > max {
+            return Err(anyhow!(
+                "--min-time ({} s) is above --max-time ({} s)",
+                min.as_secs_f64(),
+                max.as_secs_f64()
+            ));
+        }
+    }
     let planned = plan(&args)?;
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     output::check_writable(&args.output)?;
     let caps = engine.capabilities();
     caps.check(&args.engine, mode, args.precision.into())
         .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
-    check_memory(&planned, mode, args.batch_size, args.force, &caps)?;
+    let available = available_memory(&args, &caps);
+    if args.probe_memory {
+        return probe_memory(&args, engine.as_ref(), &planned);
+    }
+    if let BatchSpec::List(batches) = &args.batch_size {
+        for &batch in batches {
+            check_memory(&planned, mode, batch, args.force, available)?;
+        }
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -227,73 +384,230 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
     };
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
+    let points_per_model = match &args.batch_size {
+        BatchSpec::List(b) => b.len(),
+        BatchSpec::Max => 1,
+    };
+    let points = planned.len() * points_per_model;
+    let mut point = 0;
+    // What a Ctrl-C leaves undone: the points after `done` of model `i`, and every
+    // later model.
+    let one_point_per_model =
+        points_per_model == 1 && args.image_size.as_ref().is_none_or(|s| s.0.len() == 1);
+    let not_run = |i: usize, done: usize| -> String {
+        if one_point_per_model {
+            let names: Vec<&str> = planned[i..].iter().map(|p| p.graph.name()).collect();
+            return names.join(", ");
+        }
+        let mut left = Vec::new();
+        for (k, p) in planned.iter().enumerate().skip(i) {
+            let [_, h, w] = p.graph.input_shape();
+            match &args.batch_size {
+                BatchSpec::List(b) => {
+                    let skip = if k == i { done } else { 0 };
+                    left.extend(
+                        b.iter()
+                            .skip(skip)
+                            .map(|b| format!("{} ({h}×{w}, batch {b})", p.graph.name())),
+                    );
+                }
+                BatchSpec::Max => left.push(format!("{} ({h}×{w}, batch max)", p.graph.name())),
+            }
+        }
+        left.join(", ")
+    };
+    let interrupted = |results: &[(BenchResult, PathBuf)], left: String| {
+        if !args.json {
+            print_table(results);
+        }
+        eprintln!(
+            "interrupted: kept {} finished result(s); not run: {left}",
+            results.len()
+        );
+        ExitCode::from(130)
+    };
     for (i, p) in planned.iter().enumerate() {
-        let request = RunRequest {
-            mode,
-            batch_size: args.batch_size,
-            warmup: args.warmup,
-            passes: args.passes,
-            seed: args.seed,
-            threads_requested: args.threads,
-            precision: args.precision.into(),
-            model_source: p.source.clone(),
-            label: args.label.clone(),
-            tool: tool.clone(),
-        };
-        let bar = progress_bar(
-            args.quiet,
-            &p.graph,
-            i,
-            planned.len(),
-            args.warmup + args.passes,
-        );
-        let outcome = harness::run(
-            engine.as_ref(),
-            &p.graph,
-            &request,
-            &cancel,
-            &mut |progress| {
-                bar.set_position(progress.pass as u64);
-                if progress.warmup {
-                    bar.set_message("warm-up");
-                } else {
-                    bar.set_message("");
+        let (batches, search) = match &args.batch_size {
+            BatchSpec::List(b) => (b.clone(), None),
+            BatchSpec::Max => match find_max_batch(&args, p, mode, available, &cancel) {
+                Ok(search) => (vec![search.chosen], Some(search)),
+                Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+                    return Ok(interrupted(&results, not_run(i, 0)));
                 }
+                Err(e) => return Err(e),
             },
-        );
-        bar.finish_and_clear();
-        match outcome {
-            Ok(result) => {
-                let path = output::write_result(&args.output, &result)?;
-                if !args.quiet {
-                    eprintln!("{}: wrote {}", p.graph.name(), path.display());
-                    for w in &result.warnings {
-                        eprintln!("warning: {}: {w}", p.graph.name());
+        };
+        for (done, batch_size) in batches.into_iter().enumerate() {
+            let request = RunRequest {
+                mode,
+                batch_size,
+                warmup: args.warmup,
+                passes: args.passes,
+                seed: args.seed,
+                threads_requested: args.threads,
+                precision: args.precision.into(),
+                model_source: p.source.clone(),
+                label: args.label.clone(),
+                tool: tool.clone(),
+                min_time,
+                max_time,
+                target_ci_pct: args.target_ci,
+                warmup_time,
+            };
+            let bar = progress_bar(
+                args.quiet,
+                &p.graph,
+                point,
+                points,
+                args.warmup + args.passes,
+            );
+            point += 1;
+            let outcome = harness::run(
+                engine.as_ref(),
+                &p.graph,
+                &request,
+                &cancel,
+                &mut |progress| {
+                    bar.set_length(progress.of as u64);
+                    bar.set_position(progress.pass as u64);
+                    if progress.warmup {
+                        bar.set_message("warm-up");
+                    } else {
+                        bar.set_message("");
                     }
+                },
+            );
+            bar.finish_and_clear();
+            match outcome {
+                Ok(mut result) => {
+                    result.batch_search = search.clone();
+                    let path = output::write_result(&args.output, &result)?;
+                    if !args.quiet {
+                        eprintln!("{}: wrote {}", p.graph.name(), path.display());
+                        for w in &result.warnings {
+                            eprintln!("warning: {}: {w}", p.graph.name());
+                        }
+                    }
+                    if args.json {
+                        println!("{}", serde_json::to_string_pretty(&result)?);
+                    }
+                    results.push((result, path));
                 }
-                if args.json {
-                    println!("{}", serde_json::to_string_pretty(&result)?);
+                Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+                    return Ok(interrupted(&results, not_run(i, done)));
                 }
-                results.push((result, path));
+                Err(e) => return Err(e),
             }
-            Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
-                let skipped: Vec<&str> = planned[i..].iter().map(|p| p.graph.name()).collect();
-                if !args.json {
-                    print_table(&results);
-                }
-                eprintln!(
-                    "interrupted: kept {} finished result(s); not run: {}",
-                    results.len(),
-                    skipped.join(", ")
-                );
-                return Ok(ExitCode::from(130));
-            }
-            Err(e) => return Err(e),
         }
     }
     if !args.json {
         print_table(&results);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The time limit of `--target-ci` when no `--max-time` is given.
+pub const DEFAULT_TARGET_CI_MAX_TIME: Duration = Duration::from_secs(60);
+
+/// `-b max` for one model: the estimate, then probes in child processes; prints what
+/// it tried so the user sees how the batch was chosen.
+fn find_max_batch(
+    args: &RunArgs,
+    p: &Planned,
+    mode: Mode,
+    (available, from): (u64, &str),
+    cancel: &AtomicBool,
+) -> Result<cnnbench_bench::result::BatchSearch> {
+    if available == 0 {
+        return Err(anyhow!(
+            "-b max needs to know the device's memory and this engine does not report it: give --memory-limit"
+        ));
+    }
+    let estimated = memory::largest_batch_that_fits(&p.graph, mode, available);
+    if !args.quiet {
+        eprintln!(
+            "{}: finding the largest batch that fits in {} ({from}); the estimate says {estimated}",
+            p.graph.name(),
+            bytes(available)
+        );
+    }
+    let child_args = probe_args(args, p);
+    let search = sweep::search_max_batch(estimated, available, from, &mut |batch| {
+        let probe = sweep::run_probe(&child_args, batch, available);
+        // Ctrl-C reaches the probe too: its death is the interruption, not a verdict.
+        if cancel.load(Ordering::SeqCst) {
+            return Err(HarnessError::Interrupted.into());
+        }
+        let probe = probe?;
+        if !args.quiet {
+            eprintln!("  batch {}", sweep::describe(std::slice::from_ref(&probe)));
+        }
+        Ok(probe)
+    })
+    .map_err(|e| {
+        if e.downcast_ref::<HarnessError>().is_some() {
+            e
+        } else {
+            e.context(format!("-b max for {}", p.graph.name()))
+        }
+    })?;
+    if !args.quiet {
+        eprintln!(
+            "{}: batch {} is the largest that fits ({} probes)",
+            p.graph.name(),
+            search.chosen,
+            search.probes.len()
+        );
+    }
+    Ok(search)
+}
+
+/// `--probe-memory`: one model, one batch, one pass; prints the memory it used as one
+/// JSON line and writes no result. An engine error ends the process with it on stderr;
+/// an allocation failure may abort it — the parent tells these apart.
+fn probe_memory(
+    args: &RunArgs,
+    engine: &dyn cnnbench_engine::Engine,
+    planned: &[Planned],
+) -> Result<ExitCode> {
+    let (Some(p), BatchSpec::List(batches)) = (planned.first(), &args.batch_size) else {
+        return Err(anyhow!("--probe-memory takes one model and one batch size"));
+    };
+    if planned.len() != 1 || batches.len() != 1 {
+        return Err(anyhow!("--probe-memory takes one model and one batch size"));
+    }
+    let request = RunRequest {
+        mode: args.mode.into(),
+        batch_size: batches[0],
+        warmup: args.warmup,
+        passes: args.passes,
+        seed: args.seed,
+        threads_requested: args.threads,
+        precision: args.precision.into(),
+        model_source: p.source.clone(),
+        label: None,
+        tool: ToolInfo {
+            name: "cnnbench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: None,
+        },
+        min_time: None,
+        max_time: None,
+        target_ci_pct: None,
+        warmup_time: None,
+    };
+    let result = harness::run(
+        engine,
+        &p.graph,
+        &request,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )?;
+    let report = ProbeReport {
+        peak_rss_bytes: result.memory.peak_rss_bytes,
+        device_peak_bytes: result.memory.device_peak_bytes,
+    };
+    println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -326,26 +640,49 @@ fn ms(result: &BenchResult, quantity: Quantity) -> String {
     }
 }
 
+/// A percentile of the total in milliseconds, "–" in a version 1 result.
+fn percentile_ms(result: &BenchResult, name: &str) -> String {
+    result
+        .summary
+        .get(&Quantity::Total)
+        .and_then(|s| s.percentiles)
+        .and_then(|p| p.get(name))
+        .map_or("–".into(), |v| format!("{:.2}", v * 1e3))
+}
+
+/// "10", or "37 (target-ci, ±1.9%)" when something other than the pass count stopped it.
+fn passes(result: &BenchResult) -> String {
+    let count = result.summary.get(&Quantity::Total).map_or(0, |s| s.count);
+    match &result.stop {
+        Some(stop) if stop.reason != StopReason::Passes => match stop.median_ci95_rel {
+            Some(ci) => format!("{count} ({}, ±{:.1}%)", stop.reason, ci * 100.0),
+            None => format!("{count} ({})", stop.reason),
+        },
+        _ => count.to_string(),
+    }
+}
+
+/// One table across every model and sweep point. Inference runs show the latency of a
+/// batch with its tail (p90, p99) instead of the phases.
 fn print_table(results: &[(BenchResult, PathBuf)]) {
     if results.is_empty() {
         return;
     }
+    let all_infer = results.iter().all(|(r, _)| r.config.mode == Mode::Infer);
     let with_update = results
         .iter()
         .any(|(r, _)| r.summary.contains_key(&Quantity::Update));
-    let mut headers = vec![
-        "Model",
-        "Engine",
-        "Device",
-        "Mode",
-        "Batch",
-        "Forward (ms)",
-        "Backward (ms)",
-    ];
-    if with_update {
-        headers.push("Update (ms)");
+    let mut headers = vec!["Model", "Engine", "Device", "Mode", "Batch"];
+    if all_infer {
+        headers.extend(["Latency (ms)", "p90 (ms)", "p99 (ms)"]);
+    } else {
+        headers.extend(["Forward (ms)", "Backward (ms)"]);
+        if with_update {
+            headers.push("Update (ms)");
+        }
+        headers.push("Total (ms)");
     }
-    headers.extend(["Total (ms)", "Images/s", "GFLOP/s", "Peak RSS"]);
+    headers.extend(["Images/s", "GFLOP/s", "Peak RSS", "Passes"]);
     let mut table = new_table(&headers);
     for (r, _) in results {
         let [h, w] = r.config.image_size;
@@ -355,24 +692,36 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
             r.engine.device_name.clone(),
             r.config.mode.to_string(),
             r.config.batch_size.to_string(),
-            ms(r, Quantity::Forward),
-            ms(r, Quantity::Backward),
         ];
-        if with_update {
-            row.push(ms(r, Quantity::Update));
+        if all_infer {
+            row.extend([
+                ms(r, Quantity::Total),
+                percentile_ms(r, "p90"),
+                percentile_ms(r, "p99"),
+            ]);
+        } else {
+            row.extend([ms(r, Quantity::Forward), ms(r, Quantity::Backward)]);
+            if with_update {
+                row.push(ms(r, Quantity::Update));
+            }
+            row.push(ms(r, Quantity::Total));
         }
         row.extend([
-            ms(r, Quantity::Total),
             format!("{:.1}", r.throughput.images_per_s),
             format!("{:.1}", r.throughput.gflops_per_s),
             r.memory.peak_rss_bytes.map_or("–".into(), bytes),
+            passes(r),
         ]);
         table.add_row(row);
     }
     let numeric: Vec<usize> = (4..headers.len()).collect();
     align_right(&mut table, &numeric);
     println!("{table}");
-    println!(
-        "times: median ± standard deviation over the timed passes; results in the files above"
-    );
+    if all_infer {
+        println!("latency: of one batch, median ± standard deviation and percentiles over the timed passes; results in the files above");
+    } else {
+        println!(
+            "times: median ± standard deviation over the timed passes; results in the files above"
+        );
+    }
 }

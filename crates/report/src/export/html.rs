@@ -151,6 +151,17 @@ impl Exporter for HtmlExporter {
             let svg = crate::charts::table_svg(report, t)?;
             writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
         }
+        for (i, sweep) in crate::sweep::sweeps(report).iter().enumerate() {
+            writeln!(
+                out,
+                "<section id=\"sweep{i}\">\n<h2>Sweep: {}</h2>\n<p class=\"sub\">Images per second and the latency of one batch in milliseconds (median, p99 in brackets) at each batch size.</p>",
+                escape(&sweep.title())
+            )?;
+            let (head, rows) = sweep.cells();
+            table(&mut out, &head, &rows);
+            let svg = crate::charts_sweep::sweep_svg(sweep)?;
+            writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
+        }
         if !report.notes.is_empty() {
             out.push_str("<section class=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
             for n in &report.notes {

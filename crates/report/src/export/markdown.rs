@@ -51,6 +51,15 @@ impl Exporter for MarkdownExporter {
             out.push_str(&table(&head, &rows));
             out.push('\n');
         }
+        for sweep in crate::sweep::sweeps(report) {
+            let (head, rows) = sweep.cells();
+            writeln!(out, "## Sweep: {}\n", sweep.title())?;
+            out.push_str(&table(&head, &rows));
+            writeln!(
+                out,
+                "\nImages per second and the latency of one batch in ms (median, p99 in brackets).\n"
+            )?;
+        }
         if report.speedups_requested {
             writeln!(out, "## Speed-ups\n")?;
             if report.speedups.is_empty() {

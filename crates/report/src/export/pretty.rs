@@ -40,6 +40,15 @@ impl Exporter for PrettyExporter {
             writeln!(out, "{}  {}", t.title, report.subtitle(t))?;
             writeln!(out, "{}\n", table(&head, &rows))?;
         }
+        for sweep in crate::sweep::sweeps(report) {
+            let (head, rows) = sweep.cells();
+            writeln!(
+                out,
+                "Sweep: {}  (images/s; latency of a batch in ms, median (p99))",
+                sweep.title()
+            )?;
+            writeln!(out, "{}\n", table(&head, &rows))?;
+        }
         if report.speedups_requested {
             writeln!(out, "Speed-ups ({} total time)", report.stat.as_str())?;
             if report.speedups.is_empty() {
