@@ -166,7 +166,7 @@ pub fn run(
 }
 
 /// One pass: inputs and gradients are made untimed; each phase is bracketed by syncs.
-fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
+pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
     let mut times = Vec::with_capacity(3);
     session.prepare_batch()?;
     session.sync()?;
