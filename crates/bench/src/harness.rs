@@ -161,6 +161,7 @@ pub fn run(
             device_peak_bytes: device_peak,
             estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
         },
+        peak_gflops_per_s: None,
         warnings,
     })
 }

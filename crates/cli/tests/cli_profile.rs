@@ -162,3 +162,59 @@ fn peak_table_states_the_fma_assumption() {
         "--no-save writes nothing"
     );
 }
+
+#[test]
+fn run_records_the_cached_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    // Without a cached peak, the result has none.
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("% of peak").not());
+    let first = result_files(&results);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&first[0]).unwrap()).unwrap();
+    assert!(v.get("peak_gflops_per_s").is_none());
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args(["peak", "--size", "128", "--stream-mi", "1", "-n", "1"])
+        .assert()
+        .success();
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("% of peak ("));
+    let files = result_files(&results);
+    let newest = files.iter().find(|f| !first.contains(f)).unwrap();
+    let r: cnnbench_bench::BenchResult =
+        serde_json::from_str(&std::fs::read_to_string(newest).unwrap()).unwrap();
+    assert!(r.peak_gflops_per_s.unwrap() > 0.0);
+}
