@@ -218,3 +218,83 @@ fn run_records_the_cached_peak() {
         serde_json::from_str(&std::fs::read_to_string(newest).unwrap()).unwrap();
     assert!(r.peak_gflops_per_s.unwrap() > 0.0);
 }
+
+#[test]
+fn report_draws_profiles_beside_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    cnnbench()
+        .args([
+            "profile",
+            "alexnet",
+            "--image-size",
+            "64",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(results.join("alexnet.profile.json"))
+        .assert()
+        .success();
+    // A profile alone: charts and an HTML page, no complaint that it is not a result.
+    let charts = dir.path().join("charts");
+    let html = dir.path().join("report.html");
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .arg("--charts")
+        .arg(&charts)
+        .arg("-o")
+        .arg(&html)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote 4 profile charts"))
+        .stderr(predicate::str::contains("skipping").not());
+    for suffix in ["op-types", "nodes"] {
+        for ext in ["svg", "png"] {
+            let f = charts.join(format!(
+                "profile-alexnet-burn-flex-b1-64x64-train-{suffix}.{ext}"
+            ));
+            assert!(f.is_file(), "{}", f.display());
+        }
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Profile: alexnet"));
+    assert_eq!(page.matches("<svg").count(), 2);
+    // Beside a result, the result's report and the profile's section share the page.
+    cnnbench()
+        .args([
+            "run",
+            "alexnet",
+            "--image-size",
+            "64",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .args(["--format", "html"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Profile: alexnet"))
+        .stdout(predicate::str::contains("</body>"));
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .args(["--format", "markdown"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("By op type"));
+}

@@ -13,6 +13,7 @@ use cnnbench_bench::HarnessError;
 use cnnbench_engine::Mode;
 use cnnbench_results::profile::{NodeProfile, NodeTime, ProfileDoc};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,11 +199,25 @@ fn shapes(n: &NodeProfile) -> String {
         .join(", ")
 }
 
+/// `writeln!` into a String, which cannot fail.
+macro_rules! wln {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 /// The top-N table, the per-op-type table and the sums against the end-to-end time.
 pub fn print_profile(doc: &ProfileDoc, top: usize) {
+    print!("{}", profile_text(doc, top));
+}
+
+/// The text [`print_profile`] prints (also shown by `report` for profile files).
+pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
+    let mut out = String::new();
     let train = doc.config.mode == Mode::Train;
     let [h, w] = doc.config.image_size;
-    println!(
+    wln!(
+        out,
         "{} ({h}×{w}), batch {}, {} mode on {} ({} threads), {} passes per benchmark",
         doc.model.name,
         doc.config.batch_size,
@@ -258,12 +273,12 @@ pub fn print_profile(doc: &ProfileDoc, top: usize) {
         &(first_number..headers.len()).collect::<Vec<_>>(),
     );
     align_right(&mut table, &[0]);
-    println!(
+    wln!(out,
         "Slowest {} of {} nodes (median [25th–75th percentile] over passes; = : same op and input shapes as an earlier node, whose benchmark is attributed to both)",
         top.min(doc.nodes.len()),
         doc.nodes.len()
     );
-    println!("{table}");
+    wln!(out, "{table}");
 
     let mut headers = vec!["Op type", "Nodes", "Forward ms"];
     if train {
@@ -289,8 +304,8 @@ pub fn print_profile(doc: &ProfileDoc, top: usize) {
         table.add_row(row);
     }
     align_right(&mut table, &(1..headers.len()).collect::<Vec<_>>());
-    println!("By op type");
-    println!("{table}");
+    wln!(out, "By op type");
+    wln!(out, "{table}");
 
     let e = &doc.end_to_end;
     let s = &doc.sum_of_nodes;
@@ -310,18 +325,20 @@ pub fn print_profile(doc: &ProfileDoc, top: usize) {
     } else {
         0.0
     };
-    println!("{line}");
-    println!("{whole}; sum of nodes / end to end = {ratio:.2}");
+    wln!(out, "{line}");
+    wln!(out, "{whole}; sum of nodes / end to end = {ratio:.2}");
     match doc.peak_gflops_per_s {
-        Some(p) => println!(
+        Some(p) => wln!(out,
             "% of peak: against {p:.1} GFLOP/s, this engine's matrix product measured by `cnnbench peak`"
         ),
-        None => println!("% of peak: unknown until `cnnbench peak --engine {}` has run", doc.engine.name),
+        None => wln!(out, "% of peak: unknown until `cnnbench peak --engine {}` has run", doc.engine.name),
     }
-    println!(
+    wln!(
+        out,
         "method: {} ({} benchmarks for {} nodes)",
         doc.method,
         doc.benchmarks,
         doc.nodes.len()
     );
+    out
 }
