@@ -203,8 +203,22 @@ fn node_bars(doc: &ProfileDoc, top: usize) -> Vec<Bar> {
         .collect()
 }
 
+/// Pixels for the labels left of the bars and the notes right of them, and the size
+/// of the whole chart: the plot keeps 520 px whatever the text needs.
+fn layout(bars: &[Bar]) -> (u32, u32, (u32, u32)) {
+    let widest = |f: &dyn Fn(&Bar) -> usize| bars.iter().map(f).max().unwrap_or(10);
+    let label_w = widest(&|b| b.label.chars().count()).clamp(10, 58) as u32 * 7 + 16;
+    // The note is the total ("12.34 ms · ") and the shares.
+    let note_w = (widest(&|b| b.note.chars().count()) + 12) as u32 * 7 + 20;
+    let size = (
+        label_w + 520 + note_w,
+        96 + 26 * bars.len().max(1) as u32 + 44,
+    );
+    (label_w, note_w, size)
+}
+
 fn size(bars: &[Bar]) -> (u32, u32) {
-    (1100, 96 + 26 * bars.len().max(1) as u32 + 44)
+    layout(bars).2
 }
 
 fn draw_bars<DB: DrawingBackend>(
@@ -215,14 +229,7 @@ fn draw_bars<DB: DrawingBackend>(
 ) -> anyhow::Result<()> {
     draw!(root.fill(&WHITE));
     let n = bars.len().max(1);
-    let label_w = bars
-        .iter()
-        .map(|b| b.label.chars().count())
-        .max()
-        .unwrap_or(10)
-        .clamp(10, 58) as u32
-        * 7
-        + 16;
+    let (label_w, note_w, _) = layout(bars);
     let hi = bars
         .iter()
         .map(|b| b.forward + b.backward)
@@ -233,7 +240,7 @@ fn draw_bars<DB: DrawingBackend>(
         .margin(14)
         .margin_left(label_w)
         // Room for the note after the longest bar.
-        .margin_right(250)
+        .margin_right(note_w)
         .x_label_area_size(44)
         .y_label_area_size(0)
         .build_cartesian_2d(0f64..hi * 1.02, 0f64..n as f64));
