@@ -63,6 +63,9 @@ pub struct ProfileProgress {
 /// How the per-node times are obtained, written into every profile.
 pub const METHOD: &str = "each node benchmarked alone on its input shapes (nodes with the same op and input shapes once, attributed to each); inputs other than the image come from a per-channel scale (sliced or pooled from the image where needed) so they need a gradient as in the network; that construction is timed alone and its median subtracted; the end-to-end time is a separate harness run of the whole network";
 
+/// Outside this range of (sum of nodes) / (end to end), a profile comes with a warning.
+pub const SUM_RATIO_WARNING: (f64, f64) = (0.8, 1.25);
+
 /// A node rebuilt alone: the graph to time and, per input, the feeder graph whose time
 /// is subtracted (`None` for an input fed directly).
 pub struct Isolated {
@@ -479,6 +482,13 @@ pub fn profile(
             .filter_map(|n| n.backward.as_ref().map(|b| b.median))
             .sum::<f64>()
     });
+    let total_sum = forward_sum + backward_sum.unwrap_or(0.0);
+    let ratio = total_sum / end_to_end.total.median;
+    if !(SUM_RATIO_WARNING.0..=SUM_RATIO_WARNING.1).contains(&ratio) {
+        warnings.push(format!(
+            "the nodes add up to {ratio:.2}× the end-to-end time: each node alone pays costs the network spreads over all its layers (waking the engine's thread pool, fresh allocations) or the machine was busy; compare shares rather than absolute times, and rerun on a quiet machine"
+        ));
+    }
     let [_, h, w] = graph.input_shape();
     Ok(ProfileDoc {
         format: PROFILE_FORMAT.into(),
@@ -504,7 +514,7 @@ pub fn profile(
         sum_of_nodes: PhaseSums {
             forward: forward_sum,
             backward: backward_sum,
-            total: forward_sum + backward_sum.unwrap_or(0.0),
+            total: total_sum,
         },
         nodes: profiles,
         benchmarks: to_run.len(),
