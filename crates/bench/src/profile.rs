@@ -63,6 +63,9 @@ pub struct ProfileProgress {
 /// How the per-node times are obtained, written into every profile.
 pub const METHOD: &str = "each node benchmarked alone on its input shapes (nodes with the same op and input shapes once, attributed to each); inputs other than the image come from a per-channel scale (sliced or pooled from the image where needed) so they need a gradient as in the network; that construction is timed alone and its median subtracted; the end-to-end time is a separate harness run of the whole network";
 
+/// The name of the benchmarked node in its isolated graph (feeders are `feed…`).
+const ISOLATED_NODE: &str = "node";
+
 /// Outside this range of (sum of nodes) / (end to end), a profile comes with a warning.
 pub const SUM_RATIO_WARNING: (f64, f64) = (0.8, 1.25);
 
@@ -207,8 +210,9 @@ pub fn isolate(graph: &Graph, index: usize) -> Result<Isolated> {
         fed.insert(*source, name.clone());
         inputs.push(name);
     }
+    // A fixed name that no feeder takes, whatever the node is called.
     specs.push(NodeSpec {
-        name: node.name.clone(),
+        name: ISOLATED_NODE.into(),
         op: node.op.clone(),
         inputs,
     });
@@ -216,7 +220,7 @@ pub fn isolate(graph: &Graph, index: usize) -> Result<Isolated> {
         node.name.clone(),
         x,
         specs,
-        Some(&node.name),
+        Some(ISOLATED_NODE),
         ModelInfo::default(),
     )
     .with_context(|| format!("node \"{}\" cannot be benchmarked alone", node.name))?;

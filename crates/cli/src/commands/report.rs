@@ -299,9 +299,14 @@ fn report_with_profiles(
 ) -> anyhow::Result<ExitCode> {
     let loaded = cnnbench_report::load_paths(&args.paths, false)?;
     for w in &loaded.warnings {
-        if !w.contains(cnnbench_results::profile::PROFILE_FORMAT) {
-            eprintln!("warning: {w}");
+        if w.contains(cnnbench_results::profile::PROFILE_FORMAT) {
+            continue;
         }
+        if args.strict {
+            let why = w.strip_prefix("skipping ").unwrap_or(w);
+            bail!("{why} (drop --strict to skip such files with a warning)");
+        }
+        eprintln!("warning: {w}");
     }
     if let Some(dir) = &args.charts {
         let written = profile_charts::write_profile_charts(profiles, dir)?;
