@@ -490,7 +490,7 @@ pub fn profile(
     let ratio = total_sum / end_to_end.total.median;
     if !(SUM_RATIO_WARNING.0..=SUM_RATIO_WARNING.1).contains(&ratio) {
         warnings.push(format!(
-            "the nodes add up to {ratio:.2}× the end-to-end time: each node alone pays costs the network spreads over all its layers (waking the engine's thread pool, fresh allocations) or the machine was busy; compare shares rather than absolute times, and rerun on a quiet machine"
+            "the nodes add up to {ratio:.2}× the end-to-end time: the machine was busy, or each node alone pays costs that the network spreads over all its layers (waking the engine's thread pool, fresh allocations); compare shares rather than absolute times, and rerun on a quiet machine"
         ));
     }
     let [_, h, w] = graph.input_shape();
