@@ -256,6 +256,7 @@ pub fn run(
             device_peak_bytes: device_peak,
             estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
         },
+        peak_gflops_per_s: None,
         warnings,
     })
 }
@@ -276,7 +277,7 @@ pub fn percentile_warning(count: usize) -> Option<String> {
 }
 
 /// One pass: inputs and gradients are made untimed; each phase is bracketed by syncs.
-fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
+pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
     let mut times = Vec::with_capacity(3);
     session.prepare_batch()?;
     session.sync()?;
@@ -565,7 +566,7 @@ mod tests {
     }
     impl Engine for PacedEngine {
         fn capabilities(&self) -> cnnbench_engine::Capabilities {
-            cnnbench_engine::Capabilities::cpu_f32()
+            cnnbench_engine::Capabilities::cpu_f32(None)
         }
         fn info(&self) -> EngineInfo {
             SleepyEngine {

@@ -6,6 +6,8 @@ pub mod env;
 pub mod harness;
 pub mod memory;
 pub mod output;
+pub mod peak;
+pub mod profile;
 pub mod stopping;
 pub mod verify;
 

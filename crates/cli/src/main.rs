@@ -30,6 +30,10 @@ enum Command {
     Verify(commands::verify::VerifyArgs),
     /// List the engines this build can run on this machine, and why not the others.
     Engines,
+    /// Per-node forward/backward times: share of time against share of MACs, % of peak.
+    Profile(commands::profile::ProfileArgs),
+    /// This machine's measured matrix-multiply rate and memory bandwidth on an engine.
+    Peak(commands::peak::PeakArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,8 @@ fn main() -> ExitCode {
         Command::Convert(args) => commands::convert::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Engines => commands::engines::run(),
+        Command::Profile(args) => commands::profile::run(args),
+        Command::Peak(args) => commands::peak::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -22,6 +22,7 @@ pub mod fmt;
 pub mod group;
 pub mod legacy;
 pub mod load;
+pub mod profile_charts;
 pub mod record;
 pub mod report;
 pub mod speedup;

@@ -5,6 +5,8 @@
 //! The harness (`cnnbench-bench`) fills these types in and the report
 //! (`cnnbench-report`) reads them; neither needs the other.
 
+pub mod peak;
+pub mod profile;
 pub mod quantity;
 pub mod result;
 pub mod stats;

@@ -51,6 +51,10 @@ pub struct BenchResult {
     pub summary: BTreeMap<Quantity, Summary>,
     pub throughput: Throughput,
     pub memory: MemoryRecord,
+    /// The engine's matrix-product rate measured by `cnnbench peak` on this machine, when
+    /// one was cached: `throughput.gflops_per_s` over it is the run's "% of peak".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_gflops_per_s: Option<f64>,
     /// Things the reader should know about these numbers (wide spread, timer resolution…).
     #[serde(default)]
     pub warnings: Vec<String>,

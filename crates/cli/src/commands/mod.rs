@@ -5,6 +5,8 @@ pub mod compare;
 pub mod convert;
 pub mod engines;
 pub mod models;
+pub mod peak;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod sweep;

@@ -4,8 +4,8 @@
 
 use anyhow::{bail, Context};
 use cnnbench_report::{
-    charts, Aliases, Duplicates, Format, Layout, ModelCatalog, ModelFacts, Report, ReportOptions,
-    SpeedupRequest, Stat,
+    charts, profile_charts, Aliases, Duplicates, Format, Layout, ModelCatalog, ModelFacts, Report,
+    ReportOptions, SpeedupRequest, Stat,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -255,6 +255,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         speedups = SpeedupRequest::All;
     }
     let aliases = aliases(args.aliases.as_deref())?;
+    // Profiles (`cnnbench profile --json`) are drawn beside the results.
+    let (profiles, profile_warnings) = profile_charts::load_profiles(&args.paths);
+    for w in &profile_warnings {
+        eprintln!("warning: {w}");
+    }
+    if !profiles.is_empty() {
+        return report_with_profiles(&args, format, speedups, &aliases, &profiles);
+    }
     let records = load(&args.paths, args.strict)?;
     let opts = ReportOptions {
         stat: args.stat.map(Stat::from),
@@ -279,6 +287,83 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {} charts to {}", written.len(), dir.display());
     }
     let text = format.exporter().render(&report)?;
+    emit(&text, args.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `report` when profiles are among the paths: their charts and HTML sections, plus the
+/// usual report of any results beside them (the result loader's note that a profile is
+/// not a result is not repeated).
+fn report_with_profiles(
+    args: &ReportArgs,
+    format: Format,
+    speedups: SpeedupRequest,
+    aliases: &Aliases,
+    profiles: &[profile_charts::LoadedProfile],
+) -> anyhow::Result<ExitCode> {
+    let loaded = cnnbench_report::load_paths(&args.paths, false)?;
+    for w in &loaded.warnings {
+        if w.contains(cnnbench_results::profile::PROFILE_FORMAT) {
+            continue;
+        }
+        if args.strict {
+            let why = w.strip_prefix("skipping ").unwrap_or(w);
+            bail!("{why} (drop --strict to skip such files with a warning)");
+        }
+        eprintln!("warning: {w}");
+    }
+    if let Some(dir) = &args.charts {
+        let written = profile_charts::write_profile_charts(profiles, dir)?;
+        eprintln!(
+            "wrote {} profile charts to {}",
+            written.len(),
+            dir.display()
+        );
+    }
+    let report = if loaded.records.is_empty() {
+        None
+    } else {
+        let opts = ReportOptions {
+            stat: args.stat.map(Stat::from),
+            layout: if args.layout == LayoutArg::Legacy {
+                Layout::Legacy
+            } else {
+                Layout::Default
+            },
+            with_std: args.with_std,
+            duplicates: args.duplicates.into(),
+            speedups,
+            models: args.models.clone(),
+            overview: !args.no_overview,
+        };
+        let report = Report::build(loaded.records, aliases, &ZooCatalog, &opts)?;
+        if let Some(dir) = &args.charts {
+            let written = charts::write_charts(&report, dir)?;
+            eprintln!("wrote {} charts to {}", written.len(), dir.display());
+        }
+        Some(report)
+    };
+    let section = profile_charts::html_section(profiles)?;
+    let text = match (format, &report) {
+        (Format::Html, Some(report)) => profile_charts::insert_before_body_end(
+            &format.exporter().render(report)?,
+            &section,
+        ),
+        (Format::Html, None) => format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>cnnbench profiles</title>\n<style>body{{font-family:sans-serif;margin:2rem}}figure svg{{max-width:100%;height:auto}}</style>\n</head>\n<body>\n<h1>cnnbench profiles</h1>\n{section}</body>\n</html>\n"
+        ),
+        (_, report) => {
+            let mut text = match report {
+                Some(r) => format.exporter().render(r)?,
+                None => String::new(),
+            };
+            for p in profiles {
+                text.push_str(&format!("\nprofile: {}\n", p.path.display()));
+                text.push_str(&super::profile::profile_text(&p.doc, 10));
+            }
+            text
+        }
+    };
     emit(&text, args.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

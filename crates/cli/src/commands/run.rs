@@ -383,6 +383,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
     };
+    // The matrix-product rate `cnnbench peak` cached for this engine, for "% of peak".
+    let peak = cnnbench_bench::peak::default_cache_dir()
+        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info()));
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
     let points_per_model = match &args.batch_size {
         BatchSpec::List(b) => b.len(),
@@ -481,6 +484,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             match outcome {
                 Ok(mut result) => {
                     result.batch_search = search.clone();
+                    result.peak_gflops_per_s = peak.as_ref().map(|p| p.matmul.gflops_per_s);
                     let path = output::write_result(&args.output, &result)?;
                     if !args.quiet {
                         eprintln!("{}: wrote {}", p.graph.name(), path.display());
@@ -723,5 +727,24 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
         println!(
             "times: median ± standard deviation over the timed passes; results in the files above"
         );
+    }
+    if let Some((r, _)) = results.first() {
+        if let Some(peak) = r.peak_gflops_per_s.filter(|p| *p > 0.0) {
+            let shares: Vec<String> = results
+                .iter()
+                .map(|(r, _)| {
+                    format!(
+                        "{} {:.0}%",
+                        r.model.name,
+                        r.throughput.gflops_per_s / peak * 100.0
+                    )
+                })
+                .collect();
+            println!(
+                "% of peak ({peak:.1} GFLOP/s, {}'s matrix product by `cnnbench peak`): {}",
+                r.engine.name,
+                shares.join(", ")
+            );
+        }
     }
 }

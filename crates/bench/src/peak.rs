@@ -1,0 +1,327 @@
+//! `cnnbench peak`: the best an engine does on this machine, measured through the
+//! engine itself (a dense f32 matrix product as one Linear layer, a streaming ReLU for
+//! memory bandwidth), beside the CPU's theoretical rate read from `/proc/cpuinfo`. The
+//! measurement is cached per engine, device and thread count so that `run` and
+//! `profile` can say what fraction of it a network achieves.
+
+use crate::profile::{time_graph, Timing};
+use anyhow::{anyhow, Context, Result};
+use chrono::Utc;
+use cnnbench_engine::{Engine, EngineInfo, Mode};
+use cnnbench_graph::ops::{Linear, NoParams};
+use cnnbench_graph::{Activation, Graph, ModelInfo, NodeSpec, Op};
+use cnnbench_results::peak::*;
+use cnnbench_results::result::ToolInfo;
+use cnnbench_results::stats::Summary;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// Sizes of the two measurements.
+#[derive(Clone, Debug)]
+pub struct PeakRequest {
+    /// The product is `[n, k] × [k, m]`.
+    pub n: usize,
+    pub k: usize,
+    pub m: usize,
+    /// f32 elements the bandwidth test streams through (read once, written once).
+    pub elements: usize,
+    pub warmup: usize,
+    pub passes: usize,
+    /// FMA units per core assumed for the theoretical figure.
+    pub fma_units: usize,
+    pub tool: ToolInfo,
+}
+
+impl PeakRequest {
+    /// 2048³ (17 GFLOP per product) and 64 Mi elements (512 MiB moved): large enough
+    /// to leave the caches and the start-up costs behind.
+    pub fn new(tool: ToolInfo) -> Self {
+        PeakRequest {
+            n: 2048,
+            k: 2048,
+            m: 2048,
+            elements: 64 << 20,
+            warmup: 2,
+            passes: 10,
+            fma_units: 2,
+            tool,
+        }
+    }
+}
+
+/// The matrix product as a Graph: a `[k]` vector per example through `Linear(k → m)`,
+/// the batch being `n` (the flatten of a `k×1×1` map is a reshape).
+pub fn matmul_graph(k: usize, m: usize) -> Result<Graph> {
+    let mut linear = Linear::new(m);
+    linear.in_features = k;
+    linear.bias = false;
+    let specs = vec![
+        NodeSpec {
+            name: "flat".into(),
+            op: Op::Flatten(NoParams {}),
+            inputs: vec![cnnbench_graph::INPUT_NAME.into()],
+        },
+        NodeSpec {
+            name: "matmul".into(),
+            op: Op::Linear(linear),
+            inputs: vec!["flat".into()],
+        },
+    ];
+    Graph::new("matmul", [k, 1, 1], specs, None, ModelInfo::default())
+        .context("building the matrix-product graph")
+}
+
+/// The streaming op as a Graph: ReLU over `[64, 256, 256]` maps (4 Mi elements each).
+pub fn stream_graph() -> Result<Graph> {
+    let specs = vec![NodeSpec {
+        name: "relu".into(),
+        op: Op::Activation(Activation::Relu),
+        inputs: vec![cnnbench_graph::INPUT_NAME.into()],
+    }];
+    Graph::new("stream", STREAM_MAP, specs, None, ModelInfo::default())
+        .context("building the streaming graph")
+}
+
+const STREAM_MAP: [usize; 3] = [64, 256, 256];
+
+/// Measures the engine's matrix-product rate and memory bandwidth on this machine.
+pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) -> Result<PeakDoc> {
+    if request.passes == 0 || request.n == 0 || request.k == 0 || request.m == 0 {
+        return Err(anyhow!(
+            "the sizes and the number of passes must be at least 1"
+        ));
+    }
+    let info = engine.info();
+    let mm = matmul_graph(request.k, request.m)?;
+    let s = time_graph(
+        engine,
+        &mm,
+        Timing {
+            mode: Mode::Infer,
+            batch_size: request.n,
+            seed: 0,
+            warmup: request.warmup,
+            passes: request.passes,
+        },
+        cancel,
+    )
+    .context("timing the matrix product")?;
+    let mm_time = Summary::of(&s.forward).ok_or_else(|| anyhow!("no matrix-product samples"))?;
+    let flops = 2.0 * request.n as f64 * request.k as f64 * request.m as f64;
+
+    let per_map: usize = STREAM_MAP.iter().product();
+    let batch = request.elements.div_ceil(per_map).max(1);
+    let s = time_graph(
+        engine,
+        &stream_graph()?,
+        Timing {
+            mode: Mode::Infer,
+            batch_size: batch,
+            seed: 0,
+            warmup: request.warmup,
+            passes: request.passes,
+        },
+        cancel,
+    )
+    .context("timing the streaming op")?;
+    let bw_time = Summary::of(&s.forward).ok_or_else(|| anyhow!("no streaming samples"))?;
+    let elements = (batch * per_map) as u64;
+    let bytes = elements as f64 * 8.0;
+
+    let theoretical = if info.device == "cpu" {
+        read_cpuinfo().and_then(|text| {
+            theoretical_peak(&text, cpufreq_max_khz(), info.threads, request.fma_units)
+        })
+    } else {
+        None
+    };
+    Ok(PeakDoc {
+        format: PEAK_FORMAT.into(),
+        version: PEAK_VERSION,
+        tool: request.tool.clone(),
+        engine: info,
+        machine: crate::env::detect_machine(),
+        measured_at: Utc::now(),
+        matmul: MatmulPeak {
+            n: request.n,
+            k: request.k,
+            m: request.m,
+            flops,
+            gflops_per_s: flops / mm_time.median / 1e9,
+            time: mm_time,
+        },
+        bandwidth: BandwidthPeak {
+            elements,
+            bytes,
+            gb_per_s: bytes / bw_time.median / 1e9,
+            time: bw_time,
+        },
+        theoretical,
+    })
+}
+
+fn read_cpuinfo() -> Option<String> {
+    std::fs::read_to_string("/proc/cpuinfo").ok()
+}
+
+/// The highest clock cpufreq reports for CPU 0, in kHz, where the kernel exposes it.
+fn cpufreq_max_khz() -> Option<u64> {
+    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The CPU's theoretical f32 rate from `/proc/cpuinfo` text: cores (the engine's
+/// `threads`, at most the physical cores) × clock (cpufreq's maximum when given, else
+/// the `cpu MHz` line) × f32 lanes of the widest vector unit (AVX-512: 16, AVX: 8,
+/// SSE: 4, NEON: 4) × 2 when there is FMA × `fma_units`. `None` when the text names no
+/// vector unit or clock.
+pub fn theoretical_peak(
+    cpuinfo: &str,
+    max_khz: Option<u64>,
+    threads: usize,
+    fma_units: usize,
+) -> Option<TheoreticalPeak> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let flags = field("flags").or_else(|| field("Features"))?;
+    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    let (isa, lanes, fma) = if has("avx512f") {
+        ("avx512f", 16, true)
+    } else if has("avx2") && has("fma") {
+        ("avx2+fma", 8, true)
+    } else if has("avx") {
+        ("avx", 8, has("fma"))
+    } else if has("sse") || has("sse2") {
+        ("sse", 4, false)
+    } else if has("asimd") {
+        ("neon", 4, true)
+    } else {
+        return None;
+    };
+    // Physical cores: distinct (physical id, core id) pairs; without them, processors.
+    let mut pairs = std::collections::BTreeSet::new();
+    let mut processors = 0usize;
+    let (mut physical, mut core) = (None, None);
+    for line in cpuinfo.lines().chain(std::iter::once("")) {
+        let Some((k, v)) = line.split_once(':') else {
+            if line.trim().is_empty() {
+                if let (Some(p), Some(c)) = (physical.take(), core.take()) {
+                    pairs.insert((p, c));
+                }
+            }
+            continue;
+        };
+        match k.trim() {
+            "processor" => processors += 1,
+            "physical id" => physical = Some(v.trim().to_string()),
+            "core id" => core = Some(v.trim().to_string()),
+            _ => {}
+        }
+    }
+    let physical_cores = if pairs.is_empty() {
+        processors.max(1)
+    } else {
+        pairs.len()
+    };
+    let cores = threads.clamp(1, physical_cores);
+    let (ghz, clock_source) = match max_khz {
+        Some(khz) if khz > 0 => (khz as f64 / 1e6, "cpufreq max"),
+        _ => (
+            field("cpu MHz")?.parse::<f64>().ok().filter(|m| *m > 0.0)? / 1e3,
+            "/proc/cpuinfo MHz",
+        ),
+    };
+    let per_cycle = lanes as f64 * if fma { 2.0 } else { 1.0 } * fma_units as f64;
+    Some(TheoreticalPeak {
+        isa: isa.into(),
+        lanes,
+        fma,
+        fma_units_assumed: fma_units,
+        cores,
+        ghz,
+        clock_source: clock_source.into(),
+        gflops_per_s: cores as f64 * ghz * per_cycle,
+    })
+}
+
+/// Where measured peaks are cached: `$XDG_CACHE_HOME/cnnbench/peak`, else
+/// `~/.cache/cnnbench/peak`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("cnnbench").join("peak"))
+}
+
+/// The cache file of one engine on one device with one thread count.
+pub fn cache_file(dir: &Path, info: &EngineInfo) -> PathBuf {
+    let slug = crate::output::slug;
+    dir.join(format!(
+        "{}_{}_{}_t{}.json",
+        slug(&info.name),
+        slug(&info.device),
+        slug(&info.device_name),
+        info.threads
+    ))
+}
+
+/// Writes `doc` to the cache (replacing the previous measurement of that engine).
+pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the peak cache folder {}", dir.display()))?;
+    let path = cache_file(dir, &doc.engine);
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_string_pretty(doc)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The cached measurement for this engine, device and thread count, if any (a file that
+/// does not parse as a peak counts as none).
+pub fn load(dir: &Path, info: &EngineInfo) -> Option<PeakDoc> {
+    let text = std::fs::read_to_string(cache_file(dir, info)).ok()?;
+    let doc: PeakDoc = serde_json::from_str(&text).ok()?;
+    (doc.format == PEAK_FORMAT && doc.version == PEAK_VERSION).then_some(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EPYC: &str = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2596.146\nphysical id\t: 0\ncore id\t\t: 0\nflags\t\t: fpu sse sse2 avx fma avx2 avx512f avx512dq\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\ncpu MHz\t\t: 2596.146\nphysical id\t: 0\ncore id\t\t: 1\nflags\t\t: fpu sse sse2 avx fma avx2 avx512f avx512dq\n\n";
+
+    #[test]
+    fn theoretical_peak_from_cpuinfo_text() {
+        let p = theoretical_peak(EPYC, None, 2, 2).unwrap();
+        assert_eq!((p.isa.as_str(), p.lanes, p.cores), ("avx512f", 16, 2));
+        assert_eq!(p.clock_source, "/proc/cpuinfo MHz");
+        // 2 cores × 2.596146 GHz × 16 lanes × 2 (FMA) × 2 units.
+        assert!((p.gflops_per_s - 2.0 * 2.596146 * 64.0).abs() < 1e-6);
+        // cpufreq's maximum wins; threads beyond the physical cores do not count.
+        let p = theoretical_peak(EPYC, Some(3_500_000), 8, 1).unwrap();
+        assert_eq!(p.cores, 2);
+        assert!((p.gflops_per_s - 2.0 * 3.5 * 32.0).abs() < 1e-9);
+        // One thread counts one core; AVX2 with FMA has 8 lanes.
+        let avx2 = EPYC.replace(" avx512f avx512dq", "");
+        let p = theoretical_peak(&avx2, None, 1, 2).unwrap();
+        assert_eq!((p.lanes, p.cores), (8, 1));
+        assert!(theoretical_peak("processor : 0\n", None, 1, 2).is_none());
+    }
+
+    #[test]
+    fn graphs_have_the_sizes_asked_for() {
+        let g = matmul_graph(64, 32).unwrap();
+        assert_eq!(g.macs(), 64 * 32);
+        assert_eq!(g.output_shape().as_flat(), Some(32));
+        assert_eq!(stream_graph().unwrap().macs(), 0);
+    }
+}

@@ -1,0 +1,605 @@
+//! `cnnbench profile`: where one run's time goes, node by node.
+//!
+//! Each node is benchmarked alone, through the public [`Engine`] API, on its own input
+//! shapes: a one-op Graph is built around it, timed with the harness's pass (inputs made
+//! untimed, a sync around each timed phase), and what had to be built around it is timed
+//! on its own and subtracted. So every engine is profiled the same way, GPUs included,
+//! and no nested timer distorts the end-to-end number, which the harness measures in the
+//! same run on the whole network.
+//!
+//! The construction around a node ("feeders") gives each input the shape and the
+//! gradient it has inside the network:
+//! - an input that is the network's image input is fed directly (no gradient, as in
+//!   the network: a first convolution computes only its weights' gradient);
+//! - any other input is the output of a per-channel scale (`LayerScale`, one weight
+//!   per channel), so that it needs a gradient as it does inside the network; a
+//!   narrower input is first sliced from the image, a `C×1×1` gate is first pooled
+//!   from it, and a flat vector is flattened after the scale.
+//!
+//! Each distinct feeder is timed alone (its own input is the image, so its backward
+//! computes only its scale's gradient, as inside the node's graph) and its median is
+//! subtracted from every pass of the node's graph. Nodes with the same op and input
+//! shapes are benchmarked once and the figure is attributed to each.
+
+use crate::harness::{self, one_pass, RunRequest};
+use anyhow::{anyhow, Context, Result};
+use chrono::Utc;
+use cnnbench_engine::{Engine, Mode, Phase, Precision, SessionConfig};
+use cnnbench_graph::ops::{AdaptiveAvgPool2d, LayerScale, NoParams, SliceChannels};
+use cnnbench_graph::{Graph, Hw, ModelInfo, NodeSpec, Op, Shape, Source};
+use cnnbench_results::profile::*;
+use cnnbench_results::result::ToolInfo;
+use cnnbench_results::stats::quantile;
+use cnnbench_results::Quantity;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// What to profile and how.
+#[derive(Clone, Debug)]
+pub struct ProfileRequest {
+    /// `Train` (forward and backward) or `Infer` (forward only).
+    pub mode: Mode,
+    pub batch_size: usize,
+    pub warmup: usize,
+    pub passes: usize,
+    pub seed: u64,
+    pub threads_requested: Option<usize>,
+    pub model_source: String,
+    pub tool: ToolInfo,
+    /// The engine's measured matrix-multiply rate, when known, for "% of peak".
+    pub peak_gflops_per_s: Option<f64>,
+}
+
+/// Progress after each benchmark, for progress bars.
+#[derive(Clone, Debug)]
+pub struct ProfileProgress {
+    pub done: usize,
+    pub of: usize,
+    /// What runs next (a node's name, or the end-to-end run).
+    pub next: String,
+}
+
+/// How the per-node times are obtained, written into every profile.
+pub const METHOD: &str = "each node benchmarked alone on its input shapes (nodes with the same op and input shapes once, attributed to each); inputs other than the image come from a per-channel scale (sliced or pooled from the image where needed) so they need a gradient as in the network; that construction is timed alone and its median subtracted; the end-to-end time is a separate harness run of the whole network";
+
+/// The name of the benchmarked node in its isolated graph (feeders are `feed…`).
+const ISOLATED_NODE: &str = "node";
+
+/// Outside this range of (sum of nodes) / (end to end), a profile comes with a warning.
+pub const SUM_RATIO_WARNING: (f64, f64) = (0.8, 1.25);
+
+/// A node rebuilt alone: the graph to time and, per input, the feeder graph whose time
+/// is subtracted (`None` for an input fed directly).
+pub struct Isolated {
+    pub graph: Graph,
+    pub feeders: Vec<Option<Graph>>,
+}
+
+/// The op family a node is summarised under: convolutions by kernel shape (and
+/// grouping), then batch norm, activations, pooling, linear, element-wise…
+pub fn category(op: &Op) -> String {
+    match op {
+        Op::Conv2d(c) => {
+            let kind = if c.groups > 1 && c.groups == c.in_channels {
+                " depthwise"
+            } else if c.groups > 1 {
+                " grouped"
+            } else {
+                ""
+            };
+            format!("conv {}×{}{kind}", c.kernel.h, c.kernel.w)
+        }
+        Op::BatchNorm2d(_) => "batch norm".into(),
+        Op::LayerNorm2d(_) => "layer norm".into(),
+        Op::LocalResponseNorm(_) => "LRN".into(),
+        Op::Activation(_) => "activation".into(),
+        Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::AdaptiveAvgPool2d(_) => "pooling".into(),
+        Op::Linear(_) => "linear".into(),
+        Op::Add(_) | Op::Mul(_) | Op::LayerScale(_) => "elementwise".into(),
+        Op::Dropout(_) | Op::StochasticDepth(_) => "dropout".into(),
+        Op::Flatten(_) | Op::Concat(_) | Op::ChannelShuffle(_) | Op::SliceChannels(_) => {
+            "reshape/concat".into()
+        }
+    }
+}
+
+/// The layers that turn the isolated graph's input `x` into an input of shape `want`
+/// that needs a gradient, or an error when no such construction exists.
+fn feeder_ops(x: &Shape, want: &Shape) -> Result<Vec<Op>> {
+    let scale = |channels| {
+        Op::LayerScale(LayerScale {
+            channels,
+            init: 1.0,
+        })
+    };
+    if let Some(f) = want.as_flat() {
+        return Ok(vec![scale(f), Op::Flatten(NoParams {})]);
+    }
+    let ((c, h, w), (xc, xh, xw)) = want
+        .as_chw()
+        .zip(x.as_chw())
+        .ok_or_else(|| anyhow!("cannot feed a {want} input from a {x} image"))?;
+    let mut ops = Vec::new();
+    if c < xc {
+        ops.push(Op::SliceChannels(SliceChannels { start: 0, end: c }));
+    }
+    if (h, w) == (1, 1) && (xh, xw) != (1, 1) {
+        ops.push(Op::AdaptiveAvgPool2d(AdaptiveAvgPool2d {
+            output: Hw::new(1, 1),
+        }));
+    } else if (h, w) != (xh, xw) {
+        return Err(anyhow!("cannot feed a {want} input from a {x} image"));
+    }
+    ops.push(scale(c));
+    Ok(ops)
+}
+
+/// The image shape an isolated node is fed from: `[F, 1, 1]` for a flat input, else
+/// the largest channels, height and width among its inputs.
+fn isolated_input(shapes: &[&Shape]) -> Result<[usize; 3]> {
+    if let [one] = shapes {
+        if let Some(f) = one.as_flat() {
+            return Ok([f, 1, 1]);
+        }
+    }
+    let mut x = [0usize; 3];
+    for s in shapes {
+        let (c, h, w) = s
+            .as_chw()
+            .ok_or_else(|| anyhow!("mixes flat and feature-map inputs ({s})"))?;
+        x = [x[0].max(c), x[1].max(h), x[2].max(w)];
+    }
+    Ok(x)
+}
+
+fn chain(name: &str, start: &str, ops: &[Op], specs: &mut Vec<NodeSpec>) -> String {
+    let mut prev = start.to_string();
+    for (j, op) in ops.iter().enumerate() {
+        let node = format!("{name}_{j}");
+        specs.push(NodeSpec {
+            name: node.clone(),
+            op: op.clone(),
+            inputs: vec![prev],
+        });
+        prev = node;
+    }
+    prev
+}
+
+/// Rebuilds node `index` of `graph` alone (see the module's documentation).
+pub fn isolate(graph: &Graph, index: usize) -> Result<Isolated> {
+    let node = graph
+        .nodes()
+        .get(index)
+        .ok_or_else(|| anyhow!("the graph has no node {index}"))?;
+    let shapes: Vec<&Shape> = node.inputs.iter().map(|s| graph.source_shape(*s)).collect();
+    let x = isolated_input(&shapes)
+        .with_context(|| format!("node \"{}\" cannot be benchmarked alone", node.name))?;
+    let x_shape = Shape(x.to_vec());
+    let mut specs = Vec::new();
+    let mut feeders = Vec::new();
+    let mut fed: HashMap<Source, String> = HashMap::new();
+    let mut inputs = Vec::new();
+    for (i, (source, shape)) in node.inputs.iter().zip(&shapes).enumerate() {
+        if let Some(name) = fed.get(source) {
+            // The same value read twice is fed once, as in the network.
+            inputs.push(name.clone());
+            continue;
+        }
+        let direct = *source == Source::Input && **shape == x_shape;
+        let name = if direct {
+            feeders.push(None);
+            cnnbench_graph::INPUT_NAME.to_string()
+        } else {
+            let ops = feeder_ops(&x_shape, shape)
+                .with_context(|| format!("node \"{}\" cannot be benchmarked alone", node.name))?;
+            let mut alone = Vec::new();
+            let out = chain("feed", cnnbench_graph::INPUT_NAME, &ops, &mut alone);
+            feeders.push(Some(
+                Graph::new("feeder", x, alone, Some(&out), ModelInfo::default())
+                    .context("building a feeder graph")?,
+            ));
+            chain(
+                &format!("feed{i}"),
+                cnnbench_graph::INPUT_NAME,
+                &ops,
+                &mut specs,
+            )
+        };
+        fed.insert(*source, name.clone());
+        inputs.push(name);
+    }
+    // A fixed name that no feeder takes, whatever the node is called.
+    specs.push(NodeSpec {
+        name: ISOLATED_NODE.into(),
+        op: node.op.clone(),
+        inputs,
+    });
+    let graph = Graph::new(
+        node.name.clone(),
+        x,
+        specs,
+        Some(ISOLATED_NODE),
+        ModelInfo::default(),
+    )
+    .with_context(|| format!("node \"{}\" cannot be benchmarked alone", node.name))?;
+    Ok(Isolated { graph, feeders })
+}
+
+/// Forward and (in train mode) backward samples of `graph`, in seconds, warm-up dropped.
+pub struct Samples {
+    pub forward: Vec<f64>,
+    pub backward: Option<Vec<f64>>,
+}
+
+/// How an isolated graph is timed.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub mode: Mode,
+    pub batch_size: usize,
+    pub seed: u64,
+    pub warmup: usize,
+    pub passes: usize,
+}
+
+/// Times `graph` with the harness's pass, outside any result file.
+pub fn time_graph(
+    engine: &dyn Engine,
+    graph: &Graph,
+    timing: Timing,
+    cancel: &AtomicBool,
+) -> Result<Samples> {
+    let Timing {
+        mode,
+        batch_size,
+        seed,
+        warmup,
+        passes,
+    } = timing;
+    let config = SessionConfig {
+        mode,
+        batch_size,
+        seed,
+        precision: Precision::F32,
+        deterministic: false,
+    };
+    let mut session = engine
+        .prepare(graph, &config)
+        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
+    let mut forward = Vec::with_capacity(passes);
+    let mut backward = Vec::with_capacity(passes);
+    for pass in 0..warmup + passes {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(harness::HarnessError::Interrupted.into());
+        }
+        let times = one_pass(session.as_mut(), mode)?;
+        if pass >= warmup {
+            for (phase, t) in mode.phases().iter().zip(times) {
+                match phase {
+                    Phase::Forward => forward.push(t.as_secs_f64()),
+                    Phase::Backward => backward.push(t.as_secs_f64()),
+                    Phase::Update => {}
+                }
+            }
+        }
+    }
+    Ok(Samples {
+        forward,
+        backward: (mode == Mode::Train).then_some(backward),
+    })
+}
+
+fn median(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    crate::stats::median_in_place(&mut v)
+}
+
+/// A node's time in one phase: each pass of its graph less the feeders' medians.
+fn node_time(samples: &[f64], subtracted: f64) -> Result<NodeTime> {
+    let mut net: Vec<f64> = samples.iter().map(|t| (t - subtracted).max(0.0)).collect();
+    if net.is_empty() {
+        return Err(anyhow!("no timed passes"));
+    }
+    net.sort_by(f64::total_cmp);
+    Ok(NodeTime {
+        median: quantile(&net, 0.5),
+        p25: quantile(&net, 0.25),
+        p75: quantile(&net, 0.75),
+        min: net[0],
+        max: net[net.len() - 1],
+        subtracted,
+    })
+}
+
+/// Profiles `graph` on `engine`: every node alone, then the whole network end to end.
+pub fn profile(
+    engine: &dyn Engine,
+    graph: &Graph,
+    request: &ProfileRequest,
+    cancel: &AtomicBool,
+    on_progress: &mut dyn FnMut(ProfileProgress),
+) -> Result<ProfileDoc> {
+    if !matches!(request.mode, Mode::Train | Mode::Infer) {
+        return Err(anyhow!(
+            "profile times forward and backward per node; it runs train or infer mode, not {}",
+            request.mode
+        ));
+    }
+    if request.passes == 0 {
+        return Err(anyhow!("at least one timed pass is needed"));
+    }
+    let started_at = Utc::now();
+    let clock = Instant::now();
+    let nodes = graph.nodes();
+    // One benchmark per distinct (op, input shapes, inputs fed directly).
+    let key_of = |i: usize| {
+        let n = &nodes[i];
+        let inputs: Vec<(bool, &Shape)> = n
+            .inputs
+            .iter()
+            .map(|s| (*s == Source::Input, graph.source_shape(*s)))
+            .collect();
+        format!("{:?}|{inputs:?}", n.op)
+    };
+    let mut first_with_key: HashMap<String, usize> = HashMap::new();
+    let mut same_as: Vec<Option<usize>> = Vec::with_capacity(nodes.len());
+    for i in 0..nodes.len() {
+        let key = key_of(i);
+        match first_with_key.get(&key) {
+            Some(&j) => same_as.push(Some(j)),
+            None => {
+                first_with_key.insert(key, i);
+                same_as.push(None);
+            }
+        }
+    }
+    let to_run: Vec<usize> = (0..nodes.len()).filter(|&i| same_as[i].is_none()).collect();
+    let of = to_run.len() + 1;
+    let run = |g: &Graph, cancel: &AtomicBool| {
+        let timing = Timing {
+            mode: request.mode,
+            batch_size: request.batch_size,
+            seed: request.seed,
+            warmup: request.warmup,
+            passes: request.passes,
+        };
+        time_graph(engine, g, timing, cancel)
+    };
+
+    let mut feeder_medians: HashMap<String, (f64, Option<f64>)> = HashMap::new();
+    let mut measured: HashMap<usize, (NodeTime, Option<NodeTime>)> = HashMap::new();
+    let mut warnings = Vec::new();
+    let mut unresolved = Vec::new();
+    for (done, &i) in to_run.iter().enumerate() {
+        on_progress(ProfileProgress {
+            done,
+            of,
+            next: nodes[i].name.clone(),
+        });
+        let isolated = isolate(graph, i)?;
+        let mut sub_forward = 0.0;
+        let mut sub_backward = 0.0;
+        for feeder in isolated.feeders.iter().flatten() {
+            let key = format!("{:?}|{:?}", feeder.input_shape(), feeder.specs());
+            let (f, b) = match feeder_medians.get(&key) {
+                Some(m) => *m,
+                None => {
+                    let s = run(feeder, cancel).with_context(|| {
+                        format!("timing the construction around node \"{}\"", nodes[i].name)
+                    })?;
+                    let m = (median(&s.forward), s.backward.as_deref().map(median));
+                    feeder_medians.insert(key, m);
+                    m
+                }
+            };
+            sub_forward += f;
+            sub_backward += b.unwrap_or(0.0);
+        }
+        let s = run(&isolated.graph, cancel)
+            .with_context(|| format!("timing node \"{}\" alone", nodes[i].name))?;
+        let forward = node_time(&s.forward, sub_forward)?;
+        let backward = match &s.backward {
+            Some(b) => Some(node_time(b, sub_backward)?),
+            None => None,
+        };
+        if forward.median == 0.0 || backward.as_ref().is_some_and(|b| b.median == 0.0) {
+            unresolved.push(nodes[i].name.clone());
+        }
+        measured.insert(i, (forward, backward));
+    }
+
+    if !unresolved.is_empty() {
+        warnings.push(format!(
+            "{} node(s) read 0 in a phase because the construction around them took as long as the node with it (below what this method resolves): {}",
+            unresolved.len(),
+            unresolved.join(", ")
+        ));
+    }
+    on_progress(ProfileProgress {
+        done: of - 1,
+        of,
+        next: "end to end".into(),
+    });
+    let run_request = RunRequest {
+        mode: request.mode,
+        batch_size: request.batch_size,
+        warmup: request.warmup,
+        passes: request.passes,
+        seed: request.seed,
+        threads_requested: request.threads_requested,
+        precision: Precision::F32,
+        model_source: request.model_source.clone(),
+        label: None,
+        tool: request.tool.clone(),
+        // The end-to-end figure is a fixed number of passes, like the nodes'.
+        min_time: None,
+        max_time: None,
+        target_ci_pct: None,
+        warmup_time: None,
+    };
+    let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
+    let summary = |q: Quantity| whole.summary.get(&q).cloned();
+    let end_to_end = PhaseTimes {
+        forward: summary(Quantity::Forward)
+            .ok_or_else(|| anyhow!("the end-to-end run recorded no forward time"))?,
+        backward: summary(Quantity::Backward),
+        total: summary(Quantity::Total)
+            .ok_or_else(|| anyhow!("the end-to-end run recorded no total time"))?,
+    };
+    warnings.extend(whole.warnings.iter().map(|w| format!("end to end: {w}")));
+
+    let batch = request.batch_size as f64;
+    let mut profiles = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let source = same_as[i].unwrap_or(i);
+        let (forward, backward) = measured
+            .get(&source)
+            .cloned()
+            .ok_or_else(|| anyhow!("node \"{}\" was not measured", node.name))?;
+        let macs = node.op.macs(&node.shape);
+        let forward_flops = 2.0 * macs as f64 * batch;
+        // The weights' gradient costs a forward pass, and so does the input's when the
+        // input is another layer's output.
+        let input_needs_grad = node.inputs.iter().any(|s| *s != Source::Input);
+        let backward_flops = (request.mode == Mode::Train)
+            .then_some(forward_flops * if input_needs_grad { 2.0 } else { 1.0 });
+        profiles.push(NodeProfile {
+            index: i,
+            name: node.name.clone(),
+            op: node.op.tag().to_string(),
+            description: node.op.describe(),
+            category: category(&node.op),
+            input_shapes: node
+                .inputs
+                .iter()
+                .map(|s| graph.source_shape(*s).0.clone())
+                .collect(),
+            output_shape: node.shape.0.clone(),
+            macs,
+            forward_flops,
+            backward_flops,
+            forward,
+            backward,
+            same_as: same_as[i],
+        });
+    }
+    let forward_sum: f64 = profiles.iter().map(|n| n.forward.median).sum();
+    let backward_sum = (request.mode == Mode::Train).then(|| {
+        profiles
+            .iter()
+            .filter_map(|n| n.backward.as_ref().map(|b| b.median))
+            .sum::<f64>()
+    });
+    let total_sum = forward_sum + backward_sum.unwrap_or(0.0);
+    let ratio = total_sum / end_to_end.total.median;
+    if !(SUM_RATIO_WARNING.0..=SUM_RATIO_WARNING.1).contains(&ratio) {
+        warnings.push(format!(
+            "the nodes add up to {ratio:.2}× the end-to-end time: the machine was busy, or each node alone pays costs that the network spreads over all its layers (waking the engine's thread pool, fresh allocations); compare shares rather than absolute times, and rerun on a quiet machine"
+        ));
+    }
+    let [_, h, w] = graph.input_shape();
+    Ok(ProfileDoc {
+        format: PROFILE_FORMAT.into(),
+        version: PROFILE_VERSION,
+        tool: request.tool.clone(),
+        model: whole.model.clone(),
+        config: ProfileConfig {
+            mode: request.mode,
+            batch_size: request.batch_size,
+            image_size: [h, w],
+            warmup: request.warmup,
+            passes: request.passes,
+            seed: request.seed,
+            threads_requested: request.threads_requested,
+        },
+        engine: whole.engine.clone(),
+        machine: whole.machine.clone(),
+        started_at,
+        duration_s: clock.elapsed().as_secs_f64(),
+        method: METHOD.into(),
+        peak_gflops_per_s: request.peak_gflops_per_s,
+        end_to_end,
+        sum_of_nodes: PhaseSums {
+            forward: forward_sum,
+            backward: backward_sum,
+            total: total_sum,
+        },
+        nodes: profiles,
+        benchmarks: to_run.len(),
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cnnbench_graph::ops::Conv2d;
+    use cnnbench_graph::GraphBuilder;
+
+    fn branchy() -> Graph {
+        let mut b = GraphBuilder::new("branchy", [3, 8, 8]);
+        let x = b.input();
+        let c1 = b.conv("c1", &x, Conv2d::new(4, 3).padding(1));
+        let r1 = b.relu("r1", &c1);
+        let c2 = b.conv("c2", &r1, Conv2d::new(6, 1));
+        let cat = b.concat("cat", &[&r1, &c2]);
+        let sum = b.sum("sum", &[&cat, &cat]);
+        let pool = b.adaptive_avg_pool("pool", &sum, 1, 1);
+        let gated = b.mul("gated", &sum, &pool);
+        let flat = b.flatten("flat", &gated);
+        let fc = b.linear("fc", &flat, 5);
+        b.finish(&fc).unwrap()
+    }
+
+    #[test]
+    fn every_node_can_be_isolated_with_its_shapes() {
+        let g = branchy();
+        for (i, node) in g.nodes().iter().enumerate() {
+            let iso = isolate(&g, i).unwrap();
+            let last = iso.graph.nodes().last().unwrap();
+            assert_eq!(last.op, node.op, "{}", node.name);
+            assert_eq!(last.shape, node.shape, "{}", node.name);
+            let want: Vec<&Shape> = node.inputs.iter().map(|s| g.source_shape(*s)).collect();
+            let got: Vec<&Shape> = last
+                .inputs
+                .iter()
+                .map(|s| iso.graph.source_shape(*s))
+                .collect();
+            assert_eq!(got, want, "{}", node.name);
+        }
+    }
+
+    #[test]
+    fn image_inputs_are_fed_directly_and_others_need_a_gradient() {
+        let g = branchy();
+        // c1 reads the image: no feeder, so no input gradient, as in the network.
+        let c1 = isolate(&g, 0).unwrap();
+        assert_eq!(c1.graph.nodes().len(), 1);
+        assert!(c1.feeders.iter().all(Option::is_none));
+        // The sum reads one value twice: fed once.
+        let sum = g.nodes().iter().position(|n| n.name == "sum").unwrap();
+        let iso = isolate(&g, sum).unwrap();
+        assert_eq!(iso.feeders.len(), 1);
+        let last = iso.graph.nodes().last().unwrap();
+        assert_eq!(last.inputs[0], last.inputs[1]);
+        // Every fed input ends in a per-channel scale (or its flattening).
+        for (i, node) in g.nodes().iter().enumerate().skip(1) {
+            let iso = isolate(&g, i).unwrap();
+            for f in iso.feeders.iter().flatten() {
+                let ops: Vec<&str> = f.nodes().iter().map(|n| n.op.tag()).collect();
+                assert!(ops.contains(&"layer_scale"), "{}: {ops:?}", node.name);
+            }
+        }
+    }
+
+    #[test]
+    fn categories_group_convolutions_by_kernel() {
+        let conv = Op::Conv2d(Conv2d::new(8, 3));
+        assert_eq!(category(&conv), "conv 3×3");
+        let mut dw = Conv2d::new(8, 3).groups(8);
+        dw.in_channels = 8;
+        assert_eq!(category(&Op::Conv2d(dw)), "conv 3×3 depthwise");
+        assert_eq!(category(&Op::Add(NoParams {})), "elementwise");
+    }
+}

@@ -1,0 +1,146 @@
+//! `cnnbench peak`: the engine's measured f32 matrix-product rate and memory bandwidth
+//! on this machine, beside the CPU's theoretical rate; cached so that `run` and
+//! `profile` can show "% of peak".
+
+use super::common::{align_right, new_table};
+use super::engines;
+use super::run::GpuArgs;
+use anyhow::{anyhow, Result};
+use cnnbench_bench::peak::{self, PeakRequest};
+use cnnbench_bench::result::ToolInfo;
+use cnnbench_bench::HarnessError;
+use cnnbench_results::peak::PeakDoc;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct PeakArgs {
+    /// Engine to measure (see `cnnbench engines`).
+    #[arg(long, short = 'e', default_value = cnnbench_engine_burn::ENGINE_NAME)]
+    pub engine: String,
+    /// Size of the engine's thread pool (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// Side of the square matrix product N×N × N×N.
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub size: usize,
+    /// Millions of f32 elements streamed for the bandwidth (read once, written once).
+    #[arg(long, default_value_t = 64, value_name = "MI")]
+    pub stream_mi: usize,
+    /// Timed passes of each measurement.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub passes: usize,
+    /// FMA units per core assumed for the theoretical figure (2 on most server cores
+    /// since Haswell and Zen; AMD Zen 4 runs AVX-512 on 256-bit units, so 1 there).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub fma_units: usize,
+    /// Print the measurement as JSON (`cnnbench-peak` v1).
+    #[arg(long)]
+    pub json: bool,
+    /// Do not cache the measurement for `run` and `profile`.
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+pub fn run(args: PeakArgs) -> Result<ExitCode> {
+    if args.size == 0 || args.stream_mi == 0 || args.passes == 0 || args.fma_units == 0 {
+        return Err(anyhow!(
+            "--size, --stream-mi, --passes and --fma-units must be at least 1"
+        ));
+    }
+    let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
+    let mut request = PeakRequest::new(ToolInfo {
+        name: "cnnbench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
+    });
+    request.n = args.size;
+    request.k = args.size;
+    request.m = args.size;
+    request.elements = args.stream_mi << 20;
+    request.passes = args.passes;
+    request.fma_units = args.fma_units;
+    let doc = match peak::measure(engine.as_ref(), &request, &cancel) {
+        Ok(doc) => doc,
+        Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+            eprintln!("interrupted: nothing measured");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e),
+    };
+    if !args.no_save {
+        match peak::default_cache_dir() {
+            Some(dir) => {
+                let path = peak::save(&dir, &doc)?;
+                eprintln!("cached for `run` and `profile`: {}", path.display());
+            }
+            None => eprintln!(
+                "warning: no cache folder (neither XDG_CACHE_HOME nor HOME is set); not cached"
+            ),
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print_peak(&doc);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_peak(doc: &PeakDoc) {
+    println!(
+        "{} on {} ({} threads)",
+        doc.engine.name, doc.engine.device_name, doc.engine.threads
+    );
+    let mut table = new_table(&["Measure", "Size", "Median ms", "Rate"]);
+    let mm = &doc.matmul;
+    table.add_row(vec![
+        "f32 matrix product (measured)".to_string(),
+        format!("{}×{} · {}×{}", mm.n, mm.k, mm.k, mm.m),
+        format!("{:.2}", mm.time.median * 1e3),
+        format!("{:.1} GFLOP/s", mm.gflops_per_s),
+    ]);
+    let bw = &doc.bandwidth;
+    table.add_row(vec![
+        "memory bandwidth, ReLU (measured)".to_string(),
+        format!("{:.0} MiB moved", bw.bytes / (1u64 << 20) as f64),
+        format!("{:.2}", bw.time.median * 1e3),
+        format!("{:.1} GB/s", bw.gb_per_s),
+    ]);
+    if let Some(t) = &doc.theoretical {
+        table.add_row(vec![
+            "f32 theoretical (CPU)".to_string(),
+            format!(
+                "{} cores × {:.2} GHz × {} lanes ({}) × {} × {} FMA units",
+                t.cores,
+                t.ghz,
+                t.lanes,
+                t.isa,
+                if t.fma { 2 } else { 1 },
+                t.fma_units_assumed
+            ),
+            "–".to_string(),
+            format!("{:.1} GFLOP/s", t.gflops_per_s),
+        ]);
+    }
+    align_right(&mut table, &[2, 3]);
+    println!("{table}");
+    if let Some(t) = &doc.theoretical {
+        println!(
+            "measured / theoretical: {:.0}% (clock from {}; {} FMA units per core is an assumption, set it with --fma-units)",
+            mm.gflops_per_s / t.gflops_per_s * 100.0,
+            t.clock_source,
+            t.fma_units_assumed
+        );
+    } else if doc.engine.device == "cpu" {
+        println!("theoretical: unknown (no vector unit or clock readable in /proc/cpuinfo)");
+    }
+}

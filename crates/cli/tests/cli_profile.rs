@@ -1,0 +1,300 @@
+//! End-to-end tests of `cnnbench profile` and `cnnbench peak` on tiny inputs.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+#[test]
+fn profile_lists_every_node_once_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r18.profile.json");
+    let out = cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "profile",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+        ])
+        .args(["-q", "--json", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "cnnbench-profile");
+    assert_eq!(v["version"], 1);
+    let graph = cnnbench_zoo::find("resnet18").unwrap();
+    let graph = (graph.build)([3, 32, 32]).unwrap();
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), graph.nodes().len());
+    for (node, want) in nodes.iter().zip(graph.nodes()) {
+        assert_eq!(node["name"], want.name.as_str());
+        assert!(node["forward"]["median"].as_f64().unwrap() >= 0.0);
+        assert!(node["backward"]["median"].as_f64().unwrap() >= 0.0);
+    }
+    // No peak measured in this cache: none claimed.
+    assert!(v.get("peak_gflops_per_s").is_none());
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written, v);
+}
+
+#[test]
+fn profile_tables_say_how_they_were_measured() {
+    cnnbench()
+        .args([
+            "profile",
+            "alexnet",
+            "--image-size",
+            "64",
+            "-b",
+            "1",
+            "-n",
+            "1",
+        ])
+        .args(["-q", "--mode", "infer", "--top", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Slowest 3 of"))
+        .stdout(predicate::str::contains("By op type"))
+        .stdout(predicate::str::contains("sum of nodes: forward"))
+        .stdout(predicate::str::contains("end to end (same run)"))
+        .stdout(predicate::str::contains("each node benchmarked alone"))
+        .stdout(predicate::str::contains("Backward ms").not());
+}
+
+#[test]
+fn profile_refuses_step_mode() {
+    cnnbench()
+        .args(["profile", "resnet18", "--mode", "step"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("train"));
+}
+
+#[test]
+fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "peak",
+            "--size",
+            "128",
+            "--stream-mi",
+            "1",
+            "-n",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "cnnbench-peak");
+    assert_eq!(v["matmul"]["flops"].as_f64().unwrap(), 2.0 * 128f64.powi(3));
+    let peak = v["matmul"]["gflops_per_s"].as_f64().unwrap();
+    assert!(peak > 0.0);
+    assert!(v["bandwidth"]["gb_per_s"].as_f64().unwrap() > 0.0);
+    let cached = std::fs::read_dir(dir.path().join("cnnbench").join("peak"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 1);
+    let out = cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "profile",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+        ])
+        .args(["-q", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p["peak_gflops_per_s"].as_f64().unwrap(), peak);
+}
+
+#[test]
+fn peak_table_states_the_fma_assumption() {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "peak",
+            "--size",
+            "64",
+            "--stream-mi",
+            "1",
+            "-n",
+            "1",
+            "--no-save",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("f32 matrix product (measured)"));
+    if std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| t.contains("flags")) {
+        assert.stdout(predicate::str::contains(
+            "FMA units per core is an assumption",
+        ));
+    }
+    assert!(
+        !dir.path().join("cnnbench").exists(),
+        "--no-save writes nothing"
+    );
+}
+
+#[test]
+fn run_records_the_cached_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    // Without a cached peak, the result has none.
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("% of peak").not());
+    let first = result_files(&results);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&first[0]).unwrap()).unwrap();
+    assert!(v.get("peak_gflops_per_s").is_none());
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args(["peak", "--size", "128", "--stream-mi", "1", "-n", "1"])
+        .assert()
+        .success();
+    cnnbench()
+        .env("XDG_CACHE_HOME", dir.path())
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("% of peak ("));
+    let files = result_files(&results);
+    let newest = files.iter().find(|f| !first.contains(f)).unwrap();
+    let r: cnnbench_bench::BenchResult =
+        serde_json::from_str(&std::fs::read_to_string(newest).unwrap()).unwrap();
+    assert!(r.peak_gflops_per_s.unwrap() > 0.0);
+}
+
+#[test]
+fn report_draws_profiles_beside_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    cnnbench()
+        .args([
+            "profile",
+            "alexnet",
+            "--image-size",
+            "64",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(results.join("alexnet.profile.json"))
+        .assert()
+        .success();
+    // A profile alone: charts and an HTML page, no complaint that it is not a result.
+    let charts = dir.path().join("charts");
+    let html = dir.path().join("report.html");
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .arg("--charts")
+        .arg(&charts)
+        .arg("-o")
+        .arg(&html)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote 4 profile charts"))
+        .stderr(predicate::str::contains("skipping").not());
+    for suffix in ["op-types", "nodes"] {
+        for ext in ["svg", "png"] {
+            let f = charts.join(format!(
+                "profile-alexnet-burn-flex-b1-64x64-train-{suffix}.{ext}"
+            ));
+            assert!(f.is_file(), "{}", f.display());
+        }
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Profile: alexnet"));
+    assert_eq!(page.matches("<svg").count(), 2);
+    // Beside a result, the result's report and the profile's section share the page.
+    cnnbench()
+        .args([
+            "run",
+            "alexnet",
+            "--image-size",
+            "64",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .args(["--format", "html"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Profile: alexnet"))
+        .stdout(predicate::str::contains("</body>"));
+    cnnbench()
+        .args(["report"])
+        .arg(&results)
+        .args(["--format", "markdown"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("By op type"));
+}
