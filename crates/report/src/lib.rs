@@ -27,7 +27,7 @@ pub mod speedup;
 pub mod table;
 
 pub use aliases::Aliases;
-pub use catalog::{ModelCatalog, ModelFacts, NoCatalog};
+pub use catalog::{FamilyPlace, ModelCatalog, ModelFacts, NoCatalog};
 /// The timed quantities, which rows, comparisons and exports are keyed by.
 pub use cnnbench_results::Quantity;
 pub use compare::{CompareOptions, Comparison, Verdict};
