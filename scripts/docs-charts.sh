@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 out=docs/src/charts
 rm -rf "$out"
-target/release/cnnbench report docs/results --charts "$out" > /dev/null
+target/release/cnnbench report docs/results --speedups --charts "$out" > /dev/null
 # The book and the README show the PNGs; the SVGs are the same charts.
 rm -f "$out"/*.svg
 ls "$out"

@@ -596,6 +596,173 @@ fn draw_overview<DB: DrawingBackend>(
     Ok(())
 }
 
+fn speedup_size(report: &Report) -> (u32, u32) {
+    let rows = speedup_rows(report).len().max(1) as u32;
+    let head = 48 + 2 * LEGEND_LINE * report.speedups.len().max(1) as u32 + 8;
+    (CHART_WIDTH, head + OVERVIEW_ROW * rows + 80)
+}
+
+/// The models of the speed-ups, in the overview's (family) order, by the names the
+/// speed-ups use.
+fn speedup_rows(report: &Report) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for ti in overview_order(report) {
+        let name = crate::speedup::model_name(&report.tables[ti], &report.tables);
+        let used = report
+            .speedups
+            .iter()
+            .any(|s| s.ratios.iter().any(|r| r.0 == name));
+        if used && !rows.contains(&name) {
+            rows.push(name);
+        }
+    }
+    rows
+}
+
+/// The speed-up overview: per model, how many times longer B takes than A for each
+/// compared pair, on a log axis with 1× marked, the geometric mean as a line.
+fn draw_speedups<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+) -> anyhow::Result<()> {
+    draw!(root.fill(&WHITE));
+    let rows = speedup_rows(report);
+    let n = rows.len().max(1);
+    let head_h = 48 + 2 * LEGEND_LINE * report.speedups.len().max(1) as u32 + 8;
+    let (head, body) = root.split_vertically(head_h);
+    let (w, _) = root.dim_in_pixel();
+    let title_style = font(19).pos(Pos::new(HPos::Center, VPos::Top));
+    draw!(head.draw(&Text::new(
+        format!(
+            "Speed-ups by model: time of B ÷ time of A ({}, log scale)",
+            report.stat.as_str()
+        ),
+        (w as i32 / 2, 10),
+        title_style
+    )));
+    let legend_style = font(14).pos(Pos::new(HPos::Left, VPos::Center));
+    // Each pair on two lines (A, then B and the mean), so long names still fit.
+    let legends: Vec<[String; 2]> = report
+        .speedups
+        .iter()
+        .map(|s| {
+            [
+                format!("A = {}", s.a),
+                format!("B = {}: geometric mean {:.2}× (the line)", s.b, s.geomean),
+            ]
+        })
+        .collect();
+    let legend_w = legends
+        .iter()
+        .flatten()
+        .map(|l| text_width(&head, l, &legend_style))
+        .max()
+        .unwrap_or(100)
+        + 24;
+    let legend_x = (w as i32 - legend_w as i32).max(4) / 2;
+    for (k, lines) in legends.iter().enumerate() {
+        let y = 48 + LEGEND_LINE as i32 * 2 * k as i32 + LEGEND_LINE as i32 / 2;
+        marker(&head, k, (legend_x + 6, y))?;
+        for (i, text) in lines.iter().enumerate() {
+            draw!(head.draw(&Text::new(
+                text.clone(),
+                (legend_x + 22, y + LEGEND_LINE as i32 * i as i32),
+                legend_style.clone()
+            )));
+        }
+    }
+    let all: Vec<f64> = report
+        .speedups
+        .iter()
+        .flat_map(|s| s.ratios.iter().map(|r| r.1))
+        .filter(|r| *r > 0.0)
+        .chain([1.0])
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min) / 1.25;
+    let hi = all.iter().copied().fold(0.0, f64::max) * 1.25;
+    let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
+    let label_w = rows
+        .iter()
+        .map(|l| text_width(root, l, &label_style))
+        .max()
+        .unwrap_or(60)
+        .min(w / 3);
+    let mut chart = draw!(ChartBuilder::on(&body)
+        .margin_left(label_w + 24)
+        .margin_right(24)
+        .margin_top(4)
+        .margin_bottom(8)
+        .x_label_area_size(50)
+        .y_label_area_size(0)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64));
+    draw!(chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_label_formatter(&|v: &f64| {
+            let mantissa = v / 10f64.powf(v.log10().floor());
+            if [1.0, 1.5, 2.0, 3.0, 5.0, 10.0]
+                .iter()
+                .any(|m| (mantissa - m).abs() < 1e-6 * m)
+            {
+                let rounded = (v * 10.0).round() / 10.0;
+                if rounded.fract() == 0.0 {
+                    format!("{rounded:.0}×")
+                } else {
+                    format!("{rounded:.1}×")
+                }
+            } else {
+                String::new()
+            }
+        })
+        .light_line_style(WHITE.mix(0.0))
+        .x_desc("time of B ÷ time of A (above 1×: A is faster)")
+        .label_style((FONT_NAME, 13))
+        .axis_desc_style((FONT_NAME, 14))
+        .draw());
+    draw!(chart.draw_series(std::iter::once(PathElement::new(
+        vec![(1.0, 0.0), (1.0, n as f64)],
+        BLACK.stroke_width(2)
+    ))));
+    let pairs = report.speedups.len().max(1);
+    let dodge = (0.6 / pairs as f64).min(0.22);
+    for (k, s) in report.speedups.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        draw!(chart.draw_series(std::iter::once(PathElement::new(
+            vec![(s.geomean, 0.0), (s.geomean, n as f64)],
+            color.mix(0.6).stroke_width(2)
+        ))));
+        for (model, ratio) in &s.ratios {
+            let Some(row) = rows.iter().position(|r| r == model) else {
+                continue;
+            };
+            let y = (n - 1 - row) as f64 + 0.5 + (k as f64 - (pairs as f64 - 1.0) / 2.0) * dodge;
+            let (mx, my) = chart.backend_coord(&(*ratio, y));
+            marker(root, k, (mx, my))?;
+        }
+    }
+    for (row, name) in rows.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(lo, (n - 1 - row) as f64 + 0.5));
+        draw!(root.draw(&Text::new(name.clone(), (px - 10, py), label_style.clone())));
+    }
+    draw!(root.present());
+    Ok(())
+}
+
+/// The speed-up overview as an SVG document; `None` when the report has no speed-ups.
+pub fn speedups_svg(report: &Report) -> anyhow::Result<Option<String>> {
+    if report.speedups.is_empty() {
+        return Ok(None);
+    }
+    ensure_font()?;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, speedup_size(report)).into_drawing_area();
+        draw_speedups(&root, report)?;
+    }
+    Ok(Some(buf))
+}
+
 /// The bar chart of one table as an SVG document.
 pub fn table_svg(report: &Report, t: &Table) -> anyhow::Result<String> {
     ensure_font()?;
@@ -632,8 +799,9 @@ pub fn chart_stem(t: &Table) -> String {
     )
 }
 
-/// Writes every chart into `dir` (created if needed) as SVG and PNG; returns the
-/// files written.
+/// Writes every chart into `dir` (created if needed) as SVG and PNG — one per table,
+/// the overview, and the speed-up overview when the report has speed-ups; returns
+/// the files written.
 pub fn write_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     ensure_font()?;
     std::fs::create_dir_all(dir)
@@ -674,6 +842,15 @@ pub fn write_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         {
             let root = BitMapBackend::new(&png, overview_size(report)).into_drawing_area();
             draw_overview(&root, report)?;
+        }
+        written.push(png);
+    }
+    if let Some(svg) = speedups_svg(report)? {
+        write(dir.join("speedups.svg"), &svg, &mut written)?;
+        let png = dir.join("speedups.png");
+        {
+            let root = BitMapBackend::new(&png, speedup_size(report)).into_drawing_area();
+            draw_speedups(&root, report)?;
         }
         written.push(png);
     }

@@ -129,7 +129,17 @@ fn charts_are_written_as_svg_and_png() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("charts/nested");
     let files = charts::write_charts(&r, &dir).unwrap();
-    assert_eq!(files.len(), 2 * (r.tables.len() + 1));
+    assert!(!r.speedups.is_empty(), "the fixtures have speed-ups");
+    assert_eq!(
+        files.len(),
+        2 * (r.tables.len() + 2),
+        "per model, the overview and the speed-ups"
+    );
+    let speedups = std::fs::read_to_string(dir.join("speedups.svg")).unwrap();
+    assert!(speedups.contains("geometric mean") && speedups.contains("resnet-152"));
+    assert!(std::fs::read(dir.join("speedups.png"))
+        .unwrap()
+        .starts_with(b"\x89PNG"));
     let svg = std::fs::read_to_string(dir.join("resnet-50-16x3x224x224-train.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(
@@ -296,4 +306,21 @@ fn model_chart_legend_sits_above_the_bars_and_values_inside_the_image() {
         x + 50.0 < width,
         "value label at x={x} in an image {width} wide"
     );
+}
+
+#[test]
+fn no_speedup_chart_without_speedups() {
+    let tmp = tempfile::tempdir().unwrap();
+    Run::new("m", "CPU A", vec![1.0, 2.0]).write(tmp.path(), "x.json");
+    let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
+    let r = Report::build(
+        loaded.records,
+        &Default::default(),
+        &NoCatalog,
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(charts::speedups_svg(&r).unwrap().is_none());
+    let files = charts::write_charts(&r, &tmp.path().join("charts")).unwrap();
+    assert_eq!(files.len(), 4, "one model and the overview: {files:?}");
 }
