@@ -168,7 +168,7 @@ fn html_output_and_charts_are_files() {
         .success()
         .stdout(predicate::str::is_empty())
         .stderr(
-            predicate::str::contains("wrote 20 charts to")
+            predicate::str::contains("wrote 22 charts to")
                 .and(predicate::str::contains("report.html")),
         );
     let page = std::fs::read_to_string(&html).unwrap();
@@ -176,6 +176,8 @@ fn html_output_and_charts_are_files() {
         page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Speed-ups")
     );
     assert!(charts.join("overview.svg").exists() && charts.join("overview.png").exists());
+    // The HTML report asks for speed-ups, so their chart is written too.
+    assert!(charts.join("speedups.svg").exists() && charts.join("speedups.png").exists());
 }
 
 #[test]

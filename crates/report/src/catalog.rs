@@ -23,6 +23,19 @@ pub trait ModelCatalog {
     fn canonical_name(&self, name: &str) -> Option<String>;
     /// Facts about model `name` for one example of shape `[C, H, W]`.
     fn facts(&self, name: &str, input: [usize; 3]) -> Option<ModelFacts>;
+    /// Where `name` sits in the catalog's own listing and which family it belongs to,
+    /// so that charts put related models side by side rather than alphabetically.
+    fn family(&self, _name: &str) -> Option<FamilyPlace> {
+        None
+    }
+}
+
+/// A model's family and its position in the catalog's listing (family by family).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FamilyPlace {
+    pub family: String,
+    /// Position of the model in the whole listing; smaller comes first.
+    pub rank: usize,
 }
 
 /// A catalog that knows nothing: numbers come from the result files alone.
@@ -66,5 +79,8 @@ impl ModelCatalog for Cached<'_> {
         let f = self.inner.facts(name, input);
         self.facts.borrow_mut().insert(key, f.clone());
         f
+    }
+    fn family(&self, name: &str) -> Option<FamilyPlace> {
+        self.inner.family(name)
     }
 }

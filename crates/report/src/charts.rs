@@ -1,7 +1,8 @@
 //! Charts with plotters: per table a bar chart of total time per configuration
 //! (forward, backward and update stacked, error bars from the spread) and one
-//! overview of time per model across configurations. SVG always, PNG beside it;
-//! text in PNGs uses a bundled font, so no system library or font is needed.
+//! overview, a dot plot of time per model and configuration in family order. SVG
+//! always, PNG beside it; text in PNGs uses a bundled font, so no system library or
+//! font is needed. Titles and legends sit above the plots, where they cover nothing.
 
 use crate::fmt::{natural_cmp, slug};
 use crate::group::{Entry, Stat};
@@ -85,13 +86,69 @@ fn spread_name(stat: Stat) -> &'static str {
     }
 }
 
+/// Width of every chart: fits a page or a README column without scaling text away.
+const CHART_WIDTH: u32 = 900;
+/// Height of the title and legend strip above a per-model chart's plot.
+const TABLE_HEAD: u32 = 76;
+
 fn table_size(rows: usize) -> (u32, u32) {
-    (960, 110 + 34 * rows.max(1) as u32 + 40)
+    (CHART_WIDTH, TABLE_HEAD + 46 * rows.max(1) as u32 + 70)
 }
 
 /// Totals spanning more than this factor are drawn on a log axis, so that a CPU row
 /// does not flatten every GPU row.
 const LOG_AXIS_SPAN: f64 = 30.0;
+
+fn font(size: u32) -> TextStyle<'static> {
+    TextStyle::from((FONT_NAME, size).into_font())
+}
+
+/// The width in pixels of `text` in `style`; a rough guess if the backend cannot say.
+fn text_width<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    style: &TextStyle,
+) -> u32 {
+    area.estimate_text_size(text, style)
+        .map(|(w, _)| w)
+        .unwrap_or(text.chars().count() as u32 * 8)
+}
+
+/// Draws a chart's title and, below it, a one-line legend of coloured swatches, both
+/// outside the plot so that neither can cover a bar or a label.
+fn draw_head<DB: DrawingBackend>(
+    head: &DrawingArea<DB, Shift>,
+    title: &str,
+    swatches: &[(&str, RGBColor)],
+) -> anyhow::Result<()> {
+    let (w, _) = head.dim_in_pixel();
+    let title_style = font(19).pos(Pos::new(HPos::Center, VPos::Top));
+    draw!(head.draw(&Text::new(
+        title.to_string(),
+        (w as i32 / 2, 10),
+        title_style
+    )));
+    let legend_style = font(14).pos(Pos::new(HPos::Left, VPos::Center));
+    let widths: Vec<u32> = swatches
+        .iter()
+        .map(|(name, _)| 20 + text_width(head, name, &legend_style) + 24)
+        .collect();
+    let mut x = (w as i32 - widths.iter().sum::<u32>() as i32) / 2;
+    for ((name, color), width) in swatches.iter().zip(widths) {
+        let y = 52;
+        draw!(head.draw(&Rectangle::new(
+            [(x, y - 7), (x + 14, y + 7)],
+            color.filled()
+        )));
+        draw!(head.draw(&Text::new(
+            name.to_string(),
+            (x + 20, y),
+            legend_style.clone()
+        )));
+        x += width as i32;
+    }
+    Ok(())
+}
 
 fn draw_table<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -119,9 +176,31 @@ fn draw_table<DB: DrawingBackend>(
     }
     if hi / lo > LOG_AXIS_SPAN {
         let x0 = lo / 2.0;
-        draw_table_on(root, report, t, (x0..hi * 2.5).log_scale(), x0, true)
+        draw_table_on(root, report, t, (x0..hi * 1.3).log_scale(), x0, true)
     } else {
-        draw_table_on(root, report, t, 0f64..hi * 1.15, 0.0, false)
+        draw_table_on(root, report, t, 0f64..hi * 1.04, 0.0, false)
+    }
+}
+
+/// Labels of a log axis: only at 1, 2 and 5 times a power of ten, so that the
+/// labels between two decades do not run into each other, and each value once
+/// (plotters may hand over a decade twice, a rounding apart).
+fn log_axis_labeller() -> impl Fn(&f64) -> String {
+    let done = std::cell::RefCell::new(Vec::<String>::new());
+    move |v: &f64| {
+        if *v <= 0.0 {
+            return String::new();
+        }
+        let mantissa = v / 10f64.powf(v.log10().floor());
+        let nice = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .any(|m| (mantissa - m).abs() < 1e-6 * m);
+        let label = axis_label(v);
+        if !nice || done.borrow().contains(&label) {
+            return String::new();
+        }
+        done.borrow_mut().push(label.clone());
+        label
     }
 }
 
@@ -137,6 +216,8 @@ fn axis_label(v: &f64) -> String {
 
 /// Draws the bars on either axis. Segment boundaries sit at cumulative times
 /// (forward, forward + backward, …), scaled so the bar ends at the total's statistic.
+/// The configuration names get exactly the width they need on the left and the value
+/// labels theirs on the right, so the bars use the rest of the width.
 fn draw_table_on<DB, XR>(
     root: &DrawingArea<DB, Shift>,
     report: &Report,
@@ -155,53 +236,68 @@ where
     let n = rows.len().max(1);
     let stat = report.stat;
     let names: Vec<String> = rows.iter().map(|e| e.config_name()).collect();
+    let totals: Vec<f64> = rows
+        .iter()
+        .map(|e| e.value(Quantity::Total, stat).unwrap_or(0.0) * 1000.0)
+        .collect();
+    let values: Vec<String> = totals.iter().map(|v| crate::fmt::ms(v / 1000.0)).collect();
+    let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
+    let value_style = font(13).pos(Pos::new(HPos::Left, VPos::Center));
+    let (w, _) = root.dim_in_pixel();
     let label_w = names
         .iter()
-        .map(|s| s.chars().count())
+        .map(|s| text_width(root, s, &label_style))
         .max()
-        .unwrap_or(10)
-        .clamp(10, 52) as u32
-        * 7
-        + 16;
+        .unwrap_or(60)
+        .min(w / 2);
+    let value_w = values
+        .iter()
+        .map(|s| text_width(root, s, &value_style))
+        .max()
+        .unwrap_or(40);
+    let present: Vec<(&str, RGBColor)> = PHASES
+        .iter()
+        .filter(|(q, _)| rows.iter().any(|e| e.value(*q, stat).is_some()))
+        .map(|(q, c)| (q.as_str(), *c))
+        .collect();
+    let (head, body) = root.split_vertically(TABLE_HEAD);
     let title = format!(
         "{} — input {}, {}",
         t.title,
         crate::group::input_desc(&t.key),
         t.key.mode
     );
-    let mut chart = draw!(ChartBuilder::on(root)
-        .caption(title, (FONT_NAME, 18))
-        .margin(14)
-        .margin_left(label_w)
-        .margin_right(70)
-        .x_label_area_size(44)
+    draw_head(&head, &title, &present)?;
+    let mut chart = draw!(ChartBuilder::on(&body)
+        .margin_left(label_w + 24)
+        .margin_right(value_w + 28)
+        .margin_top(4)
+        .margin_bottom(8)
+        .x_label_area_size(50)
         .y_label_area_size(0)
         .build_cartesian_2d(x_range, 0f64..n as f64));
     let scale = if log { "log scale; " } else { "" };
+    let log_labels = log_axis_labeller();
     draw!(chart
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(0)
-        .x_label_formatter(&axis_label)
+        .x_labels(8)
+        .x_label_formatter(&|v: &f64| if log { log_labels(v) } else { axis_label(v) })
         .x_desc(format!(
             "time per pass, ms ({scale}{}; {})",
             stat.as_str(),
             spread_name(stat)
         ))
-        .label_style((FONT_NAME, 12))
-        .axis_desc_style((FONT_NAME, 13))
+        .label_style((FONT_NAME, 13))
+        .axis_desc_style((FONT_NAME, 14))
         .draw());
-    let label_style =
-        TextStyle::from((FONT_NAME, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
-    let value_style =
-        TextStyle::from((FONT_NAME, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    let mut legend_done = [false; 3];
     for (i, e) in rows.iter().enumerate() {
         // Fastest on top.
         let y0 = (n - 1 - i) as f64;
-        let (lo, hi) = (y0 + 0.18, y0 + 0.82);
+        let (lo, hi) = (y0 + 0.2, y0 + 0.8);
         let yc = y0 + 0.5;
-        let total = e.value(Quantity::Total, stat).unwrap_or(0.0) * 1000.0;
+        let total = totals[i];
         let parts: Vec<(usize, f64)> = PHASES
             .iter()
             .enumerate()
@@ -213,190 +309,458 @@ where
         for (k, v) in parts {
             cumulative += if sum > 0.0 { total * v / sum } else { 0.0 };
             let end = cumulative.max(x0);
-            let color = PHASES[k].1;
-            let series = draw!(chart.draw_series(std::iter::once(Rectangle::new(
+            draw!(chart.draw_series(std::iter::once(Rectangle::new(
                 [(x, lo), (end, hi)],
-                color.filled()
+                PHASES[k].1.filled()
             ))));
-            if !legend_done[k] {
-                legend_done[k] = true;
-                series.label(PHASES[k].0.as_str()).legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
-            }
             x = end;
         }
         let mut right = total;
         if let Some((a, b)) = spread(e, stat) {
             let (a, b) = ((a * 1000.0).max(x0), b * 1000.0);
             right = right.max(b);
-            let style = BLACK.stroke_width(1);
+            let style = BLACK.stroke_width(2);
             draw!(chart.draw_series([
                 PathElement::new(vec![(a, yc), (b, yc)], style),
-                PathElement::new(vec![(a, yc - 0.12), (a, yc + 0.12)], style),
-                PathElement::new(vec![(b, yc - 0.12), (b, yc + 0.12)], style),
+                PathElement::new(vec![(a, yc - 0.14), (a, yc + 0.14)], style),
+                PathElement::new(vec![(b, yc - 0.14), (b, yc + 0.14)], style),
             ]));
         }
         let (px, py) = chart.backend_coord(&(x0, yc));
         draw!(root.draw(&Text::new(
             names[i].clone(),
-            (px - 8, py),
+            (px - 10, py),
             label_style.clone()
         )));
         let (vx, vy) = chart.backend_coord(&(right, yc));
         draw!(root.draw(&Text::new(
-            crate::fmt::ms(total / 1000.0),
-            (vx + 6, vy),
+            values[i].clone(),
+            (vx + 8, vy),
             value_style.clone()
         )));
     }
-    draw!(chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT_NAME, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw());
     draw!(root.present());
     Ok(())
 }
 
-/// Per configuration: `(name, [(table index, total seconds)])`.
-fn series(report: &Report) -> Vec<(String, Vec<(usize, f64)>)> {
-    let mut out: Vec<(String, Vec<(usize, f64)>)> = Vec::new();
-    for (ti, t) in report.tables.iter().enumerate() {
+/// The tables in the order the overview shows them: by the catalog's family order
+/// (the zoo's listing), models it does not know after those, by name.
+fn overview_order(report: &Report) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..report.tables.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ta, tb) = (&report.tables[a], &report.tables[b]);
+        let rank = |t: &Table| t.family.as_ref().map_or(usize::MAX, |f| f.rank);
+        rank(ta)
+            .cmp(&rank(tb))
+            .then_with(|| natural_cmp(&ta.title, &tb.title))
+            .then(ta.key.input.cmp(&tb.key.input))
+            .then(ta.key.batch_size.cmp(&tb.key.batch_size))
+            .then(ta.key.mode.as_str().cmp(tb.key.mode.as_str()))
+    });
+    order
+}
+
+/// The configurations (device · engine) of a report, in natural order.
+fn configurations(report: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in &report.tables {
         for e in report.rows(t) {
-            let Some(v) = e.value(Quantity::Total, report.stat) else {
-                continue;
-            };
             let name = e.config_name();
-            match out.iter_mut().find(|s| s.0 == name) {
-                Some(s) => {
-                    if !s.1.iter().any(|p| p.0 == ti) {
-                        s.1.push((ti, v));
-                    }
-                }
-                None => out.push((name, vec![(ti, v)])),
+            if !out.contains(&name) {
+                out.push(name);
             }
         }
     }
-    out.sort_by(|a, b| natural_cmp(&a.0, &b.0));
+    out.sort_by(|a, b| natural_cmp(a, b));
     out
 }
 
-fn overview_size(report: &Report) -> (u32, u32) {
-    let m = report.tables.len() as u32;
-    let configs = series(report).len() as u32;
-    let legend_w = 330;
-    ((110 * m).max(640) + legend_w, (520).max(90 + 22 * configs))
+/// One row label of the overview: the model, with its input when the report holds
+/// the model at several inputs, batches or modes.
+fn overview_label(report: &Report, t: &Table) -> String {
+    if report.tables.iter().filter(|u| u.title == t.title).count() > 1 {
+        format!(
+            "{} (b{}, {}×{}, {})",
+            t.title, t.key.batch_size, t.key.input[1], t.key.input[2], t.key.mode
+        )
+    } else {
+        t.title.clone()
+    }
 }
 
+/// Row height and the heights of the overview's title and legend strips.
+const OVERVIEW_ROW: u32 = 26;
+const LEGEND_LINE: u32 = 22;
+
+fn overview_head(report: &Report) -> u32 {
+    48 + LEGEND_LINE * configurations(report).len().max(1) as u32 + 8
+}
+
+fn overview_size(report: &Report) -> (u32, u32) {
+    let rows = report.tables.len().max(1) as u32;
+    (
+        CHART_WIDTH,
+        overview_head(report) + OVERVIEW_ROW * rows + 80,
+    )
+}
+
+/// A configuration's marker: colour and shape both differ, so that the chart still
+/// reads in grey.
+fn marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    k: usize,
+    at: (i32, i32),
+) -> anyhow::Result<()> {
+    let color = PALETTE[k % PALETTE.len()];
+    let style = color.filled();
+    match k % 4 {
+        0 => draw!(area.draw(&Circle::new(at, 5, style))),
+        1 => draw!(area.draw(&TriangleMarker::new(at, 7, style))),
+        2 => draw!(area.draw(&Rectangle::new(
+            [(at.0 - 5, at.1 - 5), (at.0 + 5, at.1 + 5)],
+            style
+        ))),
+        _ => draw!(area.draw(&Polygon::new(
+            vec![
+                (at.0, at.1 - 7),
+                (at.0 + 7, at.1),
+                (at.0, at.1 + 7),
+                (at.0 - 7, at.1)
+            ],
+            style
+        ))),
+    }
+    Ok(())
+}
+
+/// A dot plot: one row per model in family order, one marker per configuration with
+/// its error bar, on a log axis. Nothing joins different models, since there is no
+/// trend from one network to the next.
 fn draw_overview<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     report: &Report,
 ) -> anyhow::Result<()> {
     draw!(root.fill(&WHITE));
+    let stat = report.stat;
+    let order = overview_order(report);
+    let configs = configurations(report);
+    let n = order.len().max(1);
+    let head_h = overview_head(report);
+    let (head, body) = root.split_vertically(head_h);
     let (w, _) = root.dim_in_pixel();
-    let (plot, legend) = root.split_horizontally(w.saturating_sub(330));
-    let all = series(report);
-    let m = report.tables.len().max(1);
-    let values: Vec<f64> = all
+
+    // Title and legend: every configuration on a line of its own, never cut.
+    let title_style = font(19).pos(Pos::new(HPos::Center, VPos::Top));
+    draw!(head.draw(&Text::new(
+        format!(
+            "Total time per pass, by model ({}, log scale; {})",
+            stat.as_str(),
+            spread_name(stat)
+        ),
+        (w as i32 / 2, 10),
+        title_style
+    )));
+    let legend_style = font(14).pos(Pos::new(HPos::Left, VPos::Center));
+    let legend_w = configs
         .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1 * 1000.0))
-        .filter(|v| *v > 0.0)
-        .collect();
+        .map(|c| text_width(&head, c, &legend_style))
+        .max()
+        .unwrap_or(100)
+        + 24;
+    let legend_x = (w as i32 - legend_w as i32).max(0) / 2;
+    for (k, name) in configs.iter().enumerate() {
+        let y = 48 + LEGEND_LINE as i32 * k as i32 + LEGEND_LINE as i32 / 2;
+        marker(&head, k, (legend_x + 6, y))?;
+        draw!(head.draw(&Text::new(
+            name.clone(),
+            (legend_x + 22, y),
+            legend_style.clone()
+        )));
+    }
+
+    let mut values: Vec<f64> = Vec::new();
+    for &ti in &order {
+        for e in report.rows(&report.tables[ti]) {
+            if let Some(v) = e.value(Quantity::Total, stat) {
+                values.push(v * 1000.0);
+            }
+            if let Some((a, b)) = spread(e, stat) {
+                values.extend([a * 1000.0, b * 1000.0]);
+            }
+        }
+    }
+    values.retain(|v| *v > 0.0);
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = values.iter().copied().fold(0.0, f64::max);
     let (lo, hi) = if values.is_empty() {
         (1.0, 10.0)
     } else {
-        (lo / 1.5, hi * 1.5)
+        (lo / 1.3, hi * 1.3)
     };
-    let mut chart = draw!(ChartBuilder::on(&plot)
-        .caption(
-            format!(
-                "Total time per pass by model ({}, log scale)",
-                report.stat.as_str()
-            ),
-            (FONT_NAME, 18)
-        )
-        .margin(14)
-        .x_label_area_size(70)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0f64..m as f64, (lo..hi).log_scale()));
+
+    let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
+    let family_style = TextStyle::from((FONT_NAME, 13).into_font())
+        .color(&RGBColor(0x66, 0x66, 0x66))
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let labels: Vec<String> = order
+        .iter()
+        .map(|&ti| overview_label(report, &report.tables[ti]))
+        .collect();
+    let families: Vec<Option<String>> = order
+        .iter()
+        .map(|&ti| report.tables[ti].family.as_ref().map(|f| f.family.clone()))
+        .collect();
+    let family_w = families
+        .iter()
+        .flatten()
+        .map(|f| text_width(root, f, &family_style))
+        .max()
+        .map_or(0, |fw| fw + 16);
+    let label_w = labels
+        .iter()
+        .map(|l| text_width(root, l, &label_style))
+        .max()
+        .unwrap_or(60)
+        .min(w / 3);
+    let mut chart = draw!(ChartBuilder::on(&body)
+        .margin_left(family_w + label_w + 24)
+        .margin_right(24)
+        .margin_top(4)
+        .margin_bottom(8)
+        .x_label_area_size(50)
+        .y_label_area_size(0)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64));
+    // Families shaded in turn, named once at their first row.
+    let mut shade = false;
+    for (i, fam) in families.iter().enumerate() {
+        let y_top = (n - i) as f64;
+        let new_family = i == 0 || families[i - 1] != *fam;
+        if new_family {
+            shade = !shade;
+            if let Some(name) = fam {
+                let (_, py) = chart.backend_coord(&(lo, y_top - 0.5));
+                draw!(root.draw(&Text::new(name.clone(), (8, py), family_style.clone())));
+            }
+        }
+        if shade {
+            draw!(chart.draw_series(std::iter::once(Rectangle::new(
+                [(lo, y_top - 1.0), (hi, y_top)],
+                RGBColor(0xee, 0xf1, 0xf6).filled()
+            ))));
+        }
+    }
+    // The grid goes over the shading.
     draw!(chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc("time per pass, ms")
-        .y_label_formatter(&|v| if *v >= 10.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.1}")
-        })
-        .label_style((FONT_NAME, 12))
-        .axis_desc_style((FONT_NAME, 13))
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_label_formatter(&log_axis_labeller())
+        .light_line_style(WHITE.mix(0.0))
+        .x_desc(format!("time per pass, ms (log scale; {})", stat.as_str()))
+        .label_style((FONT_NAME, 13))
+        .axis_desc_style((FONT_NAME, 14))
         .draw());
-    let x_style =
-        TextStyle::from((FONT_NAME, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
-    for (i, t) in report.tables.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, lo));
-        let mut name = t.title.clone();
-        if report.tables.iter().filter(|u| u.title == t.title).count() > 1 {
-            name = format!("{name} ({}x{})", t.key.input[1], t.key.input[2]);
-        }
-        draw!(plot.draw(&Text::new(name, (px, py + 8), x_style.clone())));
-    }
-    let legend_style =
-        TextStyle::from((FONT_NAME, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    for (k, (name, points)) in all.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        let style = if k < PALETTE.len() {
-            color.stroke_width(2)
-        } else {
-            color.stroke_width(1)
-        };
-        let mut pts: Vec<(usize, f64)> = points.clone();
-        pts.sort_by_key(|p| p.0);
-        // Lines join neighbouring models only; a missing model breaks the line.
-        let mut run: Vec<(f64, f64)> = Vec::new();
-        let mut prev: Option<usize> = None;
-        for &(ti, v) in &pts {
-            if prev.is_some_and(|p| p + 1 != ti) && run.len() > 1 {
-                draw!(chart.draw_series(LineSeries::new(run.clone(), style)));
+
+    let dodge = (0.6 / configs.len().max(1) as f64).min(0.22);
+    for (row, &ti) in order.iter().enumerate() {
+        let t = &report.tables[ti];
+        let yc = (n - 1 - row) as f64 + 0.5;
+        let (px, py) = chart.backend_coord(&(lo, yc));
+        draw!(root.draw(&Text::new(
+            labels[row].clone(),
+            (px - 10, py),
+            label_style.clone()
+        )));
+        for e in report.rows(t) {
+            let Some(v) = e.value(Quantity::Total, stat) else {
+                continue;
+            };
+            let k = configs
+                .iter()
+                .position(|c| *c == e.config_name())
+                .unwrap_or(0);
+            let y = yc + (k as f64 - (configs.len() as f64 - 1.0) / 2.0) * dodge;
+            let color = PALETTE[k % PALETTE.len()];
+            if let Some((a, b)) = spread(e, stat) {
+                let (a, b) = ((a * 1000.0).max(lo), b * 1000.0);
+                draw!(chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(a, y), (b, y)],
+                    color.stroke_width(2)
+                ))));
             }
-            if prev.is_some_and(|p| p + 1 != ti) {
-                run.clear();
-            }
-            run.push((ti as f64 + 0.5, v * 1000.0));
-            prev = Some(ti);
+            let (mx, my) = chart.backend_coord(&(v * 1000.0, y));
+            marker(root, k, (mx, my))?;
         }
-        if run.len() > 1 {
-            draw!(chart.draw_series(LineSeries::new(run, style)));
-        }
-        // The second ten colours come with triangles, so no two series look alike.
-        let y = 40 + 22 * k as i32;
-        let at = |&(ti, v): &(usize, f64)| (ti as f64 + 0.5, v * 1000.0);
-        if (k / 10) % 2 == 0 {
-            draw!(chart.draw_series(pts.iter().map(|p| Circle::new(at(p), 4, color.filled()))));
-            draw!(legend.draw(&Circle::new((12, y), 5, color.filled())));
-        } else {
-            draw!(chart.draw_series(pts.iter().map(|p| TriangleMarker::new(
-                at(p),
-                6,
-                color.filled()
-            ))));
-            draw!(legend.draw(&TriangleMarker::new((12, y), 6, color.filled())));
-        }
-        let short: String = if name.chars().count() > 44 {
-            name.chars().take(43).collect::<String>() + "…"
-        } else {
-            name.clone()
-        };
-        draw!(legend.draw(&Text::new(short, (24, y), legend_style.clone())));
     }
     draw!(root.present());
     Ok(())
+}
+
+fn speedup_size(report: &Report) -> (u32, u32) {
+    let rows = speedup_rows(report).len().max(1) as u32;
+    let head = 48 + 2 * LEGEND_LINE * report.speedups.len().max(1) as u32 + 8;
+    (CHART_WIDTH, head + OVERVIEW_ROW * rows + 80)
+}
+
+/// The models of the speed-ups, in the overview's (family) order, by the names the
+/// speed-ups use.
+fn speedup_rows(report: &Report) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for ti in overview_order(report) {
+        let name = crate::speedup::model_name(&report.tables[ti], &report.tables);
+        let used = report
+            .speedups
+            .iter()
+            .any(|s| s.ratios.iter().any(|r| r.0 == name));
+        if used && !rows.contains(&name) {
+            rows.push(name);
+        }
+    }
+    rows
+}
+
+/// The speed-up overview: per model, how many times longer B takes than A for each
+/// compared pair, on a log axis with 1× marked, the geometric mean as a line.
+fn draw_speedups<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    report: &Report,
+) -> anyhow::Result<()> {
+    draw!(root.fill(&WHITE));
+    let rows = speedup_rows(report);
+    let n = rows.len().max(1);
+    let head_h = 48 + 2 * LEGEND_LINE * report.speedups.len().max(1) as u32 + 8;
+    let (head, body) = root.split_vertically(head_h);
+    let (w, _) = root.dim_in_pixel();
+    let title_style = font(19).pos(Pos::new(HPos::Center, VPos::Top));
+    draw!(head.draw(&Text::new(
+        format!(
+            "Speed-ups by model: time of B ÷ time of A ({}, log scale)",
+            report.stat.as_str()
+        ),
+        (w as i32 / 2, 10),
+        title_style
+    )));
+    let legend_style = font(14).pos(Pos::new(HPos::Left, VPos::Center));
+    // Each pair on two lines (A, then B and the mean), so long names still fit.
+    let legends: Vec<[String; 2]> = report
+        .speedups
+        .iter()
+        .map(|s| {
+            [
+                format!("A = {}", s.a),
+                format!("B = {}: geometric mean {:.2}× (the line)", s.b, s.geomean),
+            ]
+        })
+        .collect();
+    let legend_w = legends
+        .iter()
+        .flatten()
+        .map(|l| text_width(&head, l, &legend_style))
+        .max()
+        .unwrap_or(100)
+        + 24;
+    let legend_x = (w as i32 - legend_w as i32).max(4) / 2;
+    for (k, lines) in legends.iter().enumerate() {
+        let y = 48 + LEGEND_LINE as i32 * 2 * k as i32 + LEGEND_LINE as i32 / 2;
+        marker(&head, k, (legend_x + 6, y))?;
+        for (i, text) in lines.iter().enumerate() {
+            draw!(head.draw(&Text::new(
+                text.clone(),
+                (legend_x + 22, y + LEGEND_LINE as i32 * i as i32),
+                legend_style.clone()
+            )));
+        }
+    }
+    let all: Vec<f64> = report
+        .speedups
+        .iter()
+        .flat_map(|s| s.ratios.iter().map(|r| r.1))
+        .filter(|r| *r > 0.0)
+        .chain([1.0])
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min) / 1.25;
+    let hi = all.iter().copied().fold(0.0, f64::max) * 1.25;
+    let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
+    let label_w = rows
+        .iter()
+        .map(|l| text_width(root, l, &label_style))
+        .max()
+        .unwrap_or(60)
+        .min(w / 3);
+    let mut chart = draw!(ChartBuilder::on(&body)
+        .margin_left(label_w + 24)
+        .margin_right(24)
+        .margin_top(4)
+        .margin_bottom(8)
+        .x_label_area_size(50)
+        .y_label_area_size(0)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64));
+    draw!(chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_label_formatter(&|v: &f64| {
+            let mantissa = v / 10f64.powf(v.log10().floor());
+            if [1.0, 1.5, 2.0, 3.0, 5.0, 10.0]
+                .iter()
+                .any(|m| (mantissa - m).abs() < 1e-6 * m)
+            {
+                let rounded = (v * 10.0).round() / 10.0;
+                if rounded.fract() == 0.0 {
+                    format!("{rounded:.0}×")
+                } else {
+                    format!("{rounded:.1}×")
+                }
+            } else {
+                String::new()
+            }
+        })
+        .light_line_style(WHITE.mix(0.0))
+        .x_desc("time of B ÷ time of A (above 1×: A is faster)")
+        .label_style((FONT_NAME, 13))
+        .axis_desc_style((FONT_NAME, 14))
+        .draw());
+    draw!(chart.draw_series(std::iter::once(PathElement::new(
+        vec![(1.0, 0.0), (1.0, n as f64)],
+        BLACK.stroke_width(2)
+    ))));
+    let pairs = report.speedups.len().max(1);
+    let dodge = (0.6 / pairs as f64).min(0.22);
+    for (k, s) in report.speedups.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        draw!(chart.draw_series(std::iter::once(PathElement::new(
+            vec![(s.geomean, 0.0), (s.geomean, n as f64)],
+            color.mix(0.6).stroke_width(2)
+        ))));
+        for (model, ratio) in &s.ratios {
+            let Some(row) = rows.iter().position(|r| r == model) else {
+                continue;
+            };
+            let y = (n - 1 - row) as f64 + 0.5 + (k as f64 - (pairs as f64 - 1.0) / 2.0) * dodge;
+            let (mx, my) = chart.backend_coord(&(*ratio, y));
+            marker(root, k, (mx, my))?;
+        }
+    }
+    for (row, name) in rows.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(lo, (n - 1 - row) as f64 + 0.5));
+        draw!(root.draw(&Text::new(name.clone(), (px - 10, py), label_style.clone())));
+    }
+    draw!(root.present());
+    Ok(())
+}
+
+/// The speed-up overview as an SVG document; `None` when the report has no speed-ups.
+pub fn speedups_svg(report: &Report) -> anyhow::Result<Option<String>> {
+    if report.speedups.is_empty() {
+        return Ok(None);
+    }
+    ensure_font()?;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, speedup_size(report)).into_drawing_area();
+        draw_speedups(&root, report)?;
+    }
+    Ok(Some(buf))
 }
 
 /// The bar chart of one table as an SVG document.
@@ -435,8 +799,9 @@ pub fn chart_stem(t: &Table) -> String {
     )
 }
 
-/// Writes every chart into `dir` (created if needed) as SVG and PNG; returns the
-/// files written.
+/// Writes every chart into `dir` (created if needed) as SVG and PNG — one per table,
+/// the overview, and the speed-up overview when the report has speed-ups; returns
+/// the files written.
 pub fn write_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     ensure_font()?;
     std::fs::create_dir_all(dir)
@@ -477,6 +842,15 @@ pub fn write_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         {
             let root = BitMapBackend::new(&png, overview_size(report)).into_drawing_area();
             draw_overview(&root, report)?;
+        }
+        written.push(png);
+    }
+    if let Some(svg) = speedups_svg(report)? {
+        write(dir.join("speedups.svg"), &svg, &mut written)?;
+        let png = dir.join("speedups.png");
+        {
+            let root = BitMapBackend::new(&png, speedup_size(report)).into_drawing_area();
+            draw_speedups(&root, report)?;
         }
         written.push(png);
     }

@@ -30,7 +30,7 @@ pub mod sweep;
 pub mod table;
 
 pub use aliases::Aliases;
-pub use catalog::{ModelCatalog, ModelFacts, NoCatalog};
+pub use catalog::{FamilyPlace, ModelCatalog, ModelFacts, NoCatalog};
 /// The timed quantities, which rows, comparisons and exports are keyed by.
 pub use cnnbench_results::Quantity;
 pub use compare::{CompareOptions, Comparison, Verdict};

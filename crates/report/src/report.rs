@@ -143,7 +143,10 @@ impl Report {
                 notes.push(format!("{} on {}: {w}", e.model_name, e.config_name()));
             }
         }
-        let tables = make_tables(&entries, opts.layout, stat);
+        let mut tables = make_tables(&entries, opts.layout, stat);
+        for t in &mut tables {
+            t.family = catalog.family(&t.key.model_id);
+        }
         let overview = tables
             .iter()
             .enumerate()

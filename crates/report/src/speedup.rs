@@ -152,7 +152,7 @@ fn ratios(a: &Config, b: &Config, tables: &[Table]) -> Vec<(String, f64)> {
 }
 
 /// A table's model name, with the input when the same model has several tables.
-fn model_name(t: &Table, tables: &[Table]) -> String {
+pub(crate) fn model_name(t: &Table, tables: &[Table]) -> String {
     let same = tables.iter().filter(|u| u.title == t.title).count();
     if same > 1 {
         format!("{} ({})", t.title, crate::group::input_desc(&t.key))

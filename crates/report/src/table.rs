@@ -24,6 +24,8 @@ pub struct Table {
     /// `resnet-50` in the legacy layout (the original's label), else the display name.
     pub title: String,
     pub rows: Vec<usize>,
+    /// The model's family and place in the catalog's listing, when the catalog knows it.
+    pub family: Option<crate::catalog::FamilyPlace>,
 }
 
 /// Groups rows into tables, fastest row first (by the statistic of the total), tables
@@ -58,7 +60,12 @@ pub(crate) fn make_tables(entries: &[Entry], layout: Layout, stat: Stat) -> Vec<
                 (Layout::Legacy, Some(l)) if first.model_name == key.model_id => l,
                 _ => first.model_name.clone(),
             };
-            Table { key, title, rows }
+            Table {
+                key,
+                title,
+                rows,
+                family: None,
+            }
         })
         .collect();
     tables.sort_by(|a, b| {

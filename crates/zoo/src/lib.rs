@@ -91,7 +91,8 @@ fn unknown_message(name: &str, suggestions: &[String]) -> String {
 /// The input most models' reference counts are given for.
 pub(crate) const IMAGENET: [usize; 3] = [3, 224, 224];
 
-/// Each family's models, in display order: the order of the README's model table.
+/// Each family's models, in display order: the order of the guide's zoo table
+/// (docs/src/zoo.md), of `cnnbench models` and of the report's charts.
 const FAMILIES: &[&[ZooEntry]] = &[
     alexnet::MODELS,
     inception::MODELS,

@@ -4,7 +4,8 @@
 
 use anyhow::{bail, Context};
 use cnnbench_report::{
-    charts, profile_charts, Aliases, Duplicates, Format, Layout, ModelCatalog, ModelFacts, Report,
+    charts, profile_charts, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog, ModelFacts,
+    Report,
     ReportOptions, SpeedupRequest, Stat,
 };
 use std::io::{IsTerminal, Write};
@@ -148,6 +149,17 @@ impl ModelCatalog for ZooCatalog {
             macs: g.macs(),
             top1_error: g.info().top1_error,
             top5_error: g.info().top5_error,
+        })
+    }
+
+    fn family(&self, name: &str) -> Option<FamilyPlace> {
+        let wanted = cnnbench_zoo::find(name)?;
+        let rank = cnnbench_zoo::entries()
+            .iter()
+            .position(|e| e.name == wanted.name)?;
+        Some(FamilyPlace {
+            family: wanted.family.to_string(),
+            rank,
         })
     }
 }
