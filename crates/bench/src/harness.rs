@@ -204,7 +204,11 @@ pub fn run(
         flops_per_pass: flops,
     };
     let mut warnings = spread_warnings(&summary);
-    warnings.extend(percentile_warning(total.count));
+    // Inference runs report latency with its tail (p90, p99), so that is where too few
+    // passes must be said; training results record percentiles without showing them.
+    if request.mode == Mode::Infer {
+        warnings.extend(percentile_warning(total.count));
+    }
     if stop.reason == StopReason::MaxTime {
         if let (Some(pct), Some(ci)) = (request.target_ci_pct, stop.median_ci95_rel) {
             warnings.push(format!(

@@ -175,6 +175,9 @@ fn run(command: &str, cwd: &Path) -> String {
         .env("PATH", path)
         .env("COLUMNS", "100")
         .env("NO_COLOR", "1")
+        // `cnnbench peak` caches here and `run`/`profile` read it: the pages' own
+        // examples decide what is cached, not the machine's earlier runs.
+        .env("XDG_CACHE_HOME", cwd.join(".cache"))
         .output()
         .expect("sh runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
