@@ -87,9 +87,6 @@ fn bad_requests_say_what_to_do() {
     export(&["no-such-model", onnx])
         .failure()
         .stderr(predicate::str::contains("neither a file nor a zoo model"));
-    export(&["vgg16", onnx, "--image-size", "40"])
-        .failure()
-        .stderr(predicate::str::contains("ONNX has no adaptive pooling"));
     let json = dir.path().join("x.json");
     export(&["resnet18", json.to_str().unwrap(), "--seed", "1"])
         .failure()
@@ -142,14 +139,8 @@ fn onnx_checker_and_onnxruntime_accept_every_zoo_export_and_agree_with_burn_flex
         if entry.name.starts_with("vgg") {
             continue;
         }
-        let [c, s, _] = entry.smallest_input();
-        let mut size = [c, s, s];
-        let mut g = cnnbench_zoo::build(entry.name, Some(size)).unwrap();
-        if cnnbench_import::onnx::export::to_onnx(&g, &Weights::initial(&g, 0)).is_err() {
-            // A fixed-size adaptive pool (AlexNet): its default size exports.
-            g = cnnbench_zoo::build(entry.name, None).unwrap();
-            size = g.input_shape();
-        }
+        let size = entry.smallest_input();
+        let g = cnnbench_zoo::build(entry.name, Some(size)).unwrap();
         let model = format!("{}.onnx", entry.name);
         let size_arg = format!("{}x{}", size[1], size[2]);
         export(&[

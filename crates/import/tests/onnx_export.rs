@@ -5,7 +5,7 @@
 
 use cnnbench_graph::ops::*;
 use cnnbench_graph::{Activation, Graph, GraphBuilder, Weights};
-use cnnbench_import::onnx::export::{to_onnx, ExportError, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use cnnbench_import::onnx::{from_onnx_with_weights, ModelProto};
 use prost::Message;
 
@@ -51,17 +51,7 @@ fn round_trip(g: &Graph) {
 #[test]
 fn every_zoo_model_round_trips_through_onnx() {
     for entry in cnnbench_zoo::entries() {
-        let small = cnnbench_zoo::build(entry.name, Some(entry.smallest_input())).unwrap();
-        let weights = Weights::initial(&small, 1);
-        // Adaptive pooling exports only where the input is a multiple of its output:
-        // models with a fixed-size pool (AlexNet, VGG) go at their default size.
-        let g = match to_onnx(&small, &weights) {
-            Ok(_) => small,
-            Err(ExportError::Unsupported { message, .. }) if message.contains("adaptive") => {
-                cnnbench_zoo::build(entry.name, None).unwrap()
-            }
-            Err(e) => panic!("{}: {e}", entry.name),
-        };
+        let g = cnnbench_zoo::build(entry.name, Some(entry.smallest_input())).unwrap();
         round_trip(&g);
     }
 }
@@ -205,16 +195,16 @@ fn one_graph_per_op_round_trips() {
 }
 
 #[test]
-fn adaptive_pooling_onnx_cannot_express_names_the_node_and_the_sizes() {
-    let g = graph(|b, x| b.adaptive_avg_pool("odd_pool", x, 4, 4));
-    let err = to_onnx(&g, &Weights::initial(&g, 0))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.starts_with("node \"odd_pool\" (AdaptiveAvgPool2d 4)"),
-        "{err}"
-    );
-    assert!(err.contains("9×9 to 4×4"), "{err}");
+fn uneven_adaptive_pooling_exports_as_two_averaging_matmuls() {
+    // 9×9 to 4×4 and 2×2 to 5×5 (upsampling): PyTorch's overlapping windows.
+    for (size, out) in [(9, 4), (2, 5)] {
+        let mut b = GraphBuilder::new("uneven", [4, size, size]);
+        let x = b.input();
+        let y = b.adaptive_avg_pool("odd_pool", &x, out, out);
+        let mut g = b.finish(&y).unwrap();
+        g.set_name(format!("uneven_{size}_{out}"));
+        round_trip(&g);
+    }
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Pooling: `MaxPool2d` → `MaxPool`, `AvgPool2d` → `AveragePool`, `AdaptiveAvgPool2d` →
 //! `GlobalAveragePool` (to 1×1), `AveragePool` with kernel = stride = input/output when
-//! the input size is a multiple of the output size, `Identity` when they are equal.
-//! ONNX has no adaptive pooling, so other sizes are refused with the sizes that work.
+//! the input size is a multiple of the output size, `Identity` when they are equal, and
+//! otherwise (ONNX has no adaptive pooling) `MatMul(Aₕ, x) → MatMul(·, A_wᵀ)` with
+//! PyTorch's averaging windows `[⌊i·in/out⌋, ⌈(i+1)·in/out⌉)` as constant matrices:
+//! exact, for any sizes (AlexNet's and VGG's fixed 6×6 / 7×7 pools at small inputs).
 
 use super::{hw, input, pads, wrong_op};
 use crate::onnx::export::{attr, Emitter, ExportError, Site};
@@ -69,11 +71,41 @@ pub(super) fn adaptive_avg_pool(emit: &mut Emitter, site: &Site) -> Result<(), E
             vec![attr::ints("kernel_shape", &k), attr::ints("strides", &k)],
         );
     } else {
-        return Err(site.unsupported(format!(
-            "pooling {h}×{w} to {oh}×{ow}: ONNX has no adaptive pooling, and {h}×{w} is not a \
-             multiple of {oh}×{ow}; build the model at an image size where it is (e.g. its \
-             default size)"
-        )));
+        let rows = averaging(h, oh);
+        let mut cols_t = vec![0.0f32; w * ow];
+        for (i, row) in averaging(w, ow).chunks_exact(w).enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                cols_t[j * ow + i] = *v;
+            }
+        }
+        let a_rows = emit.floats(site.sub("row_average"), vec![oh as i64, h as i64], &rows);
+        let a_cols = emit.floats(
+            site.sub("column_average"),
+            vec![w as i64, ow as i64],
+            &cols_t,
+        );
+        let pooled_rows = site.sub("rows");
+        emit.node("MatMul", site.name, &[&a_rows, x], &pooled_rows, Vec::new());
+        emit.node(
+            "MatMul",
+            &site.sub("columns"),
+            &[&pooled_rows, &a_cols],
+            site.name,
+            Vec::new(),
+        );
     }
     Ok(())
+}
+
+/// The `out × size` matrix whose row i averages PyTorch's adaptive window i of `size`.
+pub(crate) fn averaging(size: usize, out: usize) -> Vec<f32> {
+    let mut a = vec![0.0f32; out * size];
+    for i in 0..out {
+        let start = i * size / out;
+        let end = ((i + 1) * size).div_ceil(out);
+        for j in start..end {
+            a[i * size + j] = 1.0 / (end - start) as f32;
+        }
+    }
+    a
 }
