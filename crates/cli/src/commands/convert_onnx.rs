@@ -45,9 +45,11 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             })?;
             (w, format!("from {}", path.display()))
         }
-        (Some(_), _, Some(_)) => return Err(anyhow!(
+        (Some(_), _, Some(_)) => {
+            return Err(anyhow!(
             "--weights and --seed exclude each other: give the weights, or a seed for random ones"
-        )),
+        ))
+        }
         (None, Some(w), None) => (w, format!("from {}", args.input.display())),
         (None, _, seed) => {
             let seed = seed.unwrap_or(DEFAULT_SEED);

@@ -22,6 +22,12 @@ pub fn statuses() -> Vec<EngineStatus> {
         available: Ok(()),
         capabilities: cnnbench_engine_burn::capabilities(),
     }];
+    all.push(EngineStatus {
+        name: cnnbench_engine_tract::ENGINE_NAME,
+        description: "tract 0.23 (Sonos' pure-Rust ONNX inference) on cnnbench's ONNX export",
+        available: cnnbench_engine_tract::availability(),
+        capabilities: cnnbench_engine_tract::capabilities(),
+    });
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
@@ -59,6 +65,9 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
             options.threads,
         )?));
     }
+    if name == cnnbench_engine_tract::ENGINE_NAME {
+        return tract_engine(options);
+    }
     let backend = TorchBackend::from_engine_name(name)
         .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
     let torch = TorchOptions {
@@ -66,6 +75,21 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
         ..options.torch.clone()
     };
     cnnbench_engine_torch::engine(backend, &torch)
+}
+
+#[cfg(feature = "tract")]
+fn tract_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(cnnbench_engine_tract::TractEngine::new(
+        options.threads,
+    )?))
+}
+
+#[cfg(not(feature = "tract"))]
+fn tract_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Err(anyhow!(
+        "engine tract is not built into this binary: {}",
+        cnnbench_engine_tract::SETUP_HINT
+    ))
 }
 
 pub fn run() -> Result<ExitCode> {
