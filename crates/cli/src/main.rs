@@ -24,7 +24,7 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Compare two sets of results: ratios with confidence intervals and verdicts.
     Compare(commands::compare::CompareArgs),
-    /// Convert a model file (ONNX, Caffe prototxt, model JSON) into a cnnbench model JSON.
+    /// Convert a model file (ONNX, Caffe prototxt, model JSON) into a cnnbench model JSON, or any model into ONNX.
     Convert(commands::convert::ConvertArgs),
     /// Run one network on two engines with the same weights and inputs; compare outputs and gradients.
     Verify(commands::verify::VerifyArgs),

@@ -9,6 +9,7 @@ mod builder;
 mod error;
 mod geometry;
 mod graph;
+mod initial;
 mod model_file;
 pub mod ops;
 mod random;

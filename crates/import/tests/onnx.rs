@@ -305,7 +305,7 @@ fn errors_name_the_node_and_what_is_supported() {
                 "y",
                 17,
             ),
-            "is not a flatten",
+            "neither a flatten nor",
         ),
         (
             model(

@@ -1,6 +1,7 @@
 //! `cnnbench convert IN OUT.json`: any supported model file (ONNX, Caffe prototxt, model
 //! JSON) to a cnnbench model JSON, which a person can read and edit. The weights the file
 //! carries (ONNX initializers) go beside it, to OUT.safetensors, for `cnnbench verify`.
+//! An OUT ending in `.onnx` writes a standard ONNX model instead (see `convert_onnx`).
 
 use super::common::file_model_with_weights;
 use super::models::write_new;
@@ -10,17 +11,42 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
-    /// The model to convert: an .onnx file, a Caffe deploy .prototxt or a cnnbench model .json.
+    /// The model to convert: an .onnx file, a Caffe deploy .prototxt or a cnnbench model
+    /// .json (or, for an .onnx output, a zoo model name).
     pub input: PathBuf,
     /// Where to write the cnnbench model JSON (must not exist). Weights the input carries
-    /// go beside it with the extension .safetensors (which must not exist either).
+    /// go beside it with the extension .safetensors (which must not exist either). With
+    /// the extension .onnx: a standard ONNX model (opset 17) with its weights.
     pub output: PathBuf,
     /// Name of the converted model (default: the name in the file).
     #[arg(long)]
     pub name: Option<String>,
+    /// ONNX output: the weights to write (a safetensors file as `cnnbench verify
+    /// --save-weights` or this command write), instead of the ones the input carries.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub weights: Option<PathBuf>,
+    /// ONNX output: seed of the random weights (PyTorch's initial distributions) written
+    /// when the input carries none and no --weights is given [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// ONNX output: input image size, N or HxW (default: the model's own).
+    #[arg(long)]
+    pub image_size: Option<super::common::ImageSize>,
 }
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
+    if args
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    {
+        return super::convert_onnx::run(args);
+    }
+    if args.weights.is_some() || args.seed.is_some() || args.image_size.is_some() {
+        return Err(anyhow!(
+            "--weights, --seed and --image-size apply to an ONNX output (OUT.onnx); a model JSON carries no weights and keeps the input's size"
+        ));
+    }
     let imported = file_model_with_weights(&args.input)?;
     let complete = imported.weights_complete();
     let (mut graph, weights, notes) = (imported.graph, imported.weights, imported.notes);
@@ -91,7 +117,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
 }
 
 /// Writes a new binary file; an existing one is an error rather than silently replaced.
-fn write_new_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_new_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
         .write(true)

@@ -38,6 +38,12 @@ pub fn statuses() -> Vec<EngineStatus> {
         },
         capabilities: Capabilities::cpu_f32(cnnbench_host::memory_bytes()),
     });
+    all.push(EngineStatus {
+        name: cnnbench_engine_tract::ENGINE_NAME,
+        description: "tract 0.23 (Sonos' pure-Rust ONNX inference) on cnnbench's ONNX export",
+        available: cnnbench_engine_tract::availability(),
+        capabilities: cnnbench_engine_tract::capabilities(),
+    });
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
@@ -70,12 +76,12 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     if let Err(why) = &status.available {
         return Err(anyhow!("engine {name} cannot run: {why}"));
     }
+    if options.torch.channels_last && TorchBackend::from_engine_name(name).is_none() {
+        return Err(anyhow!(
+            "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use a torch engine"
+        ));
+    }
     if name == cnnbench_engine_burn::ENGINE_NAME {
-        if options.torch.channels_last {
-            return Err(anyhow!(
-                "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use a torch engine"
-            ));
-        }
         return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
             options.threads,
         )?));
@@ -86,6 +92,9 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
             options.threads,
         )?));
     }
+    if name == cnnbench_engine_tract::ENGINE_NAME {
+        return tract_engine(options);
+    }
     let backend = TorchBackend::from_engine_name(name)
         .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
     let torch = TorchOptions {
@@ -93,6 +102,21 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
         ..options.torch.clone()
     };
     cnnbench_engine_torch::engine(backend, &torch)
+}
+
+#[cfg(feature = "tract")]
+fn tract_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(cnnbench_engine_tract::TractEngine::new(
+        options.threads,
+    )?))
+}
+
+#[cfg(not(feature = "tract"))]
+fn tract_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Err(anyhow!(
+        "engine tract is not built into this binary: {}",
+        cnnbench_engine_tract::SETUP_HINT
+    ))
 }
 
 pub fn run() -> Result<ExitCode> {

@@ -6,6 +6,7 @@
 //! [`from_onnx_with_weights`] also keeps the float weights the file carries, in PyTorch's
 //! layout keyed `<node>.<tensor>`, and says in notes what it could not keep.
 
+pub mod export;
 mod node;
 mod ops;
 mod proto;

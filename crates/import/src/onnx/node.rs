@@ -62,6 +62,18 @@ impl Node<'_> {
     }
 }
 
+/// An f32 attribute as the f64 its shortest decimal form reads as (0.2f32 → 0.2, not
+/// 0.20000000298…), so that settings written from f64 come back as they were.
+pub(super) fn decimal(v: f32) -> f64 {
+    v.to_string().parse().unwrap_or(v as f64)
+}
+
+/// `1 - v` for an f32 `v` rounded to f32's precision (ONNX's BatchNormalization momentum
+/// 0.9 is PyTorch's 0.1).
+pub(super) fn complement(v: f32) -> f64 {
+    ((1.0 - decimal(v)) * 1e7).round() / 1e7
+}
+
 pub(super) fn to_usize(node: &Node, what: &str, v: i64) -> Result<usize, ImportError> {
     usize::try_from(v).map_err(|_| node.error(format!("{what} value {v} is negative")))
 }

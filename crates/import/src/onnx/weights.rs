@@ -23,6 +23,8 @@ pub(super) enum Layout {
     Transpose,
     /// A vector of the layer's length: `[n]`, `[1, n]`, … or one value broadcast.
     Vector,
+    /// One value per channel of an N×C×H×W map: `[C]`, `[C, 1, 1]` or `[1, C, 1, 1]`.
+    PerChannel,
 }
 
 /// One weight tensor of a lowered node and the ONNX value that holds it.
@@ -373,6 +375,13 @@ fn arrange(layout: Layout, dims: &[usize], data: Vec<f32>, want: &[usize]) -> Op
                 out.extend((0..*rows).map(|r| data[r * cols + c]));
             }
             tensor(out)
+        }
+        Layout::PerChannel => {
+            let [n] = want else {
+                return None;
+            };
+            let fits = matches!(dims, [c] | [c, 1, 1] | [1, c, 1, 1] if c == n);
+            (fits && data.len() == *n).then(|| tensor(data)).flatten()
         }
         Layout::Vector => {
             let [n] = want else {

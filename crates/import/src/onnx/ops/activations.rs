@@ -1,4 +1,4 @@
-//! Element-wise activations: `Relu`, `Sigmoid`, `HardSwish`, `HardSigmoid` (PyTorch's
+//! Element-wise activations: `Relu`, `Sigmoid` (SiLU when followed by a Mul by its input), `HardSwish`, `HardSigmoid` (PyTorch's
 //! constants only) and `Clip` when it is a ReLU ([0, ∞)) or a ReLU6 ([0, 6]).
 
 use super::{Ctx, Output};
@@ -20,8 +20,26 @@ fn activation(ctx: &mut Ctx, node: &Node, activation: Activation) -> Result<Outp
         .into())
 }
 
+/// A Sigmoid whose only reader multiplies it by its own input is SiLU (PyTorch's
+/// export of `nn.SiLU` before opset 24, and cnnbench's): the Mul is folded in.
 pub(super) fn sigmoid(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {
-    activation(ctx, node, Activation::Sigmoid)
+    let graph = ctx.graph;
+    let silu_mul = ctx.only_reader(&node.output, "Mul").filter(|&j| {
+        let inputs = &graph.node[j].input;
+        let x = node.proto.input.first();
+        inputs.len() == 2 && inputs.iter().any(|i| Some(i) == x) && inputs.contains(&node.output)
+    });
+    match silu_mul {
+        Some(j) => {
+            let x = ctx.tensor(node, 0)?;
+            let y = ctx
+                .builder
+                .add(node.name.clone(), Op::Activation(Activation::Silu), &[&x]);
+            ctx.fold(&[j], &y);
+            Ok(y.into())
+        }
+        None => activation(ctx, node, Activation::Sigmoid),
+    }
 }
 
 pub(super) fn hard_swish(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {

@@ -3,7 +3,7 @@
 //! the new.
 
 use super::{Ctx, Output};
-use crate::onnx::node::Node;
+use crate::onnx::node::{complement, decimal, Node};
 use crate::onnx::weights::{Layout, WeightUse};
 use crate::ImportError;
 use cnnbench_graph::ops::{BatchNorm2d, Op};
@@ -11,8 +11,8 @@ use cnnbench_graph::ops::{BatchNorm2d, Op};
 pub(super) fn convert(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {
     let x = ctx.tensor(node, 0)?;
     let mut bn = BatchNorm2d::new(x.channels());
-    bn.eps = node.float("epsilon", 1e-5) as f64;
-    bn.momentum = 1.0 - node.float("momentum", 0.9) as f64;
+    bn.eps = decimal(node.float("epsilon", 1e-5));
+    bn.momentum = complement(node.float("momentum", 0.9));
     ctx.uses.extend(WeightUse::inputs(
         &node.name,
         node.proto,

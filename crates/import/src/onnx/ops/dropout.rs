@@ -2,7 +2,7 @@
 //! layer (with the ratio of input 1 or the `ratio` attribute) or the tensor itself.
 
 use super::{Ctx, Output};
-use crate::onnx::node::Node;
+use crate::onnx::node::{decimal, Node};
 use crate::onnx::Val;
 use crate::ImportError;
 
@@ -31,5 +31,8 @@ fn pass_through(ctx: &mut Ctx, node: &Node, dropout: bool) -> Result<Output, Imp
         .weight(node, 1)
         .and_then(|c| c.floats.first().copied())
         .unwrap_or_else(|| node.float("ratio", 0.5));
-    Ok(ctx.builder.dropout(node.name.clone(), &x, p as f64).into())
+    Ok(ctx
+        .builder
+        .dropout(node.name.clone(), &x, decimal(p))
+        .into())
 }

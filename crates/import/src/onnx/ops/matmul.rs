@@ -10,6 +10,9 @@ use crate::ImportError;
 use cnnbench_graph::ops::{Linear, Op};
 
 pub(super) fn convert(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {
+    if ctx.weight(node, 0).is_some() {
+        return adaptive_pool(ctx, node);
+    }
     let x = ctx.tensor(node, 0)?;
     let w = ctx
         .weight(node, 1)
@@ -45,6 +48,48 @@ pub(super) fn convert(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError>
         }
     }
     Ok(y.into())
+}
+
+/// `MatMul(Aₕ, x) → MatMul(·, A_wᵀ)` with constant `oh × h` and `w × ow` matrices: an
+/// adaptive average pool to `oh × ow` (cnnbench's export of one whose input is not a
+/// multiple of its output; the matrices are taken to be the averaging ones).
+fn adaptive_pool(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {
+    let refuse = || {
+        node.error(
+            "MatMul with a constant first operand is supported only as adaptive average pooling \
+             (MatMul(rows [oh, h], x) → MatMul(·, columns [w, ow]))",
+        )
+    };
+    let x = ctx.tensor(node, 1)?;
+    let (_, h, w) = x.shape().as_chw().ok_or_else(refuse)?;
+    let rows = ctx
+        .weight(node, 0)
+        .map(|c| c.dims.clone())
+        .unwrap_or_default();
+    let [oh, rh] = rows.as_slice() else {
+        return Err(refuse());
+    };
+    let graph = ctx.graph;
+    let next = ctx.only_reader(&node.output, "MatMul").ok_or_else(refuse)?;
+    let cols = graph.node[next]
+        .input
+        .get(1)
+        .and_then(|n| ctx.consts.get(n))
+        .map(|c| c.dims.clone())
+        .unwrap_or_default();
+    match cols.as_slice() {
+        [cw, ow] if *rh as usize == h && *cw as usize == w && *oh > 0 && *ow > 0 => {
+            let y = ctx.builder.adaptive_avg_pool(
+                node.name.clone(),
+                &x,
+                to_usize(node, "rows", *oh)?,
+                to_usize(node, "columns", *ow)?,
+            );
+            ctx.fold(&[next], &y);
+            Ok(y.into())
+        }
+        _ => Err(refuse()),
+    }
 }
 
 /// The index of the node that adds a bias to `product`: its only reader, an `Add` whose

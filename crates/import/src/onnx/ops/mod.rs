@@ -8,6 +8,7 @@ mod batch_norm;
 mod concat;
 mod constant;
 mod conv;
+mod div;
 mod dropout;
 mod gemm;
 mod lrn;
@@ -15,7 +16,9 @@ mod matmul;
 mod pool;
 mod reshape;
 mod shape;
+mod slice;
 mod softmax;
+mod transpose;
 
 use super::node::Node;
 use super::weights::WeightUse;
@@ -65,6 +68,41 @@ impl Ctx<'_> {
                 "input \"{input}\" is a constant; constant operands are only supported as weights"
             ))),
             None => Err(node.error(format!("reads \"{input}\", which no earlier node produces"))),
+        }
+    }
+
+    /// The index of the node that is the only reader of `value`, when it is an `op_type`
+    /// (for the converters that fold a pattern of nodes into one IR op).
+    pub(super) fn only_reader(&self, value: &str, op_type: &str) -> Option<usize> {
+        match self.readers.get(value).map(Vec::as_slice) {
+            Some([j])
+                if self.graph.node[*j].op_type == op_type && !self.outputs.contains(value) =>
+            {
+                Some(*j)
+            }
+            _ => None,
+        }
+    }
+
+    /// The single float value of a constant named `name` (a scalar or a one-element
+    /// tensor).
+    pub(super) fn scalar(&self, name: &str) -> Option<f32> {
+        self.consts
+            .get(name)
+            .and_then(|c| match c.floats.as_slice() {
+                [v] => Some(*v),
+                _ => None,
+            })
+    }
+
+    /// Marks the nodes `folded` as converted and names their last output `y`.
+    pub(super) fn fold(&mut self, folded: &[usize], y: &T) {
+        let graph = self.graph;
+        for &j in folded {
+            self.skip.insert(j);
+        }
+        if let Some(o) = folded.last().and_then(|&j| graph.node[j].output.first()) {
+            self.vals.insert(o.clone(), Val::Tensor(y.clone()));
         }
     }
 
@@ -142,8 +180,19 @@ const REGISTRY: &[Entry] = &[
     op("Gemm", gemm::convert),
     op_listed_as("MatMul", "MatMul (+ Add)", matmul::convert),
     op("Flatten", reshape::flatten),
-    op_listed_as("Reshape", "Reshape (flattening)", reshape::reshape),
+    op_listed_as(
+        "Reshape",
+        "Reshape (flattening, or + Transpose + Reshape: a channel shuffle)",
+        reshape::reshape,
+    ),
     op("Concat", concat::convert),
+    op_listed_as("Slice", "Slice (of channels)", slice::convert),
+    op_listed_as(
+        "Transpose",
+        "Transpose (+ LayerNormalization + Transpose: a channel LayerNorm)",
+        transpose::convert,
+    ),
+    op_listed_as("Div", "Div (+ Erf + Add + Mul + Mul: GELU)", div::convert),
     op("LRN", lrn::convert),
     op("Dropout", dropout::dropout),
     op("Identity", dropout::identity),

@@ -1,10 +1,13 @@
 //! `Flatten` (axis 1) and `Reshape` when it flattens: the target shape is a constant or
-//! was computed from `Shape` at conversion time (see [`super::shape`]).
+//! was computed from `Shape` at conversion time (see [`super::shape`]). A `Reshape` to
+//! N×g×(C/g)×H×W followed by `Transpose(0,2,1,3,4)` and a `Reshape` back to N×C×H×W is a
+//! channel shuffle (PyTorch's export of ShuffleNet's, and cnnbench's).
 
 use super::{Ctx, Output};
 use crate::onnx::node::Node;
 use crate::onnx::Val;
 use crate::ImportError;
+use cnnbench_graph::T;
 
 pub(super) fn flatten(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError> {
     if node.int("axis", 1) != 1 {
@@ -36,9 +39,52 @@ pub(super) fn reshape(ctx: &mut Ctx, node: &Node) -> Result<Output, ImportError>
         _ => false,
     };
     if !flattens {
+        if let Some((groups, chain)) = shuffle_chain(ctx, node, &x, &target) {
+            let y = ctx.builder.channel_shuffle(node.name.clone(), &x, groups);
+            ctx.fold(&chain, &y);
+            return Ok(y.into());
+        }
         return Err(node.error(format!(
-            "reshape to {target:?} is not a flatten; only flattening reshapes are supported"
+            "reshape to {target:?} is neither a flatten nor the start of a channel shuffle"
         )));
     }
     Ok(ctx.builder.flatten(node.name.clone(), &x).into())
+}
+
+/// The groups of a channel shuffle that starts with this reshape to `target`, and the
+/// Transpose and Reshape that complete it.
+fn shuffle_chain(
+    ctx: &Ctx,
+    node: &Node,
+    x: &T,
+    target: &[Option<i64>],
+) -> Option<(usize, [usize; 2])> {
+    let (c, h, w) = x.shape().as_chw()?;
+    let [_, Some(g), Some(per_group), Some(th), Some(tw)] = *target else {
+        return None;
+    };
+    let (c, h, w) = (c as i64, h as i64, w as i64);
+    if g < 1 || g.checked_mul(per_group)? != c || (th, tw) != (h, w) {
+        return None;
+    }
+    let graph = ctx.graph;
+    let swap = ctx.only_reader(&node.output, "Transpose")?;
+    let perm = graph.node[swap]
+        .attribute
+        .iter()
+        .find(|a| a.name == "perm")
+        .map(|a| a.ints.clone())?;
+    if perm != [0, 2, 1, 3, 4] {
+        return None;
+    }
+    let back = ctx.only_reader(graph.node[swap].output.first()?, "Reshape")?;
+    let back_target = graph.node[back]
+        .input
+        .get(1)
+        .and_then(|n| ctx.consts.get(n))
+        .map(|k| k.ints.clone())?;
+    match back_target.as_slice() {
+        [_, tc, th, tw] if (*tc, *th, *tw) == (c, h, w) => Some((g as usize, [swap, back])),
+        _ => None,
+    }
 }

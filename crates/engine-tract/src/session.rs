@@ -1,0 +1,212 @@
+//! The engine and its session: the Graph exported to ONNX bytes, loaded by tract-onnx
+//! with the batch fixed, optimised and planned; inputs and outputs as host tensors.
+
+use crate::{capabilities, ENGINE_NAME, TRACT_VERSION};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_graph::{Graph, HostTensor, Weights};
+use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tract_linalg::multithread::{multithread_tract_scope, Executor};
+use tract_onnx::prelude::*;
+
+/// tract on the CPU with its own thread pool for matrix products.
+pub struct TractEngine {
+    threads: usize,
+    executor: Executor,
+    capabilities: Capabilities,
+}
+
+impl TractEngine {
+    /// `threads`: the size of tract's matrix-product pool (`None`: all cores).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let threads = match threads {
+            Some(0) => return Err(anyhow!("--threads must be at least 1")),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let executor = if threads == 1 {
+            Executor::SingleThread
+        } else {
+            Executor::multithread(threads)
+        };
+        Ok(Self {
+            threads,
+            executor,
+            capabilities: capabilities(),
+        })
+    }
+}
+
+impl Engine for TractEngine {
+    fn info(&self) -> EngineInfo {
+        let mut libraries = BTreeMap::new();
+        libraries.insert("tract-onnx".to_string(), TRACT_VERSION.to_string());
+        let mut settings = BTreeMap::new();
+        settings.insert("optimisation".to_string(), "into_optimized".to_string());
+        settings.insert(
+            "model".to_string(),
+            format!("cnnbench ONNX export, opset {EXPORT_OPSET}"),
+        );
+        EngineInfo {
+            name: ENGINE_NAME.into(),
+            framework: "tract".into(),
+            framework_version: TRACT_VERSION.into(),
+            backend: "cpu".into(),
+            device: "cpu".into(),
+            device_name: cnnbench_engine::host_cpu_name(),
+            threads: self.threads,
+            libraries,
+            settings,
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
+    }
+
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        self.capabilities
+            .check(ENGINE_NAME, config.mode, config.precision)?;
+        config.check(graph)?;
+        debug_assert_eq!(config.mode, Mode::Infer);
+        let weights = Weights::initial(graph, config.seed);
+        let plan = plan(graph, &weights, config.batch_size)?;
+        let [c, h, w] = graph.input_shape();
+        let mut session = TractSession {
+            graph: graph.clone(),
+            batch: config.batch_size,
+            input_shape: [config.batch_size, c, h, w],
+            weights,
+            plan,
+            executor: self.executor.clone(),
+            seed: config.seed,
+            draws: 0,
+            input: None,
+            output: None,
+        };
+        session.prepare_batch()?;
+        Ok(Box::new(session))
+    }
+}
+
+type Plan = Arc<TypedRunnableModel>;
+
+/// The graph with these weights as tract's optimised plan for `batch` images.
+fn plan(graph: &Graph, weights: &Weights, batch: usize) -> Result<Plan> {
+    let bytes = to_onnx(graph, weights)
+        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+    let [c, h, w] = graph.input_shape();
+    let tract_error = |what: &str| {
+        let what = what.to_string();
+        move |e: TractError| anyhow!("{ENGINE_NAME}: {what} {}: {e:#}", graph.name())
+    };
+    onnx()
+        .model_for_read(&mut bytes.as_slice())
+        .map_err(tract_error("cannot load the ONNX export of"))?
+        .with_input_fact(0, f32::fact([batch, c, h, w]).into())
+        .map_err(tract_error("cannot fix the input shape of"))?
+        .into_optimized()
+        .map_err(tract_error("cannot optimise"))?
+        .into_runnable()
+        .map_err(tract_error("cannot plan"))
+}
+
+struct TractSession {
+    graph: Graph,
+    batch: usize,
+    input_shape: [usize; 4],
+    weights: Weights,
+    plan: Plan,
+    executor: Executor,
+    seed: u64,
+    /// Inputs drawn so far (each batch gets a fresh seed).
+    draws: u64,
+    input: Option<TValue>,
+    output: Option<TValue>,
+}
+
+impl TractSession {
+    fn use_input(&mut self, input: &HostTensor) -> Result<()> {
+        if input.shape != self.input_shape {
+            return Err(anyhow!(
+                "input of shape {:?}, but the session was prepared for {:?}",
+                input.shape,
+                self.input_shape
+            ));
+        }
+        let tensor = Tensor::from_shape(&input.shape, &input.data)
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e:#}"))?;
+        self.input = Some(tensor.into_tvalue());
+        Ok(())
+    }
+}
+
+fn inference_only() -> anyhow::Error {
+    anyhow!("{ENGINE_NAME} runs inference only (tract has no backward pass)")
+}
+
+impl Session for TractSession {
+    fn prepare_batch(&mut self) -> Result<()> {
+        let seed = self.seed.wrapping_add(self.draws);
+        self.draws += 1;
+        let input = HostTensor::standard_normal(self.input_shape.to_vec(), seed);
+        self.use_input(&input)
+    }
+
+    fn forward(&mut self) -> Result<()> {
+        let input = self
+            .input
+            .clone()
+            .ok_or_else(|| anyhow!("no input: prepare a batch first"))?;
+        let plan = &self.plan;
+        let mut outputs = multithread_tract_scope(self.executor.clone(), || plan.run(tvec!(input)))
+            .map_err(|e| anyhow!("{ENGINE_NAME}: forward: {e:#}"))?;
+        self.output = Some(outputs.remove(0));
+        Ok(())
+    }
+
+    fn prepare_output_grad(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn backward(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn update(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn sync(&mut self) -> Result<()> {
+        // tract runs synchronously on the calling thread (and its pool).
+        Ok(())
+    }
+
+    fn export_weights(&self) -> Result<Weights> {
+        Ok(self.weights.clone())
+    }
+
+    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        self.plan = plan(&self.graph, weights, self.batch)?;
+        self.weights = weights.clone();
+        Ok(())
+    }
+
+    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+        self.use_input(input)
+    }
+
+    fn output(&self) -> Result<HostTensor> {
+        let out = self
+            .output
+            .as_ref()
+            .ok_or_else(|| anyhow!("no output: run a forward pass first"))?;
+        let view = out
+            .to_plain_array_view::<f32>()
+            .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not f32: {e:#}"))?;
+        Ok(HostTensor::new(
+            view.shape().to_vec(),
+            view.iter().copied().collect(),
+        )?)
+    }
+}
