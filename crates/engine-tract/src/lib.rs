@@ -32,7 +32,7 @@ pub fn capabilities() -> Capabilities {
         precisions: vec![Precision::F32],
         device: DeviceKind::Cpu,
         weight_exchange: true,
-        device_memory: cnnbench_engine::host_memory_bytes(),
+        device_memory: cnnbench_host::memory_bytes(),
     }
 }
 

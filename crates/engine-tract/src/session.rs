@@ -55,7 +55,7 @@ impl Engine for TractEngine {
             framework_version: TRACT_VERSION.into(),
             backend: "cpu".into(),
             device: "cpu".into(),
-            device_name: cnnbench_engine::host_cpu_name(),
+            device_name: cnnbench_host::cpu_name(),
             threads: self.threads,
             libraries,
             settings,

@@ -4,9 +4,8 @@
 
 use anyhow::{bail, Context};
 use cnnbench_report::{
-    charts, profile_charts, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog, ModelFacts,
-    Report,
-    ReportOptions, SpeedupRequest, Stat,
+    charts, profile_charts, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog,
+    ModelFacts, Report, ReportOptions, SpeedupRequest, Stat,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
