@@ -6,7 +6,7 @@
 #   2. one adaptive run: ResNet-50 inference at batch 16 on burn-flex until the median is
 #      known to ±2% (--target-ci 2), at most MAX_TIME seconds of timed work;
 #   3. the report: the sweep table (markdown) and the throughput/latency-versus-batch
-#      chart, written into docs/sweep/.
+#      chart, written into docs/src/sweep/ (the guide's sweeps page shows them).
 # Expected time on the 2-core EPYC VM: about 5 min for burn-flex (≈0.2 s per image),
 # 2–3 min for torch-cpu, 1 min for the adaptive run, plus the torch build if not built.
 # Needs PyTorch 2.11.0 in .venv-torch for torch-cpu (see the README); without it set
@@ -17,7 +17,7 @@ OUT=${OUT:-results-sweep}
 PASSES=${PASSES:-10}
 MAX_TIME=${MAX_TIME:-300}
 ENGINES=${ENGINES:-burn-flex torch-cpu}
-DOCS=${DOCS:-docs/sweep}
+DOCS=${DOCS:-docs/src/sweep}
 BIN=target/release/cnnbench
 
 if [[ " $ENGINES " == *" torch-cpu "* ]]; then
