@@ -39,22 +39,8 @@ impl CandleEngine {
     /// Sizes the thread pool (`None`: all cores). A second engine asking for a different
     /// size in the same process is an error, never a silent change.
     pub fn new(threads: Option<usize>) -> Result<Self> {
-        if let Some(n) = threads {
-            if n == 0 {
-                return Err(anyhow!("--threads must be at least 1"));
-            }
-            let built = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build_global();
-            if built.is_err() && rayon::current_num_threads() != n {
-                return Err(anyhow!(
-                    "the thread pool already has {} threads in this process and cannot be resized to {n}",
-                    rayon::current_num_threads()
-                ));
-            }
-        }
         Ok(Self {
-            threads: rayon::current_num_threads(),
+            threads: cnnbench_engine::size_global_thread_pool(threads)?,
             capabilities: capabilities(),
         })
     }

@@ -282,3 +282,42 @@ fn no_weight_exchange() -> anyhow::Error {
         "this engine cannot exchange weights, inputs and gradients, so it cannot be verified"
     )
 }
+
+/// Sizes rayon's global thread pool, which the pure-Rust CPU engines (burn-flex, candle)
+/// compute on, and returns its size (`None`: rayon's default, all cores). The pool is
+/// global to the process and can be built once: asking again for a different size is
+/// an error, never a silent change.
+pub fn size_global_thread_pool(threads: Option<usize>) -> anyhow::Result<usize> {
+    if let Some(n) = threads {
+        if n == 0 {
+            return Err(anyhow::anyhow!("--threads must be at least 1"));
+        }
+        let built = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
+        if built.is_err() && rayon::current_num_threads() != n {
+            return Err(anyhow::anyhow!(
+                "the thread pool already has {} threads in this process and cannot be resized to {n}",
+                rayon::current_num_threads()
+            ));
+        }
+    }
+    Ok(rayon::current_num_threads())
+}
+
+#[cfg(test)]
+mod thread_pool_tests {
+    use super::size_global_thread_pool;
+
+    #[test]
+    fn the_global_pool_is_sized_once_and_never_silently_resized() {
+        assert!(size_global_thread_pool(Some(0)).is_err());
+        let n = size_global_thread_pool(None).unwrap();
+        assert!(n >= 1);
+        assert_eq!(size_global_thread_pool(Some(n)).unwrap(), n);
+        let e = size_global_thread_pool(Some(n + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be resized"), "{e}");
+    }
+}
