@@ -118,14 +118,17 @@ fn nodes_add_up_to_the_end_to_end_time() {
     let c2 = b.conv("c2", &c1, Conv2d::new(64, 3).padding(1));
     let c3 = b.conv("c3", &c2, Conv2d::new(64, 3).padding(1));
     let g = b.finish(&c3).unwrap();
-    let mut req = request(Mode::Train, 4, 7);
-    req.warmup = 2;
+    let mut req = request(Mode::Train, 4, 15);
+    req.warmup = 3;
     let doc = run(&g, &req);
     let ratio = doc.sum_of_nodes.total / doc.end_to_end.total.median;
-    // Tolerance: ±35%, for a machine shared with other work (on a quiet machine the
-    // ratio is within a few percent of 1).
+    // Tolerance: 0.55–1.6. Run alone on a quiet machine the ratio is 0.96–1.06; with
+    // other processes on the two cores it reached 1.46 once (the isolated benchmarks
+    // and the end-to-end run see different load). The band still catches what it is
+    // for: a phase counted twice (nested timers, Caffe's bug #4453: 2×) or one lost
+    // (backward missing: about 0.4×).
     assert!(
-        (0.65..=1.35).contains(&ratio),
+        (0.55..=1.6).contains(&ratio),
         "sum of nodes {:.2} ms vs end to end {:.2} ms: {:?}",
         doc.sum_of_nodes.total * 1e3,
         doc.end_to_end.total.median * 1e3,
