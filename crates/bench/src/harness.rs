@@ -204,6 +204,8 @@ pub fn run(
         flops_per_pass: flops,
     };
     let mut warnings = spread_warnings(&summary);
+    // An engine's own caveat about its numbers (e.g. a GPU engine on a CPU renderer).
+    warnings.extend(engine.info().settings.get("warning").cloned());
     // Inference runs report latency with its tail (p90, p99), so that is where too few
     // passes must be said; training results record percentiles without showing them.
     if request.mode == Mode::Infer {

@@ -75,7 +75,7 @@ impl Engine for BurnFlexEngine {
             .check(ENGINE_NAME, config.mode, config.precision)?;
         config.check(graph)?;
         #[allow(unused_mut)]
-        let mut session = BurnSession::new(graph, config)?;
+        let mut session = BurnSession::new(graph, config, Device::flex())?;
         #[cfg(test)]
         {
             session.network.fault = self.fault;
@@ -89,14 +89,30 @@ pub fn capabilities() -> Capabilities {
     Capabilities::cpu_f32(cnnbench_host::memory_bytes())
 }
 
-/// Device for a mode: training and steps record autodiff graphs, inference does not
-/// (so batch norm uses running statistics and dropout is the identity).
+/// burn-flex's device for a mode (see [`device_on`]).
 pub fn device_for(mode: Mode) -> Device {
-    let base = Device::flex();
+    device_on(Device::flex(), mode)
+}
+
+/// `base` for a mode: training and steps record autodiff graphs, inference does not (so
+/// batch norm uses running statistics and dropout is the identity).
+pub fn device_on(base: Device, mode: Mode) -> Device {
     match mode {
         Mode::Train | Mode::Step => base.autodiff(),
         Mode::Infer => base,
     }
+}
+
+/// A session of this engine's lowering on any burn device (`base`, without autodiff):
+/// burn's other backends (wgpu, CUDA) reuse the whole engine and differ only in the
+/// device. The caller checks `config` against its own capabilities first.
+pub fn prepare_session_on(
+    base: Device,
+    graph: &Graph,
+    config: &SessionConfig,
+) -> Result<Box<dyn Session>> {
+    config.check(graph)?;
+    Ok(Box::new(BurnSession::new(graph, config, base)?))
 }
 
 struct BurnSession {
@@ -116,11 +132,14 @@ struct BurnSession {
     loss: Option<Tensor<1>>,
     output_grad: Option<Value>,
     grads: Option<Gradients>,
+    /// The most device memory burn's allocator held at any sync, where the backend
+    /// reports its pools (the GPU runtimes; flex does not).
+    peak_reserved: Option<u64>,
 }
 
 impl BurnSession {
-    fn new(graph: &Graph, config: &SessionConfig) -> Result<Self> {
-        let device = device_for(config.mode);
+    fn new(graph: &Graph, config: &SessionConfig, base: Device) -> Result<Self> {
+        let device = device_on(base, config.mode);
         device.seed(config.seed);
         let (mut network, params) = Network::lower(graph, &device)?;
         if config.deterministic {
@@ -145,6 +164,7 @@ impl BurnSession {
             loss: None,
             output_grad: None,
             grads: None,
+            peak_reserved: None,
         })
     }
 
@@ -250,10 +270,22 @@ impl Session for BurnSession {
         Ok(())
     }
 
+    /// burn's own sync: on a GPU it waits for every queued kernel, so timed regions hold
+    /// the device's work. The allocator's pools are read here too, between passes, where
+    /// they hold the most a pass needed (pages are kept for reuse, not returned).
     fn sync(&mut self) -> Result<()> {
         self.device
             .sync()
-            .map_err(|e| anyhow!("burn device sync failed: {e:?}"))
+            .map_err(|e| anyhow!("burn device sync failed: {e:?}"))?;
+        if let Some(usage) = self.device.memory_pool_usage() {
+            let peak = self.peak_reserved.unwrap_or(0).max(usage.bytes_reserved);
+            self.peak_reserved = Some(peak);
+        }
+        Ok(())
+    }
+
+    fn device_peak_memory(&self) -> Option<u64> {
+        self.peak_reserved
     }
 
     fn export_weights(&self) -> Result<Weights> {

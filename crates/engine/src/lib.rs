@@ -212,7 +212,9 @@ pub struct EngineInfo {
     /// Versions of libraries that matter for speed (cuDNN, CUDA, MKL, …).
     #[serde(default)]
     pub libraries: BTreeMap<String, String>,
-    /// Engine-specific settings that change the numbers (cudnn on/off, TF32, …).
+    /// Engine-specific settings that change the numbers (cudnn on/off, TF32, …). A
+    /// `warning` entry is a caveat about every number the engine measures (a GPU engine
+    /// on a CPU renderer): the harness copies it into each result's warnings.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
 }

@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, Result};
 use cnnbench_engine::{Capabilities, Engine};
+use cnnbench_engine_burn_gpu::{BurnGpu, BurnGpuOptions, Unavailable};
 use cnnbench_engine_torch::{TorchBackend, TorchOptions};
 use std::process::ExitCode;
 
@@ -44,6 +45,22 @@ pub fn statuses() -> Vec<EngineStatus> {
         available: cnnbench_engine_tract::availability(),
         capabilities: cnnbench_engine_tract::capabilities(),
     });
+    for backend in BurnGpu::ALL {
+        all.push(EngineStatus {
+            name: backend.engine_name(),
+            description: backend.describe(),
+            available: cnnbench_engine_burn_gpu::availability(backend, &BurnGpuOptions::default())
+                .map_err(|why| match why {
+                    // The adapter itself is listed under the table.
+                    Unavailable::CpuAdapterOnly { .. } => {
+                        "only a CPU software renderer (listed below); --allow-cpu-adapter runs on it"
+                            .to_string()
+                    }
+                    other => other.to_string(),
+                }),
+            capabilities: cnnbench_engine_burn_gpu::capabilities(),
+        });
+    }
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
@@ -61,6 +78,7 @@ pub struct EngineOptions {
     /// Thread-pool size (None: the engine's default, all cores).
     pub threads: Option<usize>,
     pub torch: TorchOptions,
+    pub burn_gpu: BurnGpuOptions,
 }
 
 /// Creates the engine named `name`, or says why it cannot run here.
@@ -73,13 +91,18 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
             names.join(", ")
         ));
     };
-    if let Err(why) = &status.available {
+    // The burn GPU engines answer for the options given (a CPU adapter may be allowed).
+    let burn_gpu = BurnGpu::from_engine_name(name);
+    if let (Err(why), None) = (&status.available, burn_gpu) {
         return Err(anyhow!("engine {name} cannot run: {why}"));
     }
     if options.torch.channels_last && TorchBackend::from_engine_name(name).is_none() {
         return Err(anyhow!(
             "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use a torch engine"
         ));
+    }
+    if let Some(backend) = burn_gpu {
+        return burn_gpu_engine(backend, &options.burn_gpu);
     }
     if name == cnnbench_engine_burn::ENGINE_NAME {
         return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
@@ -102,6 +125,31 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
         ..options.torch.clone()
     };
     cnnbench_engine_torch::engine(backend, &torch)
+}
+
+/// A burn GPU engine, warning on stderr when it runs on a CPU software renderer.
+fn burn_gpu_engine(backend: BurnGpu, options: &BurnGpuOptions) -> Result<Box<dyn Engine>> {
+    let engine = cnnbench_engine_burn_gpu::engine(backend, options).map_err(|why| {
+        anyhow!(
+            "engine {} cannot run: {}",
+            backend.engine_name(),
+            burn_gpu_why(&why)
+        )
+    })?;
+    if let Some(warning) = engine.info().settings.get("warning") {
+        eprintln!("warning: {warning}");
+    }
+    Ok(engine)
+}
+
+/// Why a burn GPU engine cannot run, with the flag that accepts a CPU renderer.
+fn burn_gpu_why(why: &Unavailable) -> String {
+    match why {
+        Unavailable::CpuAdapterOnly { .. } => format!(
+            "{why}: pass --allow-cpu-adapter to run on it anyway (to test, not to measure a GPU)"
+        ),
+        _ => why.to_string(),
+    }
 }
 
 #[cfg(feature = "tract")]
@@ -136,5 +184,18 @@ pub fn run() -> Result<ExitCode> {
         ]);
     }
     println!("{table}");
+    for (backend, adapters) in cnnbench_engine_burn_gpu::adapters::listing() {
+        let api = match backend {
+            BurnGpu::Wgpu => "Vulkan adapters",
+            BurnGpu::Cuda => "CUDA devices",
+        };
+        println!("\n{api} ({}):", backend.engine_name());
+        if adapters.is_empty() {
+            println!("  none");
+        }
+        for (i, adapter) in adapters.iter().enumerate() {
+            println!("  {i}: {adapter}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

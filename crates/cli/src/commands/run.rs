@@ -99,9 +99,14 @@ pub struct RunArgs {
 /// Settings of the CUDA engines.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct GpuArgs {
-    /// Which CUDA GPU the torch-cuda engines use.
+    /// Which GPU the GPU engines use: the CUDA device (torch-cuda, burn-cuda) or the
+    /// Vulkan GPU adapter, discrete first (burn-wgpu).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub device: usize,
+    /// burn-wgpu: run on a CPU software renderer (llvmpipe/lavapipe) when there is no GPU
+    /// adapter, labelled as such in the result. To test the GPU code path, not to measure.
+    #[arg(long)]
+    pub allow_cpu_adapter: bool,
     /// Let cuDNN time its algorithms on the first (warm-up) passes and keep the fastest.
     #[arg(long)]
     pub cudnn_benchmark: bool,
@@ -124,6 +129,10 @@ impl GpuArgs {
                 cudnn_benchmark: self.cudnn_benchmark,
                 tf32: self.tf32,
                 channels_last: self.channels_last,
+            },
+            burn_gpu: cnnbench_engine_burn_gpu::BurnGpuOptions {
+                device: self.device,
+                allow_cpu_adapter: self.allow_cpu_adapter,
             },
         }
     }
@@ -326,6 +335,9 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
     }
     if args.gpu.channels_last {
         a.push("--channels-last".into());
+    }
+    if args.gpu.allow_cpu_adapter {
+        a.push("--allow-cpu-adapter".into());
     }
     a
 }

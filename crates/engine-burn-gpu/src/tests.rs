@@ -1,0 +1,77 @@
+//! burn-wgpu through the engine kit's conformance suite, against burn-flex. Here (no
+//! GPU) it runs on Mesa's Vulkan CPU renderer, allowed explicitly: the GPU code path —
+//! burn's wgpu runtime, SPIR-V kernels, fusion, device sync — on a CPU. Needs a Vulkan
+//! driver: `apt-get install mesa-vulkan-drivers libvulkan1` where there is no GPU.
+
+use super::*;
+use cnnbench_engine::{Mode, SessionConfig};
+
+fn options() -> BurnGpuOptions {
+    BurnGpuOptions {
+        device: 0,
+        allow_cpu_adapter: true,
+    }
+}
+
+fn wgpu_engine() -> Box<dyn Engine> {
+    engine(BurnGpu::Wgpu, &options()).unwrap_or_else(|e| {
+        panic!("burn-wgpu cannot run here ({e}); without a GPU, install Mesa's Vulkan CPU driver: apt-get install mesa-vulkan-drivers libvulkan1")
+    })
+}
+
+fn flex() -> Option<Box<dyn Engine>> {
+    let flex = cnnbench_engine_burn::BurnFlexEngine::new(None).expect("burn-flex starts");
+    Some(Box::new(flex))
+}
+
+cnnbench_conformance::engine_conformance! {
+    engine: wgpu_engine(),
+    reference: flex(),
+}
+
+#[test]
+fn the_engine_says_which_adapter_and_driver_it_runs_on_and_labels_a_cpu_renderer() {
+    let info = wgpu_engine().info();
+    assert_eq!(info.name, WGPU_ENGINE);
+    assert_eq!(info.backend, "wgpu-vulkan");
+    assert_eq!(info.settings.get("api").map(String::as_str), Some("Vulkan"));
+    assert!(!info.settings["driver"].is_empty(), "{info:?}");
+    let on_cpu = info.settings["adapter_kind"] == AdapterKind::Cpu.as_str();
+    assert_eq!(
+        info.device_name
+            .contains("CPU software renderer, not a GPU"),
+        on_cpu,
+        "{info:?}"
+    );
+    assert_eq!(info.settings.contains_key("warning"), on_cpu, "{info:?}");
+    let engine = wgpu_engine();
+    assert_eq!(
+        engine.capabilities().device == cnnbench_engine::DeviceKind::Cpu,
+        on_cpu
+    );
+}
+
+#[test]
+fn sync_waits_for_the_device_and_reads_its_memory_pools() {
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).expect("a zoo model");
+    let engine = wgpu_engine();
+    let config = SessionConfig {
+        mode: Mode::Train,
+        batch_size: 2,
+        seed: 1,
+        precision: cnnbench_engine::Precision::F32,
+        deterministic: true,
+    };
+    let mut session = engine.prepare(&graph, &config).expect("a session");
+    assert_eq!(session.device_peak_memory(), None, "nothing synced yet");
+    session.prepare_batch().unwrap();
+    session.forward().unwrap();
+    session.prepare_output_grad().unwrap();
+    session.backward().unwrap();
+    session.sync().unwrap();
+    let peak = session
+        .device_peak_memory()
+        .expect("wgpu reports its pools");
+    // At least the weights (11.7 M f32 parameters) live on the device.
+    assert!(peak >= 11_000_000 * 4, "peak {peak} bytes");
+}

@@ -1,0 +1,2 @@
+pub mod archive;
+pub mod checksums;
