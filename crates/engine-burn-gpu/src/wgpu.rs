@@ -165,16 +165,9 @@ mod tests {
     fn info(name: &str, device_type: api::DeviceType) -> api::AdapterInfo {
         api::AdapterInfo {
             name: name.into(),
-            vendor: 0,
-            device: 0,
-            device_type,
-            device_pci_bus_id: String::new(),
             driver: "drv".into(),
             driver_info: "1.2".into(),
-            backend: api::Backend::Vulkan,
-            subgroup_min_size: 0,
-            subgroup_max_size: 0,
-            transient_saves_memory: None,
+            ..api::AdapterInfo::new(device_type, api::Backend::Vulkan)
         }
     }
 
