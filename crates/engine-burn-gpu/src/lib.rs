@@ -124,19 +124,16 @@ pub fn availability(backend: BurnGpu, options: &BurnGpuOptions) -> Result<(), Un
 /// The engine for `backend`, opened on the device `options` select, or why it cannot run.
 pub fn engine(backend: BurnGpu, options: &BurnGpuOptions) -> Result<Box<dyn Engine>, Unavailable> {
     availability(backend, options)?;
-    let engine = match backend {
+    match backend {
         #[cfg(feature = "wgpu")]
-        BurnGpu::Wgpu => wgpu::engine(options)?,
+        BurnGpu::Wgpu => Ok(Box::new(wgpu::engine(options)?)),
         #[cfg(feature = "cuda")]
-        BurnGpu::Cuda => cuda::engine(options)?,
+        BurnGpu::Cuda => Ok(Box::new(cuda::engine(options)?)),
         #[allow(unreachable_patterns)]
-        other => {
-            return Err(Unavailable::NotBuilt {
-                feature: other.cli_feature(),
-            })
-        }
-    };
-    Ok(Box::new(engine))
+        other => Err(Unavailable::NotBuilt {
+            feature: other.cli_feature(),
+        }),
+    }
 }
 
 #[cfg(all(test, feature = "wgpu"))]
