@@ -11,7 +11,7 @@
 //! * the commands of one block run one after another in one fresh folder that sees
 //!   the repository's `crates/` and `docs/` (so fixture paths work, and files an
 //!   example writes are there for the next example of its block);
-//! * `<!-- examples: torch -->` (or `tract`, `candle`) just before a block: it needs the
+//! * `<!-- examples: torch -->` (or `tract`, `candle`, `ort`) just before a block: it needs the
 //!   engines of that cargo feature and runs only in a build with it (`.ci/run` runs
 //!   this test so);
 //!   `<!-- examples: default-build -->`: it shows a build without them;
@@ -57,7 +57,7 @@ fn pages() -> Vec<PathBuf> {
 #[derive(Clone, Debug, PartialEq)]
 enum Needs {
     Any,
-    /// Needs the engines behind this cargo feature of the CLI (`torch`, `tract`, `candle`).
+    /// Needs the engines behind this cargo feature of the CLI (`torch`, `tract`, `candle`, `ort`).
     Feature(String),
     /// Shows a build without any optional engine.
     DefaultBuild,
@@ -106,7 +106,7 @@ fn parse_blocks(page: &Path, text: &str) -> Vec<Block> {
                     .strip_prefix("<!-- examples: ")
                     .and_then(|rest| rest.strip_suffix(" -->"))
                 {
-                    Some(feature @ ("torch" | "tract" | "candle")) => {
+                    Some(feature @ ("torch" | "tract" | "candle" | "ort")) => {
                         Needs::Feature(feature.to_string())
                     }
                     _ => other
@@ -330,9 +330,15 @@ fn every_example_in_the_readme_and_the_guide_runs_as_shown() {
         "torch" => cfg!(feature = "torch"),
         "tract" => cfg!(feature = "tract"),
         "candle" => cfg!(feature = "candle"),
+        "ort" => cfg!(feature = "ort"),
         _ => false,
     };
-    let default_build = !built("torch") && !built("tract") && !built("candle");
+    // burn-x86-v4 changes burn-flex's line in `cnnbench engines`.
+    let default_build = !built("torch")
+        && !built("tract")
+        && !built("candle")
+        && !built("ort")
+        && !cfg!(feature = "burn-x86-v4");
     let update = std::env::var_os("CNNBENCH_UPDATE_DOCS").is_some();
     let mut failures = Vec::new();
     let mut checked = 0;

@@ -6,8 +6,10 @@
 //! the session plumbing.
 
 mod lower;
+pub mod target;
 
 pub use lower::{NetParams, Network, Value};
+pub use target::availability;
 
 use anyhow::{anyhow, Context, Result};
 use burn::module::Module;
@@ -39,7 +41,9 @@ pub struct BurnFlexEngine {
 impl BurnFlexEngine {
     /// Sizes the thread pool (`None`: all cores). The pool is global to the process: a
     /// second engine asking for a different size is an error, never a silent change.
+    /// Refuses a CPU that an x86-v4 build's kernels do not fit (see [`target`]).
     pub fn new(threads: Option<usize>) -> Result<Self> {
+        availability().map_err(|why| anyhow!("{ENGINE_NAME} cannot run: {why}"))?;
         Ok(Self {
             threads: cnnbench_engine::size_global_thread_pool(threads)?,
             capabilities: capabilities(),
@@ -53,6 +57,13 @@ impl Engine for BurnFlexEngine {
     fn info(&self) -> EngineInfo {
         let mut libraries = BTreeMap::new();
         libraries.insert("burn".to_string(), BURN_VERSION.to_string());
+        let mut settings = BTreeMap::new();
+        if target::X86_V4 {
+            settings.insert(
+                target::TARGET_FEATURES_KEY.to_string(),
+                target::TARGET_FEATURES_X86_V4.to_string(),
+            );
+        }
         EngineInfo {
             name: ENGINE_NAME.into(),
             framework: "burn".into(),
@@ -62,7 +73,7 @@ impl Engine for BurnFlexEngine {
             device_name: cnnbench_host::cpu_name(),
             threads: self.threads,
             libraries,
-            settings: BTreeMap::new(),
+            settings,
         }
     }
 

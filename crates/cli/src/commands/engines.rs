@@ -21,8 +21,12 @@ pub struct EngineStatus {
 pub fn statuses() -> Vec<EngineStatus> {
     let mut all = vec![EngineStatus {
         name: cnnbench_engine_burn::ENGINE_NAME,
-        description: "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)",
-        available: Ok(()),
+        description: if cfg!(feature = "burn-x86-v4") {
+            "burn 0.22 flex CPU backend with autodiff, x86-v4 build (gemm's AVX-512 kernels)"
+        } else {
+            "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)"
+        },
+        available: cnnbench_engine_burn::availability(),
         capabilities: cnnbench_engine_burn::capabilities(),
     }];
     all.push(EngineStatus {
@@ -43,6 +47,12 @@ pub fn statuses() -> Vec<EngineStatus> {
         description: "tract 0.23 (Sonos' pure-Rust ONNX inference) on cnnbench's ONNX export",
         available: cnnbench_engine_tract::availability(),
         capabilities: cnnbench_engine_tract::capabilities(),
+    });
+    all.push(EngineStatus {
+        name: cnnbench_engine_ort::ENGINE_NAME,
+        description: "ONNX Runtime's CPU provider (PyPI wheel, loaded at run time) on cnnbench's ONNX export",
+        available: cnnbench_engine_ort::availability(),
+        capabilities: cnnbench_engine_ort::capabilities(),
     });
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
@@ -95,6 +105,9 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     if name == cnnbench_engine_tract::ENGINE_NAME {
         return tract_engine(options);
     }
+    if name == cnnbench_engine_ort::ENGINE_NAME {
+        return ort_engine(options);
+    }
     let backend = TorchBackend::from_engine_name(name)
         .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
     let torch = TorchOptions {
@@ -116,6 +129,21 @@ fn tract_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
     Err(anyhow!(
         "engine tract is not built into this binary: {}",
         cnnbench_engine_tract::SETUP_HINT
+    ))
+}
+
+#[cfg(feature = "ort")]
+fn ort_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(cnnbench_engine_ort::OrtEngine::new(
+        options.threads,
+    )?))
+}
+
+#[cfg(not(feature = "ort"))]
+fn ort_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Err(anyhow!(
+        "engine ort-cpu is not built into this binary: {}",
+        cnnbench_engine_ort::SETUP_HINT
     ))
 }
 
