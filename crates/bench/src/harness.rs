@@ -113,7 +113,8 @@ pub fn run(
         .prepare(graph, &config)
         .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
 
-    let phases = request.mode.phases();
+    let group = session.data_parallel();
+    let phases = pass_phases(request.mode, group.is_some());
     let planned = request.warmup + request.passes;
     let check_cancel = || {
         if cancel.load(Ordering::SeqCst) {
@@ -197,9 +198,11 @@ pub fn run(
         .get(&Quantity::Total)
         .ok_or_else(|| anyhow!("no valid timing samples were recorded"))?;
 
-    let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size);
+    // A data-parallel pass trains every rank's batch.
+    let ranks = group.as_ref().map_or(1, |g| g.world_size);
+    let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size * ranks);
     let throughput = Throughput {
-        images_per_s: request.batch_size as f64 / total.median,
+        images_per_s: (request.batch_size * ranks) as f64 / total.median,
         gflops_per_s: flops / total.median / 1e9,
         flops_per_pass: flops,
     };
@@ -218,6 +221,16 @@ pub fn run(
         }
     }
     let [c, h, w] = graph.input_shape();
+    let distributed = group.map(|g| DistributedRecord {
+        backend: g.backend,
+        transport: g.transport,
+        bucket_bytes: g.bucket_bytes,
+        overlap: false,
+        ranks: vec![RankRecord {
+            rank: g.rank,
+            samples: by_quantity.clone(),
+        }],
+    });
     Ok(BenchResult {
         format: RESULT_FORMAT.into(),
         version: RESULT_VERSION,
@@ -244,6 +257,7 @@ pub fn run(
             max_time_s: request.max_time.map(|d| d.as_secs_f64()),
             target_ci_pct: request.target_ci_pct,
             warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
+            world_size: distributed.is_some().then_some(ranks),
         },
         engine: engine.info(),
         machine: crate::env::detect_machine(),
@@ -262,7 +276,20 @@ pub fn run(
         },
         peak_gflops_per_s: None,
         warnings,
+        distributed,
     })
+}
+
+/// The timed phases of a pass: the mode's, with the gradients' all-reduce after
+/// backward when the session trains in a process group.
+pub fn pass_phases(mode: Mode, data_parallel: bool) -> Vec<Phase> {
+    let mut phases = mode.phases().to_vec();
+    if data_parallel {
+        if let Some(i) = phases.iter().position(|p| *p == Phase::Backward) {
+            phases.insert(i + 1, Phase::Allreduce);
+        }
+    }
+    phases
 }
 
 /// A warning when the passes are too few for the tail percentiles to mean more than the
@@ -280,9 +307,19 @@ pub fn percentile_warning(count: usize) -> Option<String> {
     ))
 }
 
+/// The gradients' all-reduce, bracketed by syncs like every phase.
+fn timed_all_reduce(session: &mut dyn Session) -> Result<Duration> {
+    let t = Instant::now();
+    session.all_reduce_gradients()?;
+    session.sync()?;
+    Ok(t.elapsed())
+}
+
 /// One pass: inputs and gradients are made untimed; each phase is bracketed by syncs.
+/// A session in a process group all-reduces its gradients after backward.
 pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
-    let mut times = Vec::with_capacity(3);
+    let data_parallel = session.data_parallel().is_some();
+    let mut times = Vec::with_capacity(4);
     session.prepare_batch()?;
     session.sync()?;
     let t = Instant::now();
@@ -298,12 +335,18 @@ pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Dura
             session.backward()?;
             session.sync()?;
             times.push(t.elapsed());
+            if data_parallel {
+                times.push(timed_all_reduce(session)?);
+            }
         }
         Mode::Step => {
             let t = Instant::now();
             session.backward()?;
             session.sync()?;
             times.push(t.elapsed());
+            if data_parallel {
+                times.push(timed_all_reduce(session)?);
+            }
             let t = Instant::now();
             session.update()?;
             session.sync()?;
