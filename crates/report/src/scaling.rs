@@ -138,9 +138,9 @@ pub fn scalings(report: &Report) -> Vec<Scaling> {
             format!("{} · {}", e.device, engine.label())
         };
         let mut seen = std::collections::HashSet::new();
-        let keep_threads = !entries.iter().all(|e| {
-            seen.insert((series_of(e, false), e.config.engine.world_size))
-        });
+        let keep_threads = !entries
+            .iter()
+            .all(|e| seen.insert((series_of(e, false), e.config.engine.world_size)));
         let mut by_config: BTreeMap<String, Vec<(usize, f64, Option<f64>)>> = BTreeMap::new();
         for e in entries {
             let Some(ips) = e.images_per_s(report.stat).filter(|v| v.is_finite()) else {
