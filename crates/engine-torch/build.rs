@@ -6,6 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(not(feature = "torch"))]
+fn compile_c10d_shim(_lib: &Path) {}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     if std::env::var_os("CARGO_FEATURE_TORCH").is_none() {
@@ -38,7 +41,9 @@ fn main() {
 
 /// Compiles the c10d shim against libtorch's headers (`<torch>/include`, beside `lib`)
 /// and the vendored Gloo headers, with the flags the PyTorch wheel was built with, and
-/// tells the crate it is there (`cfg(cnnbench_c10d)`).
+/// tells the crate it is there (`cfg(cnnbench_c10d)`). (`cc` is a build dependency
+/// of the `torch` feature only.)
+#[cfg(feature = "torch")]
 fn compile_c10d_shim(lib: &Path) {
     println!("cargo:rerun-if-changed=shim/c10d_shim.cpp");
     println!("cargo:rerun-if-changed=vendor/gloo");

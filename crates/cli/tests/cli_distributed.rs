@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cnnbench, result_files};
+use common::cnnbench;
 use predicates::prelude::*;
 
 #[test]
@@ -54,6 +54,7 @@ fn settings_that_differ_per_rank_are_refused() {
 #[cfg(feature = "torch")]
 mod torch {
     use super::*;
+    use common::result_files;
     use std::path::Path;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};

@@ -48,6 +48,9 @@ fn size(scaling: &Scaling) -> (u32, u32) {
     (WIDTH, PANEL_HEIGHT + 40 + 16 + LEGEND_ROW * rows)
 }
 
+/// The ideal throughput of a series at a number of ranks.
+type IdealLine = dyn Fn(&crate::scaling::ScalingSeries, usize) -> f64;
+
 /// One panel: `value` of each point per series, and `ideal` (dashed) where given.
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -56,7 +59,7 @@ fn panel<DB: DrawingBackend>(
     y_desc: &str,
     y_max: f64,
     value: &dyn Fn(&ScalingPoint) -> f64,
-    ideal: Option<&dyn Fn(&crate::scaling::ScalingSeries, usize) -> f64>,
+    ideal: Option<&IdealLine>,
 ) -> anyhow::Result<()> {
     let max_n = scaling.world_sizes.last().copied().unwrap_or(1) as f64;
     let mut chart = draw!(ChartBuilder::on(area)

@@ -138,9 +138,13 @@ pub fn launch_local(
     cancel: &AtomicBool,
 ) -> Result<Outcome> {
     let mut children: Vec<Child> = Vec::with_capacity(nproc);
+    // c10d warns on stderr each time a rank retries the rendezvous while rank 0 is
+    // still starting; for ranks started together that is noise, not news.
+    let log_level = std::env::var("TORCH_CPP_LOG_LEVEL").unwrap_or_else(|_| "ERROR".to_string());
     for rank in 0..nproc {
         let child = Command::new(program)
             .args(args)
+            .env("TORCH_CPP_LOG_LEVEL", &log_level)
             .env("RANK", rank.to_string())
             .env("LOCAL_RANK", rank.to_string())
             .env("WORLD_SIZE", nproc.to_string())
