@@ -742,6 +742,103 @@ mod tests {
             .contains("rest on 20 passes"));
     }
 
+    /// A rank of a two-process job whose all-reduce takes 6 ms.
+    struct RankEngine;
+    struct RankSession(SleepySession);
+    impl Session for RankSession {
+        fn prepare_batch(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn forward(&mut self) -> Result<()> {
+            self.0.forward()
+        }
+        fn prepare_output_grad(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn backward(&mut self) -> Result<()> {
+            self.0.backward()
+        }
+        fn update(&mut self) -> Result<()> {
+            self.0.update()
+        }
+        fn sync(&mut self) -> Result<()> {
+            self.0.sync()
+        }
+        fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+            Some(cnnbench_engine::distributed::GroupInfo {
+                rank: 0,
+                world_size: 2,
+                backend: "fake".into(),
+                transport: "none".into(),
+                bucket_bytes: 1024,
+            })
+        }
+        fn all_reduce_gradients(&mut self) -> Result<()> {
+            self.0.log.borrow_mut().push("allreduce");
+            std::thread::sleep(Duration::from_millis(6));
+            Ok(())
+        }
+    }
+    impl Engine for RankEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            cnnbench_engine::Capabilities::cpu_f32(None)
+        }
+        fn info(&self) -> EngineInfo {
+            SleepyEngine {
+                log: Default::default(),
+            }
+            .info()
+        }
+        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+            Ok(Box::new(RankSession(SleepySession {
+                log: Default::default(),
+            })))
+        }
+    }
+
+    #[test]
+    fn a_data_parallel_session_times_its_all_reduce_after_backward() {
+        assert_eq!(
+            pass_phases(Mode::Step, true),
+            [
+                Phase::Forward,
+                Phase::Backward,
+                Phase::Allreduce,
+                Phase::Update
+            ]
+        );
+        assert_eq!(pass_phases(Mode::Train, false), Mode::Train.phases());
+        for mode in [Mode::Train, Mode::Step] {
+            let r = run(
+                &RankEngine,
+                &tiny_graph(),
+                &request(mode),
+                &AtomicBool::new(false),
+                &mut |_| {},
+            )
+            .unwrap();
+            let a = &r.samples[&Quantity::Allreduce];
+            assert_eq!(a.len(), 3);
+            assert!(a.iter().all(|t| *t >= 0.006 && *t < 0.020), "{a:?}");
+            let phases: f64 = Quantity::PHASES
+                .iter()
+                .filter_map(|q| r.samples.get(q).map(|v| v[0]))
+                .sum();
+            assert!((phases - r.samples[&Quantity::Total][0]).abs() < 1e-12);
+            assert_eq!(r.config.world_size, Some(2));
+            // Both ranks' batches over the step.
+            let ips = 4.0 / r.summary[&Quantity::Total].median;
+            assert!((r.throughput.images_per_s - ips).abs() < 1e-9 * ips);
+            let d = r.distributed.as_ref().unwrap();
+            assert_eq!((d.backend.as_str(), d.overlap), ("fake", false));
+            assert_eq!(d.ranks.len(), 1);
+            assert_eq!(d.ranks[0].samples, r.samples);
+        }
+        // A single process has none of it.
+        let single = run_paced(|_| Duration::from_millis(1), &request_infer());
+        assert!(single.distributed.is_none() && single.config.world_size.is_none());
+    }
+
     #[test]
     fn wide_spread_is_warned_about() {
         let mut summary = BTreeMap::new();
