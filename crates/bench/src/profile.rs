@@ -279,7 +279,7 @@ pub fn time_graph(
                 match phase {
                     Phase::Forward => forward.push(t.as_secs_f64()),
                     Phase::Backward => backward.push(t.as_secs_f64()),
-                    Phase::Update => {}
+                    Phase::Allreduce | Phase::Update => {}
                 }
             }
         }

@@ -9,6 +9,8 @@
 
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 
+#[cfg(all(feature = "torch", cnnbench_c10d))]
+mod dist;
 #[cfg(feature = "torch")]
 mod info;
 #[cfg(feature = "torch")]
@@ -141,6 +143,48 @@ pub fn engine(
     }
 }
 
+/// The engine of one rank of a data-parallel job, and the job's process group: joins
+/// the others at the rendezvous (PyTorch's c10d: a TCPStore and a Gloo process group)
+/// and returns once every rank is there. CPU only: NCCL, which `torch-cuda` ranks would
+/// need, is not compiled into this build.
+pub fn data_parallel_engine(
+    backend: TorchBackend,
+    options: &TorchOptions,
+    rendezvous: &cnnbench_engine::distributed::Rendezvous,
+) -> anyhow::Result<(
+    Box<dyn cnnbench_engine::Engine>,
+    std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
+)> {
+    if let TorchBackend::Cuda { .. } = backend {
+        return Err(anyhow::anyhow!(
+            "{} cannot train across processes in this build: its GPUs need c10d's NCCL backend, which is not compiled in (only Gloo, for torch-cpu); run the distributed job on torch-cpu",
+            backend.engine_name()
+        ));
+    }
+    #[cfg(all(feature = "torch", cnnbench_c10d))]
+    {
+        let group = std::sync::Arc::new(dist::TorchProcessGroup::join(rendezvous)?);
+        let engine = TorchEngine::data_parallel(backend, options, group.clone())?;
+        Ok((Box::new(engine), group))
+    }
+    #[cfg(all(feature = "torch", not(cnnbench_c10d)))]
+    {
+        let _ = (options, rendezvous);
+        Err(anyhow::anyhow!(
+            "this build of {} has no c10d: the libtorch it was built against had no distributed headers",
+            backend.engine_name()
+        ))
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = (options, rendezvous);
+        Err(anyhow::anyhow!(
+            "engine {} is not in this build of cnnbench: {SETUP_HINT}",
+            backend.engine_name()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,3 +233,6 @@ mod tests {
 
 #[cfg(all(test, feature = "torch"))]
 mod torch_tests;
+
+#[cfg(all(test, feature = "torch", cnnbench_c10d))]
+mod dist_tests;

@@ -8,6 +8,8 @@ use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
+#[cfg(cnnbench_c10d)]
+use std::sync::Arc;
 use tch::{COptimizer, Cuda, Device, Kind, Tensor};
 
 /// Whether `backend` can run here, and if not, why.
@@ -45,6 +47,9 @@ pub struct TorchEngine {
     capabilities: Capabilities,
     /// Images and convolution weights in channels-last memory.
     channels_last: bool,
+    /// The process group when this process is one rank of a data-parallel job.
+    #[cfg(cnnbench_c10d)]
+    group: Option<Arc<crate::dist::TorchProcessGroup>>,
 }
 
 impl TorchEngine {
@@ -99,7 +104,22 @@ impl TorchEngine {
             info: describe(backend, options),
             capabilities,
             channels_last: options.channels_last,
+            #[cfg(cnnbench_c10d)]
+            group: None,
         })
+    }
+
+    /// The engine of one rank of a data-parallel job: its sessions start from rank 0's
+    /// weights, draw their own batches and average their gradients over `group`.
+    #[cfg(cnnbench_c10d)]
+    pub fn data_parallel(
+        backend: TorchBackend,
+        options: &TorchOptions,
+        group: Arc<crate::dist::TorchProcessGroup>,
+    ) -> Result<Self> {
+        let mut engine = Self::new(backend, options)?;
+        engine.group = Some(group);
+        Ok(engine)
     }
 }
 
@@ -208,6 +228,18 @@ impl TorchEngine {
                 Some(opt)
             }
         };
+        #[cfg(cnnbench_c10d)]
+        if let Some(group) = &self.group {
+            // As DDP: every rank starts from rank 0's weights, then draws its own batches.
+            let mut weights: Vec<Tensor> = network
+                .weights
+                .iter()
+                .map(|w| w.tensor.shallow_clone())
+                .collect();
+            group.broadcast_from_root(&mut weights)?;
+            let rank = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).rank;
+            tch::manual_seed(config.seed.wrapping_add(rank as u64) as i64);
+        }
         let [c, h, w] = graph.input_shape();
         Ok(Box::new(TorchSession {
             graph: graph.clone(),
@@ -223,6 +255,8 @@ impl TorchEngine {
             output: None,
             loss: None,
             output_grad: None,
+            #[cfg(cnnbench_c10d)]
+            group: self.group.clone(),
         }))
     }
 }
@@ -243,6 +277,8 @@ struct TorchSession {
     output: Option<Tensor>,
     loss: Option<Tensor>,
     output_grad: Option<Tensor>,
+    #[cfg(cnnbench_c10d)]
+    group: Option<Arc<crate::dist::TorchProcessGroup>>,
 }
 
 impl TorchSession {
@@ -412,5 +448,29 @@ impl Session for TorchSession {
 
     fn weight_gradients(&self) -> Result<Weights> {
         self.network.weight_gradients()
+    }
+
+    #[cfg(cnnbench_c10d)]
+    fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+        self.group
+            .as_ref()
+            .map(|g| cnnbench_engine::distributed::ProcessGroup::info(g.as_ref()))
+    }
+
+    #[cfg(cnnbench_c10d)]
+    fn all_reduce_gradients(&mut self) -> Result<()> {
+        let group = self
+            .group
+            .as_ref()
+            .context("this session does not train across processes")?;
+        // Parameters the loss did not reach have no gradient on any rank (one graph).
+        let mut grads: Vec<Tensor> = self
+            .network
+            .parameters()
+            .map(|p| p.tensor.grad())
+            .filter(|g| g.defined())
+            .collect();
+        let bucket = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).bucket_bytes;
+        group.all_reduce_mean(&mut grads, bucket)
     }
 }

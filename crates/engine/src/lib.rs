@@ -6,6 +6,7 @@
 //! weight keys and initialisation, the training constants. An engine supplies kernels,
 //! device plumbing and its [`Capabilities`].
 
+pub mod distributed;
 pub mod kit;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
@@ -55,6 +56,8 @@ impl std::fmt::Display for Mode {
 pub enum Phase {
     Forward,
     Backward,
+    /// Averaging the gradients across the ranks of a data-parallel job, after backward.
+    Allreduce,
     Update,
 }
 
@@ -63,6 +66,7 @@ impl Phase {
         match self {
             Phase::Forward => "forward",
             Phase::Backward => "backward",
+            Phase::Allreduce => "allreduce",
             Phase::Update => "update",
         }
     }
@@ -265,6 +269,20 @@ pub trait Session {
     /// The gradient of every trainable weight after the last backward pass.
     fn weight_gradients(&self) -> anyhow::Result<Weights> {
         Err(no_weight_exchange())
+    }
+
+    // Data-parallel training (see [`distributed`]): a session of a rank in a process
+    // group averages its gradients with the other ranks' after every backward pass.
+
+    /// The process group this session trains in, `None` for a single process.
+    fn data_parallel(&self) -> Option<distributed::GroupInfo> {
+        None
+    }
+    /// Timed: average every gradient across the ranks (an all-reduce), in place.
+    fn all_reduce_gradients(&mut self) -> anyhow::Result<()> {
+        Err(anyhow::anyhow!(
+            "this session does not train across processes"
+        ))
     }
 }
 

@@ -193,6 +193,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
             settings,
             threads_requested: None,
             precision: Precision::F32,
+            world_size: 1,
         },
         machine: None,
         tool_version: None,

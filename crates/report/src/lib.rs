@@ -15,6 +15,7 @@
 pub mod aliases;
 pub mod catalog;
 pub mod charts;
+pub mod charts_scaling;
 pub mod charts_sweep;
 pub mod compare;
 pub mod export;
@@ -25,6 +26,7 @@ pub mod load;
 pub mod profile_charts;
 pub mod record;
 pub mod report;
+pub mod scaling;
 pub mod speedup;
 pub mod sweep;
 pub mod table;

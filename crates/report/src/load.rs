@@ -215,6 +215,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             settings: r.engine.settings,
             threads_requested: r.config.threads_requested,
             precision: r.config.precision,
+            world_size: r.config.world_size.unwrap_or(1).max(1),
         },
         machine: Some(r.machine),
         tool_version: Some(r.tool.version),

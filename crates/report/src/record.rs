@@ -33,6 +33,9 @@ pub struct EngineDesc {
     /// Threads the user asked for; `None` for the engine's default.
     pub threads_requested: Option<usize>,
     pub precision: Precision,
+    /// Processes that trained together, data-parallel (1: a single process). A row's
+    /// images/s counts every rank's batch.
+    pub world_size: usize,
 }
 
 impl EngineDesc {
@@ -78,6 +81,9 @@ impl EngineDesc {
         }
         if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
             s.push_str(", channels-last");
+        }
+        if self.world_size > 1 {
+            s.push_str(&format!(", {} ranks", self.world_size));
         }
         s
     }

@@ -117,6 +117,35 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     cnnbench_engine_torch::engine(backend, &torch)
 }
 
+/// The engine of one rank of a data-parallel job, joined to the others through the
+/// rendezvous, and the job's process group; or why `name` cannot train across
+/// processes.
+pub fn create_data_parallel(
+    name: &str,
+    options: &EngineOptions,
+    rendezvous: &cnnbench_engine::distributed::Rendezvous,
+) -> Result<(
+    Box<dyn Engine>,
+    std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
+)> {
+    let Some(backend) = TorchBackend::from_engine_name(name) else {
+        // Known engines first get their own "unknown"/"cannot run" answers.
+        create(name, options)?;
+        return Err(anyhow!(
+            "engine {name} cannot train across processes; the engines that can: {}",
+            super::distributed::ENGINES_THAT_CAN
+        ));
+    };
+    if let Err(why) = cnnbench_engine_torch::availability(backend) {
+        return Err(anyhow!("engine {name} cannot run: {why}"));
+    }
+    let torch = TorchOptions {
+        threads: options.threads,
+        ..options.torch.clone()
+    };
+    cnnbench_engine_torch::data_parallel_engine(backend, &torch, rendezvous)
+}
+
 #[cfg(feature = "tract")]
 fn tract_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
     Ok(Box::new(cnnbench_engine_tract::TractEngine::new(

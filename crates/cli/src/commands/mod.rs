@@ -4,6 +4,7 @@ pub mod common;
 pub mod compare;
 pub mod convert;
 pub mod convert_onnx;
+pub mod distributed;
 pub mod engines;
 pub mod models;
 pub mod peak;

@@ -295,6 +295,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         written.extend(cnnbench_report::charts_sweep::write_sweep_charts(
             &sweeps, dir,
         )?);
+        let scalings = cnnbench_report::scaling::scalings(&report);
+        written.extend(cnnbench_report::charts_scaling::write_scaling_charts(
+            &scalings, dir,
+        )?);
         eprintln!("wrote {} charts to {}", written.len(), dir.display());
     }
     let text = format.exporter().render(&report)?;
