@@ -7,6 +7,7 @@ pub mod convert_onnx;
 pub mod engines;
 pub mod models;
 pub mod peak;
+pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod run;
