@@ -2,7 +2,7 @@
 //! runs them; `cnnbench run --plan MATRIX --cell I`: one cell, as every task of that job
 //! runs it. The matrix itself lives in `cnnbench-plan`; this file only wires it to `run`.
 
-use super::common::new_table;
+use super::common::{align_right, new_table};
 use super::engines;
 use super::run::RunArgs;
 use anyhow::{anyhow, Context, Result};
@@ -215,6 +215,8 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
         ]);
         table.add_row(row);
     }
+    let batch_column = headers.len() - 3;
+    align_right(&mut table, &[0, batch_column]);
     println!("{table}");
     let n = matrix.cells.len();
     println!(
