@@ -93,3 +93,83 @@ fn find(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+    use serde_json::Value;
+
+    /// A burn-flex resnet18 result: train, batch 16, 224×224, 12 passes, 1 warm-up, seed 0.
+    const RESULT: &str = include_str!("../../report/tests/fixtures/ours/new/resnet18.json");
+
+    fn matrix(extra: &str) -> Matrix {
+        Matrix::parse(
+            &format!(
+                "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\npasses = 12\n{extra}"
+            ),
+            &["burn-flex"],
+        )
+        .unwrap()
+    }
+
+    fn write(dir: &Path, name: &str, edit: impl Fn(&mut Value)) -> PathBuf {
+        let mut v: Value = serde_json::from_str(RESULT).unwrap();
+        edit(&mut v);
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, v.to_string()).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_result_of_the_same_cell_at_any_depth_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix("");
+        let cell = &m.cells[0];
+        assert_eq!(
+            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
+            None
+        );
+        // Neither JSON that is not a result nor a result of another cell counts.
+        std::fs::write(dir.path().join("notes.json"), "{\"a\": 1}").unwrap();
+        write(dir.path(), "a/b16.json", |v| {
+            v["config"]["batch_size"] = 32.into()
+        });
+        write(dir.path(), "a/passes.json", |v| {
+            v["config"]["passes"] = 3.into()
+        });
+        write(dir.path(), "a/engine.json", |v| {
+            v["engine"]["name"] = "torch-cpu".into()
+        });
+        write(dir.path(), "a/size.json", |v| {
+            v["config"]["image_size"] = serde_json::json!([64, 64])
+        });
+        assert_eq!(
+            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
+            None
+        );
+        let found = write(dir.path(), "host-a/x/resnet18.json", |v| {
+            v["label"] = "host-a".into()
+        });
+        assert_eq!(
+            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
+            Some(found.clone())
+        );
+        // With a label, only a result carrying it counts.
+        assert_eq!(
+            finished_result(dir.path(), cell, &m.settings, Some("host-b")).unwrap(),
+            None
+        );
+        assert_eq!(
+            finished_result(dir.path(), cell, &m.settings, Some("host-a")).unwrap(),
+            Some(found)
+        );
+        // A matrix with other settings (threads) has not run this cell.
+        let threads = matrix("threads = 4");
+        assert_eq!(
+            finished_result(dir.path(), &threads.cells[0], &threads.settings, None).unwrap(),
+            None
+        );
+    }
+}

@@ -315,7 +315,7 @@ pub fn k8s_job(matrix: &Matrix, job: &JobCommand, k8s: &K8sOptions) -> Result<St
          metadata:\n\
          \x20 name: {name}-matrix\n\
          data:\n\
-         \x20 matrix.toml: |\n\
+         \x20 matrix.toml: |2\n\
          {text}\
          ---\n\
          apiVersion: batch/v1\n\
