@@ -43,13 +43,13 @@ pub struct PlanArgs {
     #[arg(long, value_name = "PROGRAM")]
     pub cnnbench: Option<String>,
     /// The job's name.
-    #[arg(long, default_value = "cnnbench")]
+    #[arg(long, value_name = "NAME", default_value = "cnnbench")]
     pub job_name: String,
     /// At most this many cells at once (Slurm `--array=…%K`, Kubernetes `parallelism`).
     #[arg(long, value_name = "K")]
     pub max_parallel: Option<usize>,
     /// Slurm partition.
-    #[arg(long, requires = "slurm")]
+    #[arg(long, value_name = "NAME", requires = "slurm")]
     pub partition: Option<String>,
     /// Slurm generic resources per task, e.g. gpu:1.
     #[arg(long, requires = "slurm")]
@@ -58,13 +58,13 @@ pub struct PlanArgs {
     #[arg(long, requires = "slurm")]
     pub time: Option<String>,
     /// Slurm CPUs per task.
-    #[arg(long, requires = "slurm")]
+    #[arg(long, value_name = "N", requires = "slurm")]
     pub cpus_per_task: Option<usize>,
     /// Slurm memory per node, e.g. 32G.
     #[arg(long, requires = "slurm")]
     pub mem: Option<String>,
     /// Slurm account.
-    #[arg(long, requires = "slurm")]
+    #[arg(long, value_name = "NAME", requires = "slurm")]
     pub account: Option<String>,
     /// Any other sbatch option, as written (e.g. --sbatch=--qos=high); may be repeated.
     #[arg(
@@ -78,7 +78,12 @@ pub struct PlanArgs {
     #[arg(long, requires = "k8s", required_if_eq("k8s", "true"))]
     pub image: Option<String>,
     /// Kubernetes: the PersistentVolumeClaim the results are written to.
-    #[arg(long, requires = "k8s", required_if_eq("k8s", "true"))]
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        requires = "k8s",
+        required_if_eq("k8s", "true")
+    )]
     pub volume_claim: Option<String>,
     /// Kubernetes: CPU request and limit per pod, e.g. 8.
     #[arg(long, requires = "k8s")]
@@ -87,7 +92,7 @@ pub struct PlanArgs {
     #[arg(long, requires = "k8s")]
     pub memory: Option<String>,
     /// Kubernetes: GPUs per pod (nvidia.com/gpu).
-    #[arg(long, requires = "k8s")]
+    #[arg(long, value_name = "N", requires = "k8s")]
     pub gpus: Option<usize>,
 }
 
