@@ -34,6 +34,8 @@ enum Command {
     Profile(commands::profile::ProfileArgs),
     /// This machine's measured matrix-multiply rate and memory bandwidth on an engine.
     Peak(commands::peak::PeakArgs),
+    /// A matrix file's cells as a Slurm job array, a Kubernetes Indexed Job or a shell script.
+    Plan(commands::plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Engines => commands::engines::run(),
         Command::Profile(args) => commands::profile::run(args),
         Command::Peak(args) => commands::peak::run(args),
+        Command::Plan(args) => commands::plan::run(args),
     };
     match outcome {
         Ok(code) => code,

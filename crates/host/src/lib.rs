@@ -53,6 +53,17 @@ pub fn kernel_version() -> String {
     System::kernel_version().unwrap_or_default()
 }
 
+/// This host's name, to tell the machines of a cluster apart in results: `CNNBENCH_HOST`
+/// when set (a Kubernetes pod sets it to its node's name, since the pod's own host name
+/// is the pod's), else the system's host name.
+pub fn host_name() -> Option<String> {
+    std::env::var("CNNBENCH_HOST")
+        .ok()
+        .or_else(System::host_name)
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod distributed;
 pub mod engines;
 pub mod models;
 pub mod peak;
+pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -110,7 +110,42 @@ pub struct RunArgs {
     /// gives up with an error.
     #[arg(long, value_name = "S", default_value_t = 300.0)]
     pub dist_timeout: f64,
+    /// Run one cell of a matrix file (see `cnnbench plan`): its model, engine and
+    /// settings come from the file. Results are labelled with the host's name unless
+    /// --label is given.
+    #[arg(long, value_name = "MATRIX", conflicts_with_all = PLAN_SETS)]
+    pub plan: Option<PathBuf>,
+    /// The matrix cell to run (default: $SLURM_ARRAY_TASK_ID, else $JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "I", requires = "plan")]
+    pub cell: Option<usize>,
+    /// Run the cell even when the output folder already holds its result.
+    #[arg(long, requires = "plan")]
+    pub rerun: bool,
 }
+
+/// The options a matrix file sets, refused beside `--plan`.
+const PLAN_SETS: [&str; 20] = [
+    "models",
+    "model_file",
+    "mode",
+    "batch_size",
+    "image_size",
+    "engine",
+    "warmup",
+    "passes",
+    "min_time",
+    "max_time",
+    "target_ci",
+    "warmup_time",
+    "memory_limit",
+    "probe_memory",
+    "seed",
+    "threads",
+    "precision",
+    "cudnn_benchmark",
+    "tf32",
+    "channels_last",
+];
 
 /// Settings of the CUDA engines.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -347,6 +382,9 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
 }
 
 pub fn run(mut args: RunArgs) -> Result<ExitCode> {
+    if let Some(matrix) = args.plan.clone() {
+        return super::plan::run_cell(&matrix, args);
+    }
     if args.passes == 0 {
         return Err(anyhow!("--passes must be at least 1"));
     }
