@@ -71,6 +71,22 @@ mod tests {
     }
 
     #[test]
+    fn results_record_an_x86_v4_build_and_only_that() {
+        use cnnbench_engine::Engine;
+        let engine = crate::BurnFlexEngine {
+            threads: 1,
+            capabilities: crate::capabilities(),
+            fault: None,
+        };
+        let settings = engine.info().settings;
+        if X86_V4 {
+            assert_eq!(settings[TARGET_FEATURES_KEY], TARGET_FEATURES_X86_V4);
+        } else {
+            assert!(!settings.contains_key(TARGET_FEATURES_KEY), "{settings:?}");
+        }
+    }
+
+    #[test]
     fn availability_follows_the_build_and_this_cpu() {
         let missing = missing_x86_v4_features();
         assert_eq!(availability().is_ok(), !X86_V4 || missing.is_empty());
