@@ -77,7 +77,8 @@ impl EngineDesc {
             s.push_str(&format!(", {}", self.precision.as_str()));
         }
         if let Some(t) = self.threads_requested {
-            s.push_str(&format!(", {t} threads"));
+            let unit = if t == 1 { "thread" } else { "threads" };
+            s.push_str(&format!(", {t} {unit}"));
         }
         if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
             s.push_str(", channels-last");
