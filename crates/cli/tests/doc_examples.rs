@@ -109,9 +109,10 @@ fn parse_blocks(page: &Path, text: &str) -> Vec<Block> {
                     .and_then(|rest| rest.strip_suffix(" -->"))
                 {
                     Some(features)
-                        if features.split([' ', ',']).filter(|f| !f.is_empty()).all(|f| {
-                            matches!(f, "torch" | "tract" | "candle" | "ort")
-                        }) =>
+                        if features
+                            .split([' ', ','])
+                            .filter(|f| !f.is_empty())
+                            .all(|f| matches!(f, "torch" | "tract" | "candle" | "ort")) =>
                     {
                         Needs::Features(
                             features
