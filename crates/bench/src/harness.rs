@@ -258,6 +258,7 @@ pub fn run(
             target_ci_pct: request.target_ci_pct,
             warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
             world_size: distributed.is_some().then_some(ranks),
+            allocator: Some(crate::env::allocator_record()),
         },
         engine: engine.info(),
         machine: crate::env::detect_machine(),

@@ -512,6 +512,7 @@ pub fn profile(
             passes: request.passes,
             seed: request.seed,
             threads_requested: request.threads_requested,
+            allocator: Some(crate::env::allocator_record()),
         },
         engine: whole.engine.clone(),
         machine: whole.machine.clone(),

@@ -273,3 +273,80 @@ fn ctrl_c_stops_the_run_and_says_what_was_not_run() {
         "an interrupted model leaves no file"
     );
 }
+
+/// The heap policy (`--allocator`, or `CNNBENCH_ALLOCATOR`) is recorded in every result,
+/// and `report`/`compare` keep runs with different policies apart.
+#[test]
+fn the_heap_policy_is_recorded_and_keeps_runs_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, extra: &[&str], env: Option<&str>| -> Value {
+        let mut cmd = cnnbench();
+        cmd.args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "2",
+        ])
+        .args(extra)
+        .args(["--json", "-q", "-o"])
+        .arg(dir.path().join(out))
+        .env_remove("CNNBENCH_ALLOCATOR");
+        if let Some(policy) = env {
+            cmd.env("CNNBENCH_ALLOCATOR", policy);
+        }
+        let output = cmd.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let kept = run("keep", &[], None);
+    assert_eq!(kept["config"]["allocator"]["policy"], "keep");
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        let detail = kept["config"]["allocator"]["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("glibc 2.") && detail.contains("mmap threshold 1 GiB, trimming off"),
+            "{detail}"
+        );
+    }
+    let system = run("system", &["--allocator", "system"], None);
+    assert_eq!(system["config"]["allocator"]["policy"], "system");
+    let from_env = run("env", &[], Some("system"));
+    assert_eq!(from_env["config"]["allocator"]["policy"], "system");
+
+    cnnbench()
+        .args(["run", "resnet18", "--allocator", "jemalloc"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("possible values: keep, system"));
+
+    // One row per policy, the non-default one labelled.
+    cnnbench()
+        .arg("report")
+        .arg(dir.path().join("keep"))
+        .arg(dir.path().join("system"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "burn-flex 0.22.1, system allocator",
+        ))
+        .stdout(
+            predicate::str::contains("burn-flex 0.22.1 |")
+                .or(predicate::str::contains("burn-flex 0.22.1|")),
+        );
+    cnnbench()
+        .arg("compare")
+        .arg(dir.path().join("keep"))
+        .arg(dir.path().join("system"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "the allocator differs: BASE keep vs NEW system",
+        ));
+}

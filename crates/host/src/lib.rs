@@ -2,6 +2,8 @@
 //! memory they may use from here; the harness describes the machine in each result.
 //! Kept apart so that the result schema and the report never link a system prober.
 
+pub mod allocator;
+
 use sysinfo::{CpuRefreshKind, System};
 
 /// The CPU's model name, as CPU engines report their device; a readable stand-in when

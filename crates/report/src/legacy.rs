@@ -194,6 +194,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
             threads_requested: None,
             precision: Precision::F32,
             world_size: 1,
+            allocator: None,
         },
         machine: None,
         tool_version: None,

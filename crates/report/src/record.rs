@@ -36,6 +36,9 @@ pub struct EngineDesc {
     /// Processes that trained together, data-parallel (1: a single process). A row's
     /// images/s counts every rank's batch.
     pub world_size: usize,
+    /// cnnbench's heap policy (`keep` or `system`; results that did not record it ran
+    /// with `system`); `None` for other tools' files.
+    pub allocator: Option<String>,
 }
 
 impl EngineDesc {
@@ -85,6 +88,10 @@ impl EngineDesc {
         }
         if self.world_size > 1 {
             s.push_str(&format!(", {} ranks", self.world_size));
+        }
+        // cnnbench keeps freed memory by default; runs without say so.
+        if self.allocator.as_deref() == Some(cnnbench_results::AllocatorRecord::SYSTEM) {
+            s.push_str(", system allocator");
         }
         s
     }

@@ -250,6 +250,7 @@ mod label_tests {
             threads_requested: None,
             precision: Precision::F32,
             world_size: 1,
+            allocator: None,
         };
         assert_eq!(e.label(), "torch-cpu 2.11.0");
         e.settings

@@ -142,6 +142,28 @@ pub struct RunConfig {
     /// their gradients (absent: one process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_size: Option<usize>,
+    /// What the process's heap did with freed memory (absent in results written before
+    /// cnnbench recorded it, which ran with the C library's defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<AllocatorRecord>,
+}
+
+/// The heap policy a run had: it changes CPU times by up to a fifth (fresh pages for
+/// every large tensor, or reused ones), so results record it and reports keep runs with
+/// different policies apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorRecord {
+    /// `keep` (freed memory kept for reuse, cnnbench's default) or `system` (the C
+    /// library's defaults).
+    pub policy: String,
+    /// The allocator and its settings in words, e.g. `glibc 2.36: mmap threshold 1 GiB,
+    /// trimming off`.
+    pub detail: String,
+}
+
+impl AllocatorRecord {
+    /// The policy of a result that has no record: the C library's defaults.
+    pub const SYSTEM: &'static str = "system";
 }
 
 /// Why the timed passes ended.
