@@ -11,32 +11,16 @@
 
 mod common;
 
-use common::{cnnbench, result_files};
+use common::*;
 use predicates::prelude::*;
 
 #[test]
 fn an_inference_run_records_onnx_runtime_and_its_settings() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
-    cnnbench()
-        .args([
-            "run",
-            "mobilenet-v2",
-            "--engine",
-            "ort-cpu",
-            "--mode",
-            "infer",
-            "--threads",
-            "2",
-        ])
-        .args(["--image-size", "32", "-b", "2", "--passes", "2", "-q", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let files = result_files(&out);
-    assert_eq!(files.len(), 1, "{files:?}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let result = tiny_run(
+        "mobilenet-v2",
+        "ort-cpu",
+        &["--mode", "infer", "--threads", "2"],
+    );
     let engine = &result["engine"];
     assert_eq!(engine["name"], "ort-cpu", "{engine}");
     assert_eq!(engine["framework"], "onnxruntime", "{engine}");
@@ -63,11 +47,7 @@ fn an_inference_run_records_onnx_runtime_and_its_settings() {
 
 #[test]
 fn verify_against_burn_flex_compares_the_inference_output() {
-    cnnbench()
-        .args(["verify", "resnet18", "--engines", "burn-flex,ort-cpu"])
-        .args(["--image-size", "32"])
-        .assert()
-        .success()
+    verify_against_burn_flex("ort-cpu", &[])
         .stdout(predicate::str::contains("output (infer)"))
         .stdout(predicate::str::contains(
             "compared: the inference output only (ort-cpu cannot train)",
@@ -86,8 +66,7 @@ fn an_inference_profile_times_every_node() {
         .arg(&profile)
         .assert()
         .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    let doc: serde_json::Value = read_json(&profile);
     assert_eq!(doc["engine"]["name"], "ort-cpu", "{}", doc["engine"]);
     let nodes = doc["nodes"].as_array().expect("nodes");
     assert!(nodes.len() > 20, "{} nodes", nodes.len());
@@ -95,14 +74,7 @@ fn an_inference_profile_times_every_node() {
 
 #[test]
 fn training_is_refused_with_what_ort_cpu_runs() {
-    cnnbench()
-        .args(["run", "resnet18", "--engine", "ort-cpu", "--mode", "train"])
-        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "ort-cpu cannot run train mode; it runs: infer",
-        ));
+    assert_training_refused("ort-cpu");
 }
 
 #[test]

@@ -44,10 +44,7 @@ fn stdout_of(args: &[&str], dir: &Path) -> String {
 }
 
 fn results(dir: &Path) -> Vec<cnnbench_bench::BenchResult> {
-    result_files(dir)
-        .iter()
-        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
-        .collect()
+    result_files(dir).iter().map(|p| read_json(p)).collect()
 }
 
 #[test]

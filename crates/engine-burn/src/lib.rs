@@ -17,7 +17,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
-use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -82,9 +82,7 @@ impl Engine for BurnFlexEngine {
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(ENGINE_NAME, config.mode, config.precision)?;
-        config.check(graph)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
         #[allow(unused_mut)]
         let mut session = BurnSession::new(graph, config)?;
         #[cfg(test)]
@@ -282,13 +280,7 @@ impl Session for BurnSession {
 
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let [c, h, w] = self.input_shape;
-        if input.shape != [self.batch, c, h, w] {
-            return Err(anyhow!(
-                "the input has shape {:?} but this session takes [{}, {c}, {h}, {w}]",
-                input.shape,
-                self.batch
-            ));
-        }
+        check_input_shape(input, &[self.batch, c, h, w])?;
         self.output = None;
         self.loss = None;
         self.output_grad = None;

@@ -11,7 +11,7 @@
 //! `onnxruntime` (see [`library`]). Without the feature this crate builds with nothing
 //! extra and only says how to get the engine.
 
-use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
+use cnnbench_engine::Capabilities;
 
 #[cfg(feature = "ort")]
 pub mod library;
@@ -32,13 +32,7 @@ pub const SETUP_HINT: &str = "build with `cargo build --release --features cnnbe
 
 /// What it can do: inference in f32 on the CPU, weights exchanged.
 pub fn capabilities() -> Capabilities {
-    Capabilities {
-        modes: vec![Mode::Infer],
-        precisions: vec![Precision::F32],
-        device: DeviceKind::Cpu,
-        weight_exchange: true,
-        device_memory: cnnbench_host::memory_bytes(),
-    }
+    Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
 }
 
 /// Whether the engine can run here, and if not, what to do: not built, or ONNX Runtime's

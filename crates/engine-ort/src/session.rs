@@ -5,6 +5,7 @@
 use crate::library::{self, SearchPlaces};
 use crate::{capabilities, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
@@ -115,14 +116,9 @@ impl OrtEngine {
     /// `threads`: the size of ONNX Runtime's intra-op pool (`None`: all cores). Loads
     /// ONNX Runtime (see [`crate::library`]) or says how to install it.
     pub fn new(threads: Option<usize>) -> Result<Self> {
-        let threads = match threads {
-            Some(0) => return Err(anyhow!("--threads must be at least 1")),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
         Ok(Self {
             runtime: runtime()?,
-            threads,
+            threads: cnnbench_engine::own_thread_pool_size(threads)?,
             capabilities: capabilities(),
         })
     }
@@ -176,22 +172,17 @@ impl Engine for OrtEngine {
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(ENGINE_NAME, config.mode, config.precision)?;
-        config.check(graph)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
         debug_assert_eq!(config.mode, Mode::Infer);
         let weights = Weights::initial(graph, config.seed);
         let loaded = load(&self.runtime, self.threads, graph, &weights)?;
-        let [c, h, w] = graph.input_shape();
         let mut session = OrtSession {
             runtime: self.runtime.clone(),
             threads: self.threads,
             graph: graph.clone(),
-            input_shape: [config.batch_size, c, h, w],
+            batches: InputBatches::new(graph, config),
             weights,
             session: loaded,
-            seed: config.seed,
-            draws: 0,
             input: None,
             output: None,
         };
@@ -232,25 +223,16 @@ struct OrtSession {
     runtime: Arc<Runtime>,
     threads: usize,
     graph: Graph,
-    input_shape: [usize; 4],
+    batches: InputBatches,
     weights: Weights,
     session: ort::session::Session,
-    seed: u64,
-    /// Inputs drawn so far (each batch gets a fresh seed).
-    draws: u64,
     input: Option<Tensor<f32>>,
     output: Option<HostTensor>,
 }
 
 impl OrtSession {
     fn use_input(&mut self, input: &HostTensor) -> Result<()> {
-        if input.shape != self.input_shape {
-            return Err(anyhow!(
-                "input of shape {:?}, but the session was prepared for {:?}",
-                input.shape,
-                self.input_shape
-            ));
-        }
+        self.batches.check_input(input)?;
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
         let tensor = Tensor::from_array((shape, input.data.clone()))
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
@@ -265,9 +247,7 @@ fn inference_only() -> anyhow::Error {
 
 impl Session for OrtSession {
     fn prepare_batch(&mut self) -> Result<()> {
-        let seed = self.seed.wrapping_add(self.draws);
-        self.draws += 1;
-        let input = HostTensor::standard_normal(self.input_shape.to_vec(), seed);
+        let input = self.batches.next_input();
         self.use_input(&input)
     }
 

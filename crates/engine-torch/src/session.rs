@@ -4,7 +4,7 @@ use crate::info;
 use crate::lower::{channels_last, from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
@@ -207,8 +207,7 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
 impl TorchEngine {
     fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.capabilities
-            .check(self.backend.engine_name(), config.mode, config.precision)?;
-        config.check(graph)?;
+            .admit(self.backend.engine_name(), graph, config)?;
         tch::manual_seed(config.seed as i64);
         let mut network = Network::lower(graph, self.device, config.precision)
             .with_context(|| format!("lowering {} onto libtorch", graph.name()))?;
@@ -413,12 +412,7 @@ impl Session for TorchSession {
 
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let expected: Vec<usize> = self.input_shape.iter().map(|&d| d as usize).collect();
-        if input.shape != expected {
-            return Err(anyhow!(
-                "the input has shape {:?} but this session takes {expected:?}",
-                input.shape
-            ));
-        }
+        check_input_shape(input, &expected)?;
         self.clear()?;
         let input = from_host(input, self.device)?;
         self.input = Some(self.track_if_parameterless(input)?);

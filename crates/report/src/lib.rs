@@ -23,6 +23,7 @@ pub mod fmt;
 pub mod group;
 pub mod legacy;
 pub mod load;
+mod plot;
 pub mod profile_charts;
 pub mod record;
 pub mod report;
