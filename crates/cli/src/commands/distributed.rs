@@ -13,8 +13,24 @@ use std::time::Duration;
 /// torchrun's and PyTorch's default rendezvous port.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
 
-/// The engines that train across processes, for refusals.
-pub const ENGINES_THAT_CAN: &str = "torch-cpu (c10d's Gloo backend)";
+/// The engines that train across processes in this build, for refusals and
+/// `cnnbench engines`: torch-cpu on c10d's Gloo, torch-cuda on NCCL where it was
+/// compiled in.
+pub fn engines_that_can() -> String {
+    let backends = cnnbench_engine_torch::distributed_backends();
+    let mut can = Vec::new();
+    if backends.contains(&"gloo") {
+        can.push("torch-cpu (c10d's Gloo backend)");
+    }
+    if backends.contains(&"nccl") {
+        can.push("torch-cuda and torch-cuda-nocudnn (c10d's NCCL backend)");
+    }
+    if can.is_empty() {
+        // What a build with the torch feature offers.
+        return "torch-cpu (c10d's Gloo backend), in a build with the torch feature".to_string();
+    }
+    can.join("; ")
+}
 
 /// The rendezvous of this rank, from the launcher's variables in `env`: torchrun's and
 /// PyTorchJob's `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`, else
