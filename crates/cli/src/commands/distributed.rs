@@ -27,7 +27,7 @@ pub fn engines_that_can() -> String {
     }
     if can.is_empty() {
         // What a build with the torch feature offers.
-        return "torch-cpu (c10d's Gloo backend), in a build with the torch feature".to_string();
+        return "none in this build (torch-cpu on c10d's Gloo backend, and torch-cuda on NCCL, need the torch feature)".to_string();
     }
     can.join("; ")
 }
