@@ -14,6 +14,11 @@
 #      `allreduce` samples; then `cnnbench report`.
 # Every step has a time limit: a hang fails the script instead of holding the machine.
 # Usage: scripts/gpu-check-nccl.sh [path/to/cnnbench or cnnbench.zst] [OUT folder]
+#   prepared where cnnbench builds (the header packages installed, see the guide):
+#     cargo build --release --features torch      # its warnings must not mention NCCL
+#     mkdir -p gpu-bin && zstd -19 -f target/release/cnnbench -o gpu-bin/cnnbench.zst
+#   then on the GPU machine, in a copy of the repository holding gpu-bin/:
+#     scripts/gpu-check-nccl.sh gpu-bin/cnnbench.zst "$OUT"
 # The binary finds libtorch through LD_LIBRARY_PATH, set here from this machine's torch.
 # Rehearsal without a GPU: ENGINE=torch-cpu PASSES=1 runs the same steps on Gloo (and
 # checks for "gloo" in the results); with the default ENGINE=torch-cuda and no GPU the
