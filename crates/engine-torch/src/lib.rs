@@ -124,6 +124,18 @@ pub fn availability(backend: TorchBackend) -> Result<(), String> {
     }
 }
 
+/// How many CUDA GPUs libtorch sees (0 without the torch feature or without CUDA).
+pub fn cuda_device_count() -> usize {
+    #[cfg(feature = "torch")]
+    {
+        usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        0
+    }
+}
+
 /// The engine for `backend`, or why it cannot run here (including "not in this build").
 pub fn engine(
     backend: TorchBackend,

@@ -654,6 +654,13 @@ fn launch_ranks(args: &RunArgs, nproc: usize) -> Result<ExitCode> {
         }
         cnnbench_engine_torch::availability(backend)
             .map_err(|why| anyhow!("engine {} cannot run: {why}", args.engine))?;
+        if let cnnbench_engine_torch::TorchBackend::Cuda { .. } = backend {
+            distributed::check_gpus_for_ranks(
+                nproc,
+                args.gpu.device,
+                cnnbench_engine_torch::cuda_device_count(),
+            )?;
+        }
     }
     output::check_writable(&args.output)?;
     let program =
