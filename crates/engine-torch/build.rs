@@ -50,6 +50,7 @@ fn compile_c10d_shim(lib: &Path) {
     println!("cargo:rerun-if-changed=shim/c10d_shim.cpp");
     println!("cargo:rerun-if-changed=vendor/gloo");
     println!("cargo:rerun-if-env-changed={CUDA_INCLUDE_VAR}");
+    println!("cargo:rerun-if-env-changed=CUDA_HOME");
     let Some(torch) = lib.parent() else {
         return;
     };
