@@ -228,4 +228,106 @@ mod torch {
             "a failed job wrote a result"
         );
     }
+
+    /// `cnnbench engines` says which engines train across processes in this build: Gloo
+    /// for torch-cpu always, NCCL for torch-cuda or why not.
+    #[test]
+    fn engines_say_which_c10d_backends_this_build_has() {
+        let out = cnnbench().arg("engines").assert().success();
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("Data-parallel training"))
+            .unwrap_or_else(|| panic!("no data-parallel line: {stdout}"));
+        assert!(line.contains("torch-cpu (c10d's Gloo backend)"), "{line}");
+        assert!(
+            line.contains("torch-cuda and torch-cuda-nocudnn (c10d's NCCL backend)")
+                != line.contains("NCCL backend is not compiled in"),
+            "{line}"
+        );
+    }
+
+    /// Whether torch-cuda can run here, from `cnnbench engines`.
+    fn torch_cuda_runs_here() -> bool {
+        let out = cnnbench().arg("engines").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with("| torch-cuda ") && l.contains("| yes"))
+    }
+
+    /// torch-cuda ranks on a machine without a GPU stop at once with the reason, whether
+    /// cnnbench starts them or a launcher does (no panic, no wait for the others).
+    #[test]
+    fn torch_cuda_ranks_without_a_gpu_say_why() {
+        if torch_cuda_runs_here() {
+            eprintln!(
+                "skipped: this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)"
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let tiny_cuda = [
+            "run",
+            "resnet18",
+            "-e",
+            "torch-cuda",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "--passes",
+            "1",
+            "-q",
+        ];
+        let started = Instant::now();
+        cnnbench()
+            .args(tiny_cuda)
+            .args(["--nproc", "2", "-o"])
+            .arg(dir.path())
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .failure()
+            .stderr(
+                predicate::str::contains("torch-cuda")
+                    .and(predicate::str::contains("panicked").not())
+                    .and(
+                        predicate::str::contains("no CUDA GPU").or(predicate::str::contains(
+                            "NCCL backend, which was not compiled in",
+                        )),
+                    ),
+            );
+        // One rank under a launcher's variables, its peer never started.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        cnnbench()
+            .args(tiny_cuda)
+            .args(["--distributed", "--dist-timeout", "30", "-o"])
+            .arg(dir.path())
+            .env("RANK", "0")
+            .env("WORLD_SIZE", "2")
+            .env("LOCAL_RANK", "0")
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", port.to_string())
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .failure()
+            .stderr(
+                predicate::str::contains("torch-cuda")
+                    .and(predicate::str::contains("panicked").not())
+                    .and(
+                        predicate::str::contains("no CUDA GPU").or(predicate::str::contains(
+                            "NCCL backend, which was not compiled in",
+                        )),
+                    ),
+            );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the refusals took {:?}",
+            started.elapsed()
+        );
+        assert!(result_files(dir.path()).is_empty());
+    }
 }

@@ -1,6 +1,8 @@
 //! Data-parallel training on PyTorch's own c10d: a TCPStore rendezvous and a Gloo
-//! process group, driven through the C++ shim in `shim/c10d_shim.cpp` (compiled by
-//! build.rs against the same libtorch). Gradients are averaged in DDP's 25 MiB buckets.
+//! process group (CPU tensors) or an NCCL one (CUDA tensors, in builds with
+//! `cfg(cnnbench_nccl)`), driven through the C++ shim in `shim/c10d_shim.cpp` (compiled
+//! by build.rs against the same libtorch). Gradients are averaged in DDP's 25 MiB
+//! buckets.
 
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::distributed::{GroupInfo, ProcessGroup, Rendezvous, DEFAULT_BUCKET_BYTES};
@@ -18,6 +20,8 @@ type CTensor = *mut torch_sys::C_tensor;
 
 extern "C" {
     fn cnb_free(p: *mut std::ffi::c_void);
+    fn cnb_has_nccl() -> c_int;
+    fn cnb_nccl_version() -> *mut c_char;
     fn cnb_group_new(
         host: *const c_char,
         port: c_int,
@@ -26,6 +30,7 @@ extern "C" {
         agent_store: c_int,
         prefix: *const c_char,
         timeout_s: f64,
+        cuda_device: c_int,
         out: *mut *mut CnbGroup,
     ) -> *mut c_char;
     fn cnb_allreduce_mean(
@@ -79,18 +84,60 @@ struct GroupPtr(*mut CnbGroup);
 // keeps our calls one at a time anyway.
 unsafe impl Send for GroupPtr {}
 
-/// One rank's Gloo process group and its store.
+/// Whether the shim was compiled with ProcessGroupNCCL (asked of the C++ side, so a
+/// build script and shim that disagree show in the tests).
+pub fn shim_has_nccl() -> bool {
+    // SAFETY: no arguments, no state.
+    unsafe { cnb_has_nccl() != 0 }
+}
+
+/// The NCCL version libtorch_cuda was built with, e.g. `2.28.9`, in NCCL builds.
+pub fn nccl_version() -> Option<String> {
+    // SAFETY: null, or a NUL-terminated string from the shim's malloc, freed once here.
+    unsafe {
+        let p = cnb_nccl_version();
+        if p.is_null() {
+            return None;
+        }
+        let v = CStr::from_ptr(p).to_string_lossy().into_owned();
+        cnb_free(p.cast());
+        Some(v)
+    }
+}
+
+/// How NCCL's messages travel: NCCL picks NVLink/PCIe peer-to-peer or shared memory
+/// within a machine and InfiniBand or TCP sockets across machines, unless `NCCL_NET`
+/// forces its network (NCCL_DEBUG=INFO prints what it chose).
+fn nccl_transport() -> String {
+    match std::env::var("NCCL_NET") {
+        Ok(net) if !net.trim().is_empty() => format!("auto (NCCL_NET={})", net.trim()),
+        _ => "auto".to_string(),
+    }
+}
+
+/// Which collective library a rank uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collectives {
+    /// Gloo over TCP, on CPU tensors.
+    Gloo,
+    /// NCCL, on CUDA tensors of this GPU.
+    Nccl { device: usize },
+}
+
+/// One rank's process group (Gloo or NCCL) and its store.
 pub struct TorchProcessGroup {
     group: Mutex<GroupPtr>,
     rank: usize,
     world_size: usize,
+    backend: &'static str,
+    transport: String,
 }
 
 impl TorchProcessGroup {
     /// Joins the job: connects to (rank 0: serves) the store at the rendezvous address
-    /// and sets up Gloo's connections to every other rank. Fails after `timeout` when
-    /// the others do not come.
-    pub fn join(rendezvous: &Rendezvous) -> Result<Self> {
+    /// and sets up Gloo's connections, or NCCL's communicator on the rank's GPU, to
+    /// every other rank. Fails after `timeout` when the others do not come.
+    pub fn join(rendezvous: &Rendezvous, collectives: Collectives) -> Result<Self> {
         let Rendezvous {
             rank,
             world_size,
@@ -105,6 +152,14 @@ impl TorchProcessGroup {
         }
         let host = c_string(master_addr, "the rendezvous host")?;
         let prefix = c_string(&rendezvous.store_prefix, "the store prefix")?;
+        let (cuda_device, backend, transport) = match collectives {
+            Collectives::Gloo => (-1, "gloo", "tcp".to_string()),
+            Collectives::Nccl { device } => {
+                let device = c_int::try_from(device)
+                    .map_err(|_| anyhow!("GPU index {device} is out of range"))?;
+                (device, "nccl", nccl_transport())
+            }
+        };
         let mut group: *mut CnbGroup = std::ptr::null_mut();
         // SAFETY: valid C strings; `group` receives a new object or stays null.
         check(unsafe {
@@ -116,18 +171,21 @@ impl TorchProcessGroup {
                 c_int::from(rendezvous.launcher_serves_store),
                 prefix.as_ptr(),
                 rendezvous.timeout.as_secs_f64(),
+                cuda_device,
                 &mut group,
             )
         })
         .with_context(|| {
             format!(
-                "rank {rank} of {world_size} could not join the job at {master_addr}:{master_port} (is every rank started, and the address reachable from here?)"
+                "rank {rank} of {world_size} could not join the job at {master_addr}:{master_port} with {backend} (is every rank started, and the address reachable from here?)"
             )
         })?;
         Ok(Self {
             group: Mutex::new(GroupPtr(group)),
             rank: *rank,
             world_size: *world_size,
+            backend,
+            transport,
         })
     }
 
@@ -196,8 +254,8 @@ impl ProcessGroup for TorchProcessGroup {
         GroupInfo {
             rank: self.rank,
             world_size: self.world_size,
-            backend: "gloo".into(),
-            transport: "tcp".into(),
+            backend: self.backend.into(),
+            transport: self.transport.clone(),
             bucket_bytes: DEFAULT_BUCKET_BYTES,
         }
     }

@@ -2,7 +2,7 @@
 //! TCPStore and Gloo over TCP on localhost). The averaged gradients must be what
 //! DistributedDataParallel computes.
 
-use crate::dist::TorchProcessGroup;
+use crate::dist::{Collectives, TorchProcessGroup};
 use crate::*;
 use cnnbench_engine::distributed::Rendezvous;
 use cnnbench_engine::{Engine, Mode, Session, SessionConfig};
@@ -80,11 +80,13 @@ fn data_parallel_gradients(
             let input = rows(input, rank * per_rank, (rank + 1) * per_rank);
             let grad = rows(grad, rank * per_rank, (rank + 1) * per_rank);
             std::thread::spawn(move || {
-                let group =
-                    Arc::new(TorchProcessGroup::join(&rendezvous(rank, world, port)).unwrap());
-                let engine =
-                    TorchEngine::data_parallel(TorchBackend::Cpu, &TorchOptions::default(), group)
-                        .unwrap();
+                let group = Arc::new(
+                    TorchProcessGroup::join(&rendezvous(rank, world, port), Collectives::Gloo)
+                        .unwrap(),
+                );
+                let engine = TorchEngine::new(TorchBackend::Cpu, &TorchOptions::default())
+                    .unwrap()
+                    .with_group(group);
                 let mut s = engine.prepare(&graph, &train_config(per_rank)).unwrap();
                 let info = s.data_parallel().unwrap();
                 assert_eq!((info.rank, info.world_size), (rank, world));
@@ -215,7 +217,7 @@ fn a_missing_rank_is_an_error_not_a_hang() {
     let mut r = rendezvous(0, 2, free_port());
     r.timeout = Duration::from_secs(2);
     let started = std::time::Instant::now();
-    let e = match TorchProcessGroup::join(&r) {
+    let e = match TorchProcessGroup::join(&r, Collectives::Gloo) {
         Ok(_) => panic!("joined a job whose other rank never started"),
         Err(e) => format!("{e:#}"),
     };
@@ -227,8 +229,11 @@ fn a_missing_rank_is_an_error_not_a_hang() {
     assert!(e.contains("rank 0 of 2 could not join"), "{e}");
 }
 
+#[cfg(not(cnnbench_nccl))]
 #[test]
 fn torch_cuda_ranks_are_refused_for_want_of_nccl() {
+    assert_eq!(distributed_backends(), ["gloo"]);
+    assert!(!crate::dist::shim_has_nccl());
     let e = match data_parallel_engine(
         TorchBackend::Cuda { cudnn: true },
         &TorchOptions::default(),
@@ -238,4 +243,68 @@ fn torch_cuda_ranks_are_refused_for_want_of_nccl() {
         Err(e) => e.to_string(),
     };
     assert!(e.contains("NCCL") && e.contains("torch-cpu"), "{e}");
+    // The shim itself refuses too, with an error rather than a crash.
+    let e = match TorchProcessGroup::join(
+        &rendezvous(0, 1, free_port()),
+        Collectives::Nccl { device: 0 },
+    ) {
+        Ok(_) => panic!("an NCCL group in a build without NCCL"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(e.contains("not compiled into this build"), "{e}");
+}
+
+/// What build.rs found is what the shim was compiled with, and what `cnnbench engines`
+/// and the refusals report.
+#[cfg(cnnbench_nccl)]
+#[test]
+fn nccl_is_compiled_in_when_the_headers_were_found() {
+    assert_eq!(distributed_backends(), ["gloo", "nccl"]);
+    assert!(crate::dist::shim_has_nccl());
+    assert_eq!(
+        data_parallel_refusal(TorchBackend::Cuda { cudnn: true }),
+        None
+    );
+    assert_eq!(data_parallel_refusal(TorchBackend::Cpu), None);
+    let version = crate::dist::nccl_version().expect("libtorch_cuda's NCCL version");
+    assert!(version.starts_with("2."), "{version}");
+}
+
+/// Without a GPU, a torch-cuda rank stops at once with the reason, before the
+/// rendezvous (no other rank is started here: a hang would be the timeout, 20 s).
+#[cfg(cnnbench_nccl)]
+#[test]
+fn a_torch_cuda_rank_without_a_gpu_gets_a_clear_error() {
+    if tch::Cuda::device_count() > 0 {
+        eprintln!("skipped: this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let e = match data_parallel_engine(
+        TorchBackend::Cuda { cudnn: true },
+        &TorchOptions::default(),
+        &rendezvous(0, 2, free_port()),
+    ) {
+        Ok(_) => panic!("torch-cuda ran without a GPU"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(e.contains("no CUDA GPU"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // The shim's own NCCL path, reached directly: CUDA's error comes back as a message
+    // (every C++ exception is caught), not an abort.
+    let e = match TorchProcessGroup::join(
+        &rendezvous(0, 1, free_port()),
+        Collectives::Nccl { device: 0 },
+    ) {
+        Ok(_) => panic!("an NCCL group without a GPU"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.contains("rank 0 of 1 could not join") && e.contains("nccl"),
+        "{e}"
+    );
 }

@@ -109,17 +109,19 @@ impl TorchEngine {
         })
     }
 
-    /// The engine of one rank of a data-parallel job: its sessions start from rank 0's
-    /// weights, draw their own batches and average their gradients over `group`.
+    /// This engine as one rank of a data-parallel job: its sessions start from rank 0's
+    /// weights, draw their own batches and average their gradients over `group`. An
+    /// NCCL group's version goes into the result's libraries.
     #[cfg(cnnbench_c10d)]
-    pub fn data_parallel(
-        backend: TorchBackend,
-        options: &TorchOptions,
-        group: Arc<crate::dist::TorchProcessGroup>,
-    ) -> Result<Self> {
-        let mut engine = Self::new(backend, options)?;
-        engine.group = Some(group);
-        Ok(engine)
+    pub fn with_group(mut self, group: Arc<crate::dist::TorchProcessGroup>) -> Self {
+        let backend = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).backend;
+        if backend == "nccl" {
+            if let Some(version) = crate::dist::nccl_version() {
+                self.info.libraries.insert("nccl".to_string(), version);
+            }
+        }
+        self.group = Some(group);
+        self
     }
 }
 

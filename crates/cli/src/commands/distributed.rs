@@ -13,8 +13,24 @@ use std::time::Duration;
 /// torchrun's and PyTorch's default rendezvous port.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
 
-/// The engines that train across processes, for refusals.
-pub const ENGINES_THAT_CAN: &str = "torch-cpu (c10d's Gloo backend)";
+/// The engines that train across processes in this build, for refusals and
+/// `cnnbench engines`: torch-cpu on c10d's Gloo, torch-cuda on NCCL where it was
+/// compiled in.
+pub fn engines_that_can() -> String {
+    let backends = cnnbench_engine_torch::distributed_backends();
+    let mut can = Vec::new();
+    if backends.contains(&"gloo") {
+        can.push("torch-cpu (c10d's Gloo backend)");
+    }
+    if backends.contains(&"nccl") {
+        can.push("torch-cuda and torch-cuda-nocudnn (c10d's NCCL backend)");
+    }
+    if can.is_empty() {
+        // What a build with the torch feature offers.
+        return "none in this build (torch-cpu on c10d's Gloo backend, and torch-cuda on NCCL, need the torch feature)".to_string();
+    }
+    can.join("; ")
+}
 
 /// The rendezvous of this rank, from the launcher's variables in `env`: torchrun's and
 /// PyTorchJob's `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`, else
@@ -220,9 +236,36 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
+/// Whether `nproc` local GPU ranks each get a GPU of their own (GPU `LOCAL_RANK`, or all
+/// on `--device`), as NCCL requires: it refuses two ranks on one GPU.
+pub fn check_gpus_for_ranks(nproc: usize, device: Option<usize>, gpus: usize) -> Result<()> {
+    match device {
+        Some(d) if nproc > 1 => Err(anyhow!(
+            "--device {d} would put all {nproc} ranks on one GPU, which NCCL refuses: leave --device out (each rank takes GPU LOCAL_RANK)"
+        )),
+        None if nproc > gpus => Err(anyhow!(
+            "{nproc} ranks need {nproc} GPUs (one each, GPU LOCAL_RANK), but this machine has {gpus}: give --nproc {gpus} or less",
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_gpu_rank_gets_a_gpu_of_its_own() {
+        check_gpus_for_ranks(2, None, 2).unwrap();
+        check_gpus_for_ranks(1, Some(3), 4).unwrap();
+        let e = check_gpus_for_ranks(4, None, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("4 ranks need 4 GPUs") && e.contains("has 2"),
+            "{e}"
+        );
+        let e = check_gpus_for_ranks(2, Some(0), 8).unwrap_err().to_string();
+        assert!(e.contains("--device 0") && e.contains("NCCL"), "{e}");
+    }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

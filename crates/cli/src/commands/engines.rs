@@ -133,7 +133,7 @@ pub fn create_data_parallel(
         create(name, options)?;
         return Err(anyhow!(
             "engine {name} cannot train across processes; the engines that can: {}",
-            super::distributed::ENGINES_THAT_CAN
+            super::distributed::engines_that_can()
         ));
     };
     if let Err(why) = cnnbench_engine_torch::availability(backend) {
@@ -176,6 +176,20 @@ fn ort_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
     ))
 }
 
+/// Which engines can train across processes (`run --distributed`/`--nproc`) with this
+/// build, and on which of PyTorch's c10d backends.
+fn data_parallel_line() -> String {
+    let backends = cnnbench_engine_torch::distributed_backends();
+    let mut line = format!(
+        "Data-parallel training (run --distributed, --nproc): {}",
+        super::distributed::engines_that_can()
+    );
+    if backends.contains(&"gloo") && !backends.contains(&"nccl") {
+        line.push_str("; not torch-cuda: c10d's NCCL backend is not compiled in (see the guide, \"NCCL on GPU machines\")");
+    }
+    line
+}
+
 pub fn run() -> Result<ExitCode> {
     let mut table =
         super::common::new_table(&["Engine", "Available", "Modes", "Precisions", "What it is"]);
@@ -193,5 +207,6 @@ pub fn run() -> Result<ExitCode> {
         ]);
     }
     println!("{table}");
+    println!("{}", data_parallel_line());
     Ok(ExitCode::SUCCESS)
 }

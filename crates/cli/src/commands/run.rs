@@ -150,9 +150,10 @@ const PLAN_SETS: [&str; 20] = [
 /// Settings of the CUDA engines.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct GpuArgs {
-    /// Which CUDA GPU the torch-cuda engines use.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub device: usize,
+    /// Which CUDA GPU the torch-cuda engines use [default: 0; in a data-parallel run:
+    /// LOCAL_RANK]
+    #[arg(long, value_name = "N")]
+    pub device: Option<usize>,
     /// Let cuDNN time its algorithms on the first (warm-up) passes and keep the fastest.
     #[arg(long)]
     pub cudnn_benchmark: bool,
@@ -171,7 +172,7 @@ impl GpuArgs {
             threads,
             torch: cnnbench_engine_torch::TorchOptions {
                 threads,
-                device: self.device,
+                device: self.device.unwrap_or(0),
                 cudnn_benchmark: self.cudnn_benchmark,
                 tf32: self.tf32,
                 channels_last: self.channels_last,
@@ -356,7 +357,7 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
         "--seed".into(),
         args.seed.to_string(),
         "--device".into(),
-        args.gpu.device.to_string(),
+        args.gpu.device.unwrap_or(0).to_string(),
         "--warmup".into(),
         "1".into(),
         "--passes".into(),
@@ -419,10 +420,14 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
         }
     }
     let planned = plan(&args)?;
-    let options = args.gpu.engine_options(args.threads);
+    let mut options = args.gpu.engine_options(args.threads);
     let (engine, group) = if args.distributed {
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let rendezvous = distributed::rendezvous_from_env(&env, dist_timeout)?;
+        // As torchrun's users do: each rank of a machine on its own GPU.
+        if args.gpu.device.is_none() {
+            options.torch.device = rendezvous.local_rank;
+        }
         let (engine, group) = engines::create_data_parallel(&args.engine, &options, &rendezvous)?;
         (engine, Some(group))
     } else {
@@ -639,8 +644,23 @@ fn launch_ranks(args: &RunArgs, nproc: usize) -> Result<ExitCode> {
         return Err(anyhow!(
             "engine {} cannot train across processes; the engines that can: {}",
             args.engine,
-            distributed::ENGINES_THAT_CAN
+            distributed::engines_that_can()
         ));
+    }
+    // Refused once here rather than by each rank.
+    if let Some(backend) = cnnbench_engine_torch::TorchBackend::from_engine_name(&args.engine) {
+        if let Some(why) = cnnbench_engine_torch::data_parallel_refusal(backend) {
+            return Err(anyhow!(why));
+        }
+        cnnbench_engine_torch::availability(backend)
+            .map_err(|why| anyhow!("engine {} cannot run: {why}", args.engine))?;
+        if let cnnbench_engine_torch::TorchBackend::Cuda { .. } = backend {
+            distributed::check_gpus_for_ranks(
+                nproc,
+                args.gpu.device,
+                cnnbench_engine_torch::cuda_device_count(),
+            )?;
+        }
     }
     output::check_writable(&args.output)?;
     let program =
