@@ -723,6 +723,12 @@ fn find_max_batch(
             p.graph.name(),
             bytes(available)
         );
+        if cnnbench_host::allocator::current().policy == cnnbench_host::allocator::HeapPolicy::Keep
+        {
+            eprintln!(
+                "note: the heap keeps freed memory (--allocator keep), so peaks vary between processes by a tenth or so; --allocator system gives a reproducible answer"
+            );
+        }
     }
     let child_args = probe_args(args, p);
     let search = sweep::search_max_batch(estimated, available, from, &mut |batch| {
