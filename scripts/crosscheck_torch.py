@@ -11,9 +11,15 @@ the pooled ratio (medians over all rounds' passes), and says whether cnnbench is
 ±TOLERANCE of PyTorch, forward and backward. --with-burn times burn-flex once, after
 the interleaved rounds, for context only.
 
+Both sides get the same heap policy (--allocator, default keep: cnnbench's default, and
+pytorch_reference.py sets glibc the same way before importing torch); with `system`
+both run with glibc's defaults, under which the two processes' different allocation
+histories cost them differently (see the guide's Results page).
+
 Setup: pip install torch==2.11.0 torchvision; build cnnbench with --features torch.
 Usage: python3 scripts/crosscheck_torch.py [--model resnet50] [--rounds 3] [--passes 5]
-       [--batch-size 16] [--with-burn] [--bin target/release/cnnbench] [--out DIR]
+       [--batch-size 16] [--allocator keep|system] [--with-burn]
+       [--bin target/release/cnnbench] [--out DIR]
 Exit status 1 when a phase is outside the tolerance.
 """
 import argparse
@@ -29,15 +35,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def cnnbench(binary, engine, args, out):
     cmd = [binary, "run", args.model, "--engine", engine, "-b", str(args.batch_size),
-           "--passes", str(args.passes), "--warmup", str(args.warmup), "-q", "--json", "-o", out]
+           "--passes", str(args.passes), "--warmup", str(args.warmup), "-q", "--json", "-o", out,
+           "--allocator", args.allocator]
     result = subprocess.run(cmd, check=True, capture_output=True, text=True)
     r = json.loads(result.stdout)
+    policy = (r["config"].get("allocator") or {}).get("policy", "system")
+    if policy != args.allocator:
+        sys.exit(f"cnnbench ran with allocator {policy!r}, not {args.allocator!r}: is {binary} older than --allocator?")
+    r["engine"]["allocator"] = r["config"]["allocator"]["detail"]
     return {phase: r["samples"][phase] for phase in ("forward", "backward")}, r["engine"]
 
 
 def pytorch(args):
     cmd = [sys.executable, os.path.join(HERE, "pytorch_reference.py"), args.model, "--json",
-           "--batch-size", str(args.batch_size), "--passes", str(args.passes), "--warmup", str(args.warmup)]
+           "--batch-size", str(args.batch_size), "--passes", str(args.passes), "--warmup", str(args.warmup),
+           "--allocator", args.allocator]
     result = subprocess.run(cmd, check=True, capture_output=True, text=True)
     r = json.loads(result.stdout.strip().splitlines()[-1])
     return {phase: r[phase] for phase in ("forward", "backward")}, r
@@ -51,6 +63,8 @@ def main():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--tolerance", type=float, default=0.05)
+    p.add_argument("--allocator", choices=("keep", "system"), default="keep",
+                   help="the heap policy of both sides (cnnbench's --allocator)")
     p.add_argument("--with-burn", action="store_true")
     p.add_argument("--bin", default=os.path.join(HERE, "..", "target", "release", "cnnbench"))
     p.add_argument("--out", default=None, help="keep cnnbench's result files here")
@@ -94,7 +108,8 @@ def main():
     torch_info = info["torch-cpu"]
     print(f"{args.model}, batch {args.batch_size}, {args.rounds} rounds in A-B-B-A order × {args.passes} passes;"
           f" cnnbench torch-cpu: libtorch {torch_info['libraries'].get('libtorch')}, {torch_info['threads']} threads;"
-          f" PyTorch {info['pytorch']['pytorch']}, {info['pytorch']['threads']} threads; {torch_info['device_name']}")
+          f" PyTorch {info['pytorch']['pytorch']}, {info['pytorch']['threads']} threads; {torch_info['device_name']};"
+          f" allocator {args.allocator} on both sides (cnnbench: {torch_info['allocator']})")
     print()
     print("|Round|Order|forward ratio|backward ratio|")
     print("|---:|---|---:|---:|")

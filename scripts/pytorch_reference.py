@@ -8,19 +8,46 @@ random input (untimed), forward timed, a random upstream gradient of the output'
 PyTorch runs synchronously; on CUDA the script synchronises around each timed region.
 Prints the same columns as `cnnbench run` (median ± sample standard deviation).
 
+The heap: `--allocator keep` (the default, as in cnnbench) sets glibc's malloc the way
+cnnbench sets its own (mmap threshold 1 GiB, trimming off) before torch is imported, so
+both processes reuse freed memory alike; `--allocator system` leaves glibc's defaults
+(compare with `cnnbench --allocator system`).
+
 Setup: pip install torch==2.11.0 torchvision
 Usage: python3 scripts/pytorch_reference.py resnet50 [MODELS…] [--batch-size 16]
        [--passes 10] [--warmup 1] [--image-size 224] [--threads N] [--device cpu|cuda]
+       [--allocator keep|system]
 """
 import argparse
+import ctypes
+import ctypes.util
 import json
 import statistics
 import sys
 import time
 
-import torch
-import torchvision
-from torchvision.models.resnet import Bottleneck, ResNet
+
+def set_heap_policy(policy):
+    """cnnbench's `--allocator keep` for this process: glibc's M_MMAP_THRESHOLD (-3) at
+    1 GiB and M_TRIM_THRESHOLD (-1) at -1 (never trim). Returns the policy in words."""
+    if policy != "keep":
+        return "system"
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not hasattr(libc, "mallopt"):
+        return "system (no glibc mallopt here)"
+    if libc.mallopt(-3, 1 << 30) != 1 or libc.mallopt(-1, -1) != 1:
+        sys.exit("glibc refused the heap settings; run with --allocator system")
+    return "keep"
+
+
+# Before torch is imported, as cnnbench sets its heap first thing.
+_early = argparse.ArgumentParser(add_help=False)
+_early.add_argument("--allocator", choices=("keep", "system"), default="keep")
+HEAP = set_heap_policy(_early.parse_known_args()[0].allocator)
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+from torchvision.models.resnet import Bottleneck, ResNet  # noqa: E402
 
 def alexnet_bvlc():
     """The original suite's Caffe AlexNet (grouped convolutions, LRN, ceil-mode pooling)."""
@@ -106,20 +133,22 @@ def main():
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--allocator", choices=("keep", "system"), default="keep",
+                   help="keep freed memory for reuse, as cnnbench does by default, or glibc's defaults (set before torch is imported)")
     p.add_argument("--json", action="store_true", help="one JSON line per model with the raw samples (seconds)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)
-    print(f"PyTorch {torch.__version__}, torchvision {torchvision.__version__}, {torch.get_num_threads()} threads, device {device}", file=sys.stderr)
+    print(f"PyTorch {torch.__version__}, torchvision {torchvision.__version__}, {torch.get_num_threads()} threads, device {device}, allocator {HEAP}", file=sys.stderr)
     if not args.json:
         print("|Model|Engine|Batch|Forward (ms)|Backward (ms)|Total (ms)|Images/s|")
         print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.models:
         params, f, b, t = bench(name, args, device)
         if args.json:
-            print(json.dumps({"model": name, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
+            print(json.dumps({"model": name, "pytorch": torch.__version__, "threads": torch.get_num_threads(), "allocator": HEAP,
                               "batch_size": args.batch_size, "params": params,
                               "forward": f, "backward": b, "total": t}), flush=True)
             continue

@@ -1,7 +1,7 @@
 //! The machine a run happened on, captured for every result file. No host name is
 //! recorded: users who want one pass `--label`.
 
-use crate::result::MachineInfo;
+use crate::result::{AllocatorRecord, MachineInfo};
 
 /// Describes this machine for a result file.
 pub fn detect_machine() -> MachineInfo {
@@ -19,4 +19,14 @@ pub fn detect_machine() -> MachineInfo {
 /// Memory the system can still hand out, in bytes.
 pub fn available_memory() -> u64 {
     cnnbench_host::available_memory_bytes()
+}
+
+/// The heap policy of this process (set at start-up by the CLI's `--allocator`), for a
+/// result file.
+pub fn allocator_record() -> AllocatorRecord {
+    let state = cnnbench_host::allocator::current();
+    AllocatorRecord {
+        policy: state.policy.as_str().to_string(),
+        detail: state.detail,
+    }
 }

@@ -113,7 +113,8 @@ pub fn run(
         .prepare(graph, &config)
         .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
 
-    let phases = request.mode.phases();
+    let group = session.data_parallel();
+    let phases = pass_phases(request.mode, group.is_some());
     let planned = request.warmup + request.passes;
     let check_cancel = || {
         if cancel.load(Ordering::SeqCst) {
@@ -197,9 +198,11 @@ pub fn run(
         .get(&Quantity::Total)
         .ok_or_else(|| anyhow!("no valid timing samples were recorded"))?;
 
-    let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size);
+    // A data-parallel pass trains every rank's batch.
+    let ranks = group.as_ref().map_or(1, |g| g.world_size);
+    let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size * ranks);
     let throughput = Throughput {
-        images_per_s: request.batch_size as f64 / total.median,
+        images_per_s: (request.batch_size * ranks) as f64 / total.median,
         gflops_per_s: flops / total.median / 1e9,
         flops_per_pass: flops,
     };
@@ -220,6 +223,16 @@ pub fn run(
         }
     }
     let [c, h, w] = graph.input_shape();
+    let distributed = group.map(|g| DistributedRecord {
+        backend: g.backend,
+        transport: g.transport,
+        bucket_bytes: g.bucket_bytes,
+        overlap: false,
+        ranks: vec![RankRecord {
+            rank: g.rank,
+            samples: by_quantity.clone(),
+        }],
+    });
     Ok(BenchResult {
         format: RESULT_FORMAT.into(),
         version: RESULT_VERSION,
@@ -246,6 +259,8 @@ pub fn run(
             max_time_s: request.max_time.map(|d| d.as_secs_f64()),
             target_ci_pct: request.target_ci_pct,
             warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
+            world_size: distributed.is_some().then_some(ranks),
+            allocator: Some(crate::env::allocator_record()),
         },
         engine: engine.info(),
         machine: crate::env::detect_machine(),
@@ -264,7 +279,20 @@ pub fn run(
         },
         peak_gflops_per_s: None,
         warnings,
+        distributed,
     })
+}
+
+/// The timed phases of a pass: the mode's, with the gradients' all-reduce after
+/// backward when the session trains in a process group.
+pub fn pass_phases(mode: Mode, data_parallel: bool) -> Vec<Phase> {
+    let mut phases = mode.phases().to_vec();
+    if data_parallel {
+        if let Some(i) = phases.iter().position(|p| *p == Phase::Backward) {
+            phases.insert(i + 1, Phase::Allreduce);
+        }
+    }
+    phases
 }
 
 /// A warning when the passes are too few for the tail percentiles to mean more than the
@@ -282,9 +310,19 @@ pub fn percentile_warning(count: usize) -> Option<String> {
     ))
 }
 
+/// The gradients' all-reduce, bracketed by syncs like every phase.
+fn timed_all_reduce(session: &mut dyn Session) -> Result<Duration> {
+    let t = Instant::now();
+    session.all_reduce_gradients()?;
+    session.sync()?;
+    Ok(t.elapsed())
+}
+
 /// One pass: inputs and gradients are made untimed; each phase is bracketed by syncs.
+/// A session in a process group all-reduces its gradients after backward.
 pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Duration>> {
-    let mut times = Vec::with_capacity(3);
+    let data_parallel = session.data_parallel().is_some();
+    let mut times = Vec::with_capacity(4);
     session.prepare_batch()?;
     session.sync()?;
     let t = Instant::now();
@@ -300,12 +338,18 @@ pub(crate) fn one_pass(session: &mut dyn Session, mode: Mode) -> Result<Vec<Dura
             session.backward()?;
             session.sync()?;
             times.push(t.elapsed());
+            if data_parallel {
+                times.push(timed_all_reduce(session)?);
+            }
         }
         Mode::Step => {
             let t = Instant::now();
             session.backward()?;
             session.sync()?;
             times.push(t.elapsed());
+            if data_parallel {
+                times.push(timed_all_reduce(session)?);
+            }
             let t = Instant::now();
             session.update()?;
             session.sync()?;
@@ -699,6 +743,103 @@ mod tests {
         assert!(percentile_warning(20)
             .unwrap()
             .contains("rest on 20 passes"));
+    }
+
+    /// A rank of a two-process job whose all-reduce takes 6 ms.
+    struct RankEngine;
+    struct RankSession(SleepySession);
+    impl Session for RankSession {
+        fn prepare_batch(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn forward(&mut self) -> Result<()> {
+            self.0.forward()
+        }
+        fn prepare_output_grad(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn backward(&mut self) -> Result<()> {
+            self.0.backward()
+        }
+        fn update(&mut self) -> Result<()> {
+            self.0.update()
+        }
+        fn sync(&mut self) -> Result<()> {
+            self.0.sync()
+        }
+        fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+            Some(cnnbench_engine::distributed::GroupInfo {
+                rank: 0,
+                world_size: 2,
+                backend: "fake".into(),
+                transport: "none".into(),
+                bucket_bytes: 1024,
+            })
+        }
+        fn all_reduce_gradients(&mut self) -> Result<()> {
+            self.0.log.borrow_mut().push("allreduce");
+            std::thread::sleep(Duration::from_millis(6));
+            Ok(())
+        }
+    }
+    impl Engine for RankEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            cnnbench_engine::Capabilities::cpu_f32(None)
+        }
+        fn info(&self) -> EngineInfo {
+            SleepyEngine {
+                log: Default::default(),
+            }
+            .info()
+        }
+        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+            Ok(Box::new(RankSession(SleepySession {
+                log: Default::default(),
+            })))
+        }
+    }
+
+    #[test]
+    fn a_data_parallel_session_times_its_all_reduce_after_backward() {
+        assert_eq!(
+            pass_phases(Mode::Step, true),
+            [
+                Phase::Forward,
+                Phase::Backward,
+                Phase::Allreduce,
+                Phase::Update
+            ]
+        );
+        assert_eq!(pass_phases(Mode::Train, false), Mode::Train.phases());
+        for mode in [Mode::Train, Mode::Step] {
+            let r = run(
+                &RankEngine,
+                &tiny_graph(),
+                &request(mode),
+                &AtomicBool::new(false),
+                &mut |_| {},
+            )
+            .unwrap();
+            let a = &r.samples[&Quantity::Allreduce];
+            assert_eq!(a.len(), 3);
+            assert!(a.iter().all(|t| *t >= 0.006 && *t < 0.020), "{a:?}");
+            let phases: f64 = Quantity::PHASES
+                .iter()
+                .filter_map(|q| r.samples.get(q).map(|v| v[0]))
+                .sum();
+            assert!((phases - r.samples[&Quantity::Total][0]).abs() < 1e-12);
+            assert_eq!(r.config.world_size, Some(2));
+            // Both ranks' batches over the step.
+            let ips = 4.0 / r.summary[&Quantity::Total].median;
+            assert!((r.throughput.images_per_s - ips).abs() < 1e-9 * ips);
+            let d = r.distributed.as_ref().unwrap();
+            assert_eq!((d.backend.as_str(), d.overlap), ("fake", false));
+            assert_eq!(d.ranks.len(), 1);
+            assert_eq!(d.ranks[0].samples, r.samples);
+        }
+        // A single process has none of it.
+        let single = run_paced(|_| Duration::from_millis(1), &request_infer());
+        assert!(single.distributed.is_none() && single.config.world_size.is_none());
     }
 
     #[test]

@@ -279,7 +279,7 @@ pub fn time_graph(
                 match phase {
                     Phase::Forward => forward.push(t.as_secs_f64()),
                     Phase::Backward => backward.push(t.as_secs_f64()),
-                    Phase::Update => {}
+                    Phase::Allreduce | Phase::Update => {}
                 }
             }
         }
@@ -512,6 +512,7 @@ pub fn profile(
             passes: request.passes,
             seed: request.seed,
             threads_requested: request.threads_requested,
+            allocator: Some(crate::env::allocator_record()),
         },
         engine: whole.engine.clone(),
         machine: whole.machine.clone(),

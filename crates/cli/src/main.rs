@@ -12,6 +12,25 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Heap policy: `keep` freed memory for the next pass, or the C library's `system`
+    /// defaults (fresh pages for large tensors). Recorded in every result
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "POLICY",
+        default_value = "keep",
+        env = "CNNBENCH_ALLOCATOR",
+        hide_env_values = true
+    )]
+    allocator: AllocatorChoice,
+}
+
+/// `--allocator`'s values (`cnnbench_host::allocator::HeapPolicy` on the command line).
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AllocatorChoice {
+    Keep,
+    System,
 }
 
 #[derive(Subcommand)]
@@ -34,11 +53,17 @@ enum Command {
     Profile(commands::profile::ProfileArgs),
     /// This machine's measured matrix-multiply rate and memory bandwidth on an engine.
     Peak(commands::peak::PeakArgs),
+    /// A matrix file's cells as a Slurm job array, a Kubernetes Indexed Job or a shell script.
+    Plan(commands::plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
     die_quietly_when_the_output_is_closed();
     let cli = Cli::parse();
+    if let Err(e) = set_heap_policy(cli.allocator) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),
         Command::Run(args) => commands::run::run(args),
@@ -49,6 +74,7 @@ fn main() -> ExitCode {
         Command::Engines => commands::engines::run(),
         Command::Profile(args) => commands::profile::run(args),
         Command::Peak(args) => commands::peak::run(args),
+        Command::Plan(args) => commands::plan::run(args),
     };
     match outcome {
         Ok(code) => code,
@@ -57,6 +83,20 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Sets the heap policy before anything large is allocated, and passes it on to the
+/// processes cnnbench starts (local ranks, batch probes) through the environment.
+fn set_heap_policy(choice: AllocatorChoice) -> Result<(), String> {
+    use cnnbench_host::allocator::{apply, HeapPolicy};
+    let policy = match choice {
+        AllocatorChoice::Keep => HeapPolicy::Keep,
+        AllocatorChoice::System => HeapPolicy::System,
+    };
+    apply(policy)?;
+    // Called before any thread is started, so nothing reads the environment meanwhile.
+    std::env::set_var("CNNBENCH_ALLOCATOR", policy.as_str());
+    Ok(())
 }
 
 /// `cnnbench verify … | head` closes our standard output early. Rust ignores SIGPIPE,

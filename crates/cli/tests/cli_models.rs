@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::cnnbench;
+use common::{cnnbench, json_stdout};
 
 use predicates::prelude::*;
 use serde_json::Value;
@@ -16,9 +16,7 @@ fn lists_the_zoo_as_a_table_and_as_json() {
         .stdout(predicate::str::contains("resnet200"))
         .stdout(predicate::str::contains("25,557,032"))
         .stdout(predicate::str::contains("inception-v1"));
-    let out = cnnbench().args(["models", "--json"]).output().unwrap();
-    assert!(out.status.success());
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<Value> = json_stdout(cnnbench().args(["models", "--json"]));
     assert_eq!(rows.len(), 23);
     let resnet50 = rows.iter().find(|r| r["name"] == "resnet50").unwrap();
     assert_eq!(resnet50["params"], 25_557_032u64);
@@ -41,11 +39,8 @@ fn shows_one_models_layers_at_any_size() {
         .assert()
         .success()
         .stdout(predicate::str::contains("inception-v1 — input 3×64×64"));
-    let out = cnnbench()
-        .args(["models", "resnet18", "--image-size", "112x64", "--json"])
-        .output()
-        .unwrap();
-    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row: Value =
+        json_stdout(cnnbench().args(["models", "resnet18", "--image-size", "112x64", "--json"]));
     assert_eq!(row["input"], serde_json::json!([3, 112, 64]));
     assert_eq!(row["params"], 11_689_512u64);
 }
@@ -78,13 +73,7 @@ fn exports_and_reloads_model_files_without_overwriting() {
         .arg(&file)
         .assert()
         .success();
-    let out = cnnbench()
-        .args(["models", "--json", "--file"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row: Value = json_stdout(cnnbench().args(["models", "--json", "--file"]).arg(&file));
     assert_eq!(row["params"], 11_689_512u64);
     assert_eq!(row["depth"], 18);
     cnnbench()
@@ -156,12 +145,7 @@ fn converts_caffe_prototxt_and_runs_it() {
         .assert()
         .success()
         .stderr(predicate::str::contains("1,026 params"));
-    let out = cnnbench()
-        .args(["models", "--json", "--file"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row: Value = json_stdout(cnnbench().args(["models", "--json", "--file"]).arg(&json));
     assert_eq!(row["params"], 1026);
     assert_eq!(row["name"], "tiny-caffe");
     cnnbench()

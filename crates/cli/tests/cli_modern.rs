@@ -39,7 +39,7 @@ fn run(model: &str, size: usize, mode: &str) -> Value {
     );
     let files = result_files(&out);
     assert_eq!(files.len(), 1, "{model}: {files:?}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let v: Value = read_json(&files[0]);
     assert_eq!(v["config"]["mode"], mode, "{model}");
     assert_eq!(
         v["config"]["image_size"],
@@ -85,9 +85,7 @@ fn inception_v3_runs_at_its_smallest_size() {
 
 #[test]
 fn models_lists_the_modern_families_with_torchvision_counts() {
-    let out = cnnbench().args(["models", "--json"]).output().unwrap();
-    assert!(out.status.success());
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<Value> = json_stdout(cnnbench().args(["models", "--json"]));
     for (name, params, macs) in [
         ("mobilenet-v2", 3_504_872u64, 300_774_272u64),
         ("mobilenet-v3-large", 5_483_032, 216_589_760),

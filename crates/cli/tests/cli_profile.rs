@@ -10,28 +10,22 @@ use serde_json::Value;
 fn profile_lists_every_node_once_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r18.profile.json");
-    let out = cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "profile",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "-n",
-            "1",
-        ])
-        .args(["-q", "--json", "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v: Value = json_stdout(
+        cnnbench()
+            .env("XDG_CACHE_HOME", dir.path())
+            .args([
+                "profile",
+                "resnet18",
+                "--image-size",
+                "32",
+                "-b",
+                "1",
+                "-n",
+                "1",
+            ])
+            .args(["-q", "--json", "-o"])
+            .arg(&file),
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "cnnbench-profile");
     assert_eq!(v["version"], 1);
     let graph = cnnbench_zoo::find("resnet18").unwrap();
@@ -45,7 +39,7 @@ fn profile_lists_every_node_once_and_writes_json() {
     }
     // No peak measured in this cache: none claimed.
     assert!(v.get("peak_gflops_per_s").is_none());
-    let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let written: Value = read_json(&file);
     assert_eq!(written, v);
 }
 
@@ -85,25 +79,16 @@ fn profile_refuses_step_mode() {
 #[test]
 fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "peak",
-            "--size",
-            "128",
-            "--stream-mi",
-            "1",
-            "-n",
-            "2",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(cnnbench().env("XDG_CACHE_HOME", dir.path()).args([
+        "peak",
+        "--size",
+        "128",
+        "--stream-mi",
+        "1",
+        "-n",
+        "2",
+        "--json",
+    ]));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "cnnbench-peak");
     assert_eq!(v["matmul"]["flops"].as_f64().unwrap(), 2.0 * 128f64.powi(3));
@@ -114,23 +99,21 @@ fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
         .unwrap()
         .count();
     assert_eq!(cached, 1);
-    let out = cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "profile",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "-n",
-            "1",
-        ])
-        .args(["-q", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p: Value = json_stdout(
+        cnnbench()
+            .env("XDG_CACHE_HOME", dir.path())
+            .args([
+                "profile",
+                "resnet18",
+                "--image-size",
+                "32",
+                "-b",
+                "1",
+                "-n",
+                "1",
+            ])
+            .args(["-q", "--json"]),
+    );
     assert_eq!(p["peak_gflops_per_s"].as_f64().unwrap(), peak);
 }
 
@@ -167,55 +150,29 @@ fn peak_table_states_the_fma_assumption() {
 fn run_records_the_cached_peak() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
+    let run = || {
+        cnnbench()
+            .env("XDG_CACHE_HOME", dir.path())
+            .args(["run", "resnet18", "--image-size", "32"])
+            .args(["-b", "1", "-n", "1", "-q", "-o"])
+            .arg(&results)
+            .assert()
+            .success()
+    };
     // Without a cached peak, the result has none.
-    cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "run",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "-q",
-            "-o",
-        ])
-        .arg(&results)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("% of peak").not());
+    run().stdout(predicate::str::contains("% of peak").not());
     let first = result_files(&results);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&first[0]).unwrap()).unwrap();
+    let v: Value = read_json(&first[0]);
     assert!(v.get("peak_gflops_per_s").is_none());
     cnnbench()
         .env("XDG_CACHE_HOME", dir.path())
         .args(["peak", "--size", "128", "--stream-mi", "1", "-n", "1"])
         .assert()
         .success();
-    cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "run",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "-q",
-            "-o",
-        ])
-        .arg(&results)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("% of peak ("));
+    run().stdout(predicate::str::contains("% of peak ("));
     let files = result_files(&results);
     let newest = files.iter().find(|f| !first.contains(f)).unwrap();
-    let r: cnnbench_bench::BenchResult =
-        serde_json::from_str(&std::fs::read_to_string(newest).unwrap()).unwrap();
+    let r: cnnbench_bench::BenchResult = read_json(newest);
     assert!(r.peak_gflops_per_s.unwrap() > 0.0);
 }
 

@@ -103,19 +103,13 @@ fn json_output_model_files_and_no_overwriting() {
     .unwrap();
     let out = dir.path().join("results");
     for _ in 0..2 {
-        let output = cnnbench()
-            .args(["run", "--model-file"])
-            .arg(&model)
-            .args(["-b", "1", "-n", "3", "--json", "-q", "-o"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        let v: Value = json_stdout(
+            cnnbench()
+                .args(["run", "--model-file"])
+                .arg(&model)
+                .args(["-b", "1", "-n", "3", "--json", "-q", "-o"])
+                .arg(&out),
         );
-        let v: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(v["model"]["name"], "tiny");
         assert_eq!(v["model"]["params"], 3 * 8 * 9 + 8 + 16 + 90);
     }
@@ -188,15 +182,8 @@ fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
         ));
     }
     for (args, expected) in cases {
-        cnnbench()
-            .args(&args)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains(expected));
+        assert_refused_writing_nothing(cnnbench().args(&args), &out, expected);
     }
-    assert!(result_files(&out).is_empty());
     cnnbench()
         .args([
             "run",
@@ -230,40 +217,28 @@ fn refuses_runs_that_cannot_fit_in_memory_unless_forced() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_the_run_and_says_what_was_not_run() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let binary = assert_cmd::cargo::cargo_bin("cnnbench");
-    let child = std::process::Command::new(binary)
-        .args([
-            "run",
-            "resnet18",
-            "resnet34",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "--warmup",
-            "0",
-            "-q",
-            "-o",
-        ])
-        .arg(&out)
-        .args(["-n", "3000"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = cnnbench_process();
+    run.args([
+        "run",
+        "resnet18",
+        "resnet34",
+        "--image-size",
+        "32",
+        "-b",
+        "1",
+        "--warmup",
+        "0",
+        "-q",
+        "-o",
+    ])
+    .arg(&out)
+    .args(["-n", "3000"]);
     // resnet18 at 32×32 takes milliseconds per pass: 3000 passes give time to interrupt it.
-    std::thread::sleep(Duration::from_millis(1500));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let start = Instant::now();
-    let output = child.wait_with_output().unwrap();
-    assert!(start.elapsed() < Duration::from_secs(60));
+    let (output, to_exit) = interrupted_after(run, Duration::from_millis(1500));
+    assert!(to_exit < Duration::from_secs(60));
     assert_eq!(output.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("interrupted"), "{stderr}");
@@ -272,4 +247,81 @@ fn ctrl_c_stops_the_run_and_says_what_was_not_run() {
         result_files(&out).is_empty(),
         "an interrupted model leaves no file"
     );
+}
+
+/// The heap policy (`--allocator`, or `CNNBENCH_ALLOCATOR`) is recorded in every result,
+/// and `report`/`compare` keep runs with different policies apart.
+#[test]
+fn the_heap_policy_is_recorded_and_keeps_runs_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, extra: &[&str], env: Option<&str>| -> Value {
+        let mut cmd = cnnbench();
+        cmd.args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "-n",
+            "2",
+        ])
+        .args(extra)
+        .args(["--json", "-q", "-o"])
+        .arg(dir.path().join(out))
+        .env_remove("CNNBENCH_ALLOCATOR");
+        if let Some(policy) = env {
+            cmd.env("CNNBENCH_ALLOCATOR", policy);
+        }
+        let output = cmd.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let kept = run("keep", &[], None);
+    assert_eq!(kept["config"]["allocator"]["policy"], "keep");
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        let detail = kept["config"]["allocator"]["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("glibc 2.") && detail.contains("mmap threshold 1 GiB, trimming off"),
+            "{detail}"
+        );
+    }
+    let system = run("system", &["--allocator", "system"], None);
+    assert_eq!(system["config"]["allocator"]["policy"], "system");
+    let from_env = run("env", &[], Some("system"));
+    assert_eq!(from_env["config"]["allocator"]["policy"], "system");
+
+    cnnbench()
+        .args(["run", "resnet18", "--allocator", "jemalloc"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("possible values: keep, system"));
+
+    // One row per policy, the non-default one labelled.
+    cnnbench()
+        .arg("report")
+        .arg(dir.path().join("keep"))
+        .arg(dir.path().join("system"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "burn-flex 0.22.1, system allocator",
+        ))
+        .stdout(
+            predicate::str::contains("burn-flex 0.22.1 |")
+                .or(predicate::str::contains("burn-flex 0.22.1|")),
+        );
+    cnnbench()
+        .arg("compare")
+        .arg(dir.path().join("keep"))
+        .arg(dir.path().join("system"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "the allocator differs: BASE keep vs NEW system",
+        ));
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn read(path: &Path) -> BenchResult {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    read_json(path)
 }
 
 /// A one-convolution model file: its activations grow with the batch fast enough for
@@ -37,28 +37,23 @@ fn tiny_model(dir: &Path) -> PathBuf {
 fn a_three_point_batch_sweep_writes_three_files_and_one_table() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let output = cnnbench()
-        .args([
-            "run",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1..4",
-            "-n",
-            "2",
-            "--mode",
-            "infer",
-            "-q",
-            "-o",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_ok(
+        cnnbench()
+            .args([
+                "run",
+                "resnet18",
+                "--image-size",
+                "32",
+                "-b",
+                "1..4",
+                "-n",
+                "2",
+                "--mode",
+                "infer",
+                "-q",
+                "-o",
+            ])
+            .arg(&out),
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout.matches("| Model").count(), 1, "one table:\n{stdout}");
@@ -190,14 +185,11 @@ fn bad_sweeps_are_refused_before_anything_runs() {
             "--min-time (5 s) is above --max-time",
         ),
     ] {
-        cnnbench()
-            .args(["run", "resnet18", "-q", "-o"])
-            .arg(&out)
-            .args(&args)
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains(message));
-        assert!(result_files(&out).is_empty(), "{args:?} wrote something");
+        assert_refused_writing_nothing(
+            cnnbench().args(["run", "resnet18", "-q"]).args(&args),
+            &out,
+            message,
+        );
     }
 }
 
@@ -206,34 +198,31 @@ fn batch_max_picks_the_largest_batch_under_a_memory_limit_and_records_how() {
     let dir = tempfile::tempdir().unwrap();
     let model = tiny_model(dir.path());
     let out = dir.path().join("results");
-    // What the process needs at batch 1 on this machine; allow 24 MiB more.
-    let one = cnnbench()
-        .args([
-            "run",
-            "--mode",
-            "infer",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "--json",
-            "-q",
-            "--model-file",
-        ])
-        .arg(&model)
-        .arg("-o")
-        .arg(dir.path().join("baseline"))
-        .output()
-        .unwrap();
-    assert!(
-        one.status.success(),
-        "{}",
-        String::from_utf8_lossy(&one.stderr)
+    // What the process needs at batch 1 on this machine; allow 24 MiB more. Memory
+    // questions with glibc's defaults: a kept heap's peak varies between processes.
+    let v: Value = json_stdout(
+        cnnbench()
+            .env("CNNBENCH_ALLOCATOR", "system")
+            .args([
+                "run",
+                "--mode",
+                "infer",
+                "-b",
+                "1",
+                "-n",
+                "1",
+                "--json",
+                "-q",
+                "--model-file",
+            ])
+            .arg(&model)
+            .arg("-o")
+            .arg(dir.path().join("baseline")),
     );
-    let v: Value = serde_json::from_slice(&one.stdout).unwrap();
     let baseline = v["memory"]["peak_rss_bytes"].as_u64().unwrap();
     let limit = baseline + (24 << 20);
     let output = cnnbench()
+        .env("CNNBENCH_ALLOCATOR", "system")
         .args([
             "run",
             "--mode",
@@ -281,27 +270,14 @@ fn batch_max_without_any_fitting_batch_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let model = tiny_model(dir.path());
     let out = dir.path().join("results");
-    cnnbench()
-        .args([
-            "run",
-            "--mode",
-            "infer",
-            "-b",
-            "max",
-            "-q",
-            "--memory-limit",
-            "1MiB",
-            "--model-file",
-        ])
-        .arg(&model)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "not even batch 1 fits in 1.00 MiB (--memory-limit)",
-        ));
-    assert!(result_files(&out).is_empty());
+    assert_refused_writing_nothing(
+        cnnbench()
+            .args(["run", "--mode", "infer", "-b", "max", "-q"])
+            .args(["--memory-limit", "1MiB", "--model-file"])
+            .arg(&model),
+        &out,
+        "not even batch 1 fits in 1.00 MiB (--memory-limit)",
+    );
 }
 
 #[test]
@@ -368,7 +344,7 @@ fn adaptive_settings_and_what_stopped_the_run_are_recorded() {
 
 /// A version 1 result with its version set to 2 and the fields version 2 added.
 fn as_version_2(v1: &Path, to: &Path) {
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(v1).unwrap()).unwrap();
+    let mut v: Value = read_json(v1);
     assert_eq!(v["version"], 1, "the fixture is a version 1 file");
     v["version"] = 2.into();
     let summary = v["summary"].as_object_mut().unwrap();
@@ -427,23 +403,18 @@ fn version_1_and_version_2_files_load_in_report_and_compare() {
 fn channels_last_is_refused_by_burn_flex() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    cnnbench()
-        .args([
+    assert_refused_writing_nothing(
+        cnnbench().args([
             "run",
             "resnet18",
             "--image-size",
             "32",
             "--channels-last",
             "-q",
-            "-o",
-        ])
-        .arg(&out)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "engine burn-flex cannot use channels-last memory",
-        ));
-    assert!(result_files(&out).is_empty());
+        ]),
+        &out,
+        "engine burn-flex cannot use channels-last memory",
+    );
 }
 
 #[test]
@@ -451,31 +422,21 @@ fn ctrl_c_in_a_sweep_names_the_points_not_run() {
     use std::time::Duration;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cnnbench"))
-        .args([
-            "run",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1,2",
-            "--warmup",
-            "0",
-        ])
-        .args(["-n", "3000", "-q", "-o"])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = cnnbench_process();
+    run.args([
+        "run",
+        "resnet18",
+        "--image-size",
+        "32",
+        "-b",
+        "1,2",
+        "--warmup",
+        "0",
+    ])
+    .args(["-n", "3000", "-q", "-o"])
+    .arg(&out);
     // 3000 passes of a few milliseconds: still on the first point after 1.5 s.
-    std::thread::sleep(Duration::from_millis(1500));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
+    let (output, _) = interrupted_after(run, Duration::from_millis(1500));
     assert_eq!(output.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

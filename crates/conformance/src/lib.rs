@@ -122,9 +122,20 @@ pub fn check_against(
     graph: &Graph,
     batch: usize,
 ) -> Result<()> {
+    check_seeded(candidate, reference, graph, batch, 0)
+}
+
+/// [`check_against`] with weights and inputs drawn from `seed`.
+fn check_seeded(
+    candidate: &dyn Engine,
+    reference: &dyn Engine,
+    graph: &Graph,
+    batch: usize,
+    seed: u64,
+) -> Result<()> {
     let request = VerifyRequest {
         batch_size: batch,
-        seed: 0,
+        seed,
         tolerance: DEFAULT_TOLERANCE,
         weights: None,
     };
@@ -192,6 +203,41 @@ pub fn models_against(engine: &dyn Engine, reference: &dyn Engine) -> Result<()>
         check_against(engine, reference, &graph, 4)?;
     }
     Ok(())
+}
+
+/// Zoo models and the smallest square image each is checked at by
+/// [`small_zoo_models_against`]: the families an inference engine on the ONNX path
+/// meets (residual, inverted-residual with squeeze-and-excitation, ConvNeXt's layer
+/// norm, channel shuffle, Inception's branches), and AlexNet at 64×64, whose 1×1 map
+/// pooled to 6×6 takes the ONNX exporter's averaging MatMuls.
+pub const SMALL_ZOO_MODELS: [(&str, usize); 7] = [
+    ("resnet18", 32),
+    ("mobilenet-v3-large", 32),
+    ("efficientnet-b0", 32),
+    ("convnext-tiny", 32),
+    ("shufflenet-v2-x1.0", 32),
+    ("inception-v1", 64),
+    ("alexnet", 64),
+];
+
+/// The [`SMALL_ZOO_MODELS`] against the reference engine at batch 2, as `cnnbench
+/// verify` runs them; the error names every model that differs.
+pub fn small_zoo_models_against(engine: &dyn Engine, reference: &dyn Engine) -> Result<()> {
+    let failures: Vec<String> = SMALL_ZOO_MODELS
+        .iter()
+        .filter_map(|&(name, size)| {
+            cnnbench_zoo::build(name, Some([3, size, size]))
+                .map_err(|e| anyhow!("{name} at {size}×{size}: {e}"))
+                .and_then(|graph| check_seeded(engine, reference, &graph, 2, 3))
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow!("{}", failures.join("\n")))
+    }
 }
 
 /// A network of one batch norm (its scale and shift are the weights that train).

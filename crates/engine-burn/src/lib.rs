@@ -6,8 +6,10 @@
 //! the session plumbing.
 
 mod lower;
+pub mod target;
 
 pub use lower::{NetParams, Network, Value};
+pub use target::availability;
 
 use anyhow::{anyhow, Context, Result};
 use burn::module::Module;
@@ -15,7 +17,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
-use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -39,7 +41,9 @@ pub struct BurnFlexEngine {
 impl BurnFlexEngine {
     /// Sizes the thread pool (`None`: all cores). The pool is global to the process: a
     /// second engine asking for a different size is an error, never a silent change.
+    /// Refuses a CPU that an x86-v4 build's kernels do not fit (see [`target`]).
     pub fn new(threads: Option<usize>) -> Result<Self> {
+        availability().map_err(|why| anyhow!("{ENGINE_NAME} cannot run: {why}"))?;
         Ok(Self {
             threads: cnnbench_engine::size_global_thread_pool(threads)?,
             capabilities: capabilities(),
@@ -53,6 +57,13 @@ impl Engine for BurnFlexEngine {
     fn info(&self) -> EngineInfo {
         let mut libraries = BTreeMap::new();
         libraries.insert("burn".to_string(), BURN_VERSION.to_string());
+        let mut settings = BTreeMap::new();
+        if target::X86_V4 {
+            settings.insert(
+                target::TARGET_FEATURES_KEY.to_string(),
+                target::TARGET_FEATURES_X86_V4.to_string(),
+            );
+        }
         EngineInfo {
             name: ENGINE_NAME.into(),
             framework: "burn".into(),
@@ -62,7 +73,7 @@ impl Engine for BurnFlexEngine {
             device_name: cnnbench_host::cpu_name(),
             threads: self.threads,
             libraries,
-            settings: BTreeMap::new(),
+            settings,
         }
     }
 
@@ -71,9 +82,7 @@ impl Engine for BurnFlexEngine {
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(ENGINE_NAME, config.mode, config.precision)?;
-        config.check(graph)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
         #[allow(unused_mut)]
         let mut session = BurnSession::new(graph, config, Device::flex())?;
         #[cfg(test)]
@@ -303,13 +312,7 @@ impl Session for BurnSession {
 
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let [c, h, w] = self.input_shape;
-        if input.shape != [self.batch, c, h, w] {
-            return Err(anyhow!(
-                "the input has shape {:?} but this session takes [{}, {c}, {h}, {w}]",
-                input.shape,
-                self.batch
-            ));
-        }
+        check_input_shape(input, &[self.batch, c, h, w])?;
         self.output = None;
         self.loss = None;
         self.output_grad = None;

@@ -14,7 +14,7 @@ pub use lower::Network;
 use anyhow::{anyhow, Context, Result};
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Tensor};
-use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -83,9 +83,7 @@ impl Engine for CandleEngine {
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(ENGINE_NAME, config.mode, config.precision)?;
-        config.check(graph)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
         Ok(Box::new(CandleSession::new(graph, config)?))
     }
 }
@@ -260,13 +258,7 @@ impl Session for CandleSession {
 
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let [c, h, w] = self.input_shape;
-        if input.shape != [self.batch, c, h, w] {
-            return Err(anyhow!(
-                "the input has shape {:?} but this session takes [{}, {c}, {h}, {w}]",
-                input.shape,
-                self.batch
-            ));
-        }
+        check_input_shape(input, &[self.batch, c, h, w])?;
         self.clear();
         let input = lower::from_host(input)?;
         self.input = Some(self.track_if_parameterless(input)?);

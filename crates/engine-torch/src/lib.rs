@@ -9,6 +9,8 @@
 
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 
+#[cfg(all(feature = "torch", cnnbench_c10d))]
+mod dist;
 #[cfg(feature = "torch")]
 mod info;
 #[cfg(feature = "torch")]
@@ -122,6 +124,18 @@ pub fn availability(backend: TorchBackend) -> Result<(), String> {
     }
 }
 
+/// How many CUDA GPUs libtorch sees (0 without the torch feature or without CUDA).
+pub fn cuda_device_count() -> usize {
+    #[cfg(feature = "torch")]
+    {
+        usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        0
+    }
+}
+
 /// The engine for `backend`, or why it cannot run here (including "not in this build").
 pub fn engine(
     backend: TorchBackend,
@@ -136,6 +150,82 @@ pub fn engine(
         let _ = options;
         Err(anyhow::anyhow!(
             "engine {} is not in this build of cnnbench: {SETUP_HINT}",
+            backend.engine_name()
+        ))
+    }
+}
+
+/// The c10d backends compiled into this build: Gloo (torch-cpu) wherever the libtorch
+/// had c10d's headers, NCCL (torch-cuda) where it also had CUDA and the CUDA and NCCL
+/// headers were installed when cnnbench was built.
+pub fn distributed_backends() -> &'static [&'static str] {
+    // Asked of the compiled shim itself.
+    #[cfg(all(feature = "torch", cnnbench_c10d))]
+    if dist::shim_has_nccl() {
+        &["gloo", "nccl"]
+    } else {
+        &["gloo"]
+    }
+    #[cfg(not(all(feature = "torch", cnnbench_c10d)))]
+    &[]
+}
+
+/// Why `backend` cannot train across processes in this build, if it cannot.
+pub fn data_parallel_refusal(backend: TorchBackend) -> Option<String> {
+    let backends = distributed_backends();
+    let needed = match backend {
+        TorchBackend::Cpu => "gloo",
+        TorchBackend::Cuda { .. } => "nccl",
+    };
+    if backends.contains(&needed) {
+        return None;
+    }
+    let name = backend.engine_name();
+    Some(if !BUILT {
+        format!("engine {name} is not in this build of cnnbench: {SETUP_HINT}")
+    } else if backends.is_empty() {
+        format!("this build of {name} has no c10d: the libtorch it was built against had no distributed headers")
+    } else {
+        format!(
+            "{name} cannot train across processes in this build: its GPUs need c10d's NCCL backend, which was not compiled in (the PyTorch it was built against has no CUDA, or the CUDA and NCCL headers were missing: the build printed which pip packages to install); torch-cpu can, on Gloo"
+        )
+    })
+}
+
+/// The engine of one rank of a data-parallel job, and the job's process group: checks
+/// the device, then joins the others at the rendezvous (PyTorch's c10d: a TCPStore and a
+/// Gloo process group for torch-cpu, NCCL on GPU `options.device` for torch-cuda) and
+/// returns once every rank is there.
+pub fn data_parallel_engine(
+    backend: TorchBackend,
+    options: &TorchOptions,
+    rendezvous: &cnnbench_engine::distributed::Rendezvous,
+) -> anyhow::Result<(
+    Box<dyn cnnbench_engine::Engine>,
+    std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
+)> {
+    if let Some(why) = data_parallel_refusal(backend) {
+        return Err(anyhow::anyhow!(why));
+    }
+    #[cfg(all(feature = "torch", cnnbench_c10d))]
+    {
+        let collectives = match backend {
+            TorchBackend::Cpu => dist::Collectives::Gloo,
+            TorchBackend::Cuda { .. } => dist::Collectives::Nccl {
+                device: options.device,
+            },
+        };
+        // The device first: a rank without its GPU says so instead of failing in NCCL.
+        let engine = TorchEngine::new(backend, options)?;
+        let group = std::sync::Arc::new(dist::TorchProcessGroup::join(rendezvous, collectives)?);
+        let engine = engine.with_group(group.clone());
+        Ok((Box::new(engine), group))
+    }
+    #[cfg(not(all(feature = "torch", cnnbench_c10d)))]
+    {
+        let _ = (options, rendezvous);
+        Err(anyhow::anyhow!(
+            "this build of {} has no c10d",
             backend.engine_name()
         ))
     }
@@ -189,3 +279,6 @@ mod tests {
 
 #[cfg(all(test, feature = "torch"))]
 mod torch_tests;
+
+#[cfg(all(test, feature = "torch", cnnbench_c10d))]
+mod dist_tests;

@@ -4,10 +4,12 @@ use crate::info;
 use crate::lower::{channels_last, from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::{LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
+#[cfg(cnnbench_c10d)]
+use std::sync::Arc;
 use tch::{COptimizer, Cuda, Device, Kind, Tensor};
 
 /// Whether `backend` can run here, and if not, why.
@@ -45,6 +47,9 @@ pub struct TorchEngine {
     capabilities: Capabilities,
     /// Images and convolution weights in channels-last memory.
     channels_last: bool,
+    /// The process group when this process is one rank of a data-parallel job.
+    #[cfg(cnnbench_c10d)]
+    group: Option<Arc<crate::dist::TorchProcessGroup>>,
 }
 
 impl TorchEngine {
@@ -99,7 +104,24 @@ impl TorchEngine {
             info: describe(backend, options),
             capabilities,
             channels_last: options.channels_last,
+            #[cfg(cnnbench_c10d)]
+            group: None,
         })
+    }
+
+    /// This engine as one rank of a data-parallel job: its sessions start from rank 0's
+    /// weights, draw their own batches and average their gradients over `group`. An
+    /// NCCL group's version goes into the result's libraries.
+    #[cfg(cnnbench_c10d)]
+    pub fn with_group(mut self, group: Arc<crate::dist::TorchProcessGroup>) -> Self {
+        let backend = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).backend;
+        if backend == "nccl" {
+            if let Some(version) = crate::dist::nccl_version() {
+                self.info.libraries.insert("nccl".to_string(), version);
+            }
+        }
+        self.group = Some(group);
+        self
     }
 }
 
@@ -187,8 +209,7 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
 impl TorchEngine {
     fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.capabilities
-            .check(self.backend.engine_name(), config.mode, config.precision)?;
-        config.check(graph)?;
+            .admit(self.backend.engine_name(), graph, config)?;
         tch::manual_seed(config.seed as i64);
         let mut network = Network::lower(graph, self.device, config.precision)
             .with_context(|| format!("lowering {} onto libtorch", graph.name()))?;
@@ -208,6 +229,18 @@ impl TorchEngine {
                 Some(opt)
             }
         };
+        #[cfg(cnnbench_c10d)]
+        if let Some(group) = &self.group {
+            // As DDP: every rank starts from rank 0's weights, then draws its own batches.
+            let mut weights: Vec<Tensor> = network
+                .weights
+                .iter()
+                .map(|w| w.tensor.shallow_clone())
+                .collect();
+            group.broadcast_from_root(&mut weights)?;
+            let rank = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).rank;
+            tch::manual_seed(config.seed.wrapping_add(rank as u64) as i64);
+        }
         let [c, h, w] = graph.input_shape();
         Ok(Box::new(TorchSession {
             graph: graph.clone(),
@@ -223,6 +256,8 @@ impl TorchEngine {
             output: None,
             loss: None,
             output_grad: None,
+            #[cfg(cnnbench_c10d)]
+            group: self.group.clone(),
         }))
     }
 }
@@ -243,6 +278,8 @@ struct TorchSession {
     output: Option<Tensor>,
     loss: Option<Tensor>,
     output_grad: Option<Tensor>,
+    #[cfg(cnnbench_c10d)]
+    group: Option<Arc<crate::dist::TorchProcessGroup>>,
 }
 
 impl TorchSession {
@@ -377,12 +414,7 @@ impl Session for TorchSession {
 
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let expected: Vec<usize> = self.input_shape.iter().map(|&d| d as usize).collect();
-        if input.shape != expected {
-            return Err(anyhow!(
-                "the input has shape {:?} but this session takes {expected:?}",
-                input.shape
-            ));
-        }
+        check_input_shape(input, &expected)?;
         self.clear()?;
         let input = from_host(input, self.device)?;
         self.input = Some(self.track_if_parameterless(input)?);
@@ -412,5 +444,29 @@ impl Session for TorchSession {
 
     fn weight_gradients(&self) -> Result<Weights> {
         self.network.weight_gradients()
+    }
+
+    #[cfg(cnnbench_c10d)]
+    fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+        self.group
+            .as_ref()
+            .map(|g| cnnbench_engine::distributed::ProcessGroup::info(g.as_ref()))
+    }
+
+    #[cfg(cnnbench_c10d)]
+    fn all_reduce_gradients(&mut self) -> Result<()> {
+        let group = self
+            .group
+            .as_ref()
+            .context("this session does not train across processes")?;
+        // Parameters the loss did not reach have no gradient on any rank (one graph).
+        let mut grads: Vec<Tensor> = self
+            .network
+            .parameters()
+            .map(|p| p.tensor.grad())
+            .filter(|g| g.defined())
+            .collect();
+        let bucket = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).bucket_bytes;
+        group.all_reduce_mean(&mut grads, bucket)
     }
 }

@@ -7,7 +7,7 @@
 //! tract is optional (feature `tract`): it adds minutes to a cold build, so without the
 //! feature this crate builds with nothing extra and only says how to get the engine.
 
-use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
+use cnnbench_engine::Capabilities;
 
 #[cfg(feature = "tract")]
 mod session;
@@ -27,13 +27,7 @@ pub const SETUP_HINT: &str =
 
 /// What it can do: inference in f32 on the CPU, weights exchanged.
 pub fn capabilities() -> Capabilities {
-    Capabilities {
-        modes: vec![Mode::Infer],
-        precisions: vec![Precision::F32],
-        device: DeviceKind::Cpu,
-        weight_exchange: true,
-        device_memory: cnnbench_host::memory_bytes(),
-    }
+    Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
 }
 
 /// Whether the engine can run in this build, and if not, what to do.

@@ -3,6 +3,7 @@
 
 use crate::{capabilities, ENGINE_NAME, TRACT_VERSION};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
@@ -21,11 +22,7 @@ pub struct TractEngine {
 impl TractEngine {
     /// `threads`: the size of tract's matrix-product pool (`None`: all cores).
     pub fn new(threads: Option<usize>) -> Result<Self> {
-        let threads = match threads {
-            Some(0) => return Err(anyhow!("--threads must be at least 1")),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
+        let threads = cnnbench_engine::own_thread_pool_size(threads)?;
         let executor = if threads == 1 {
             Executor::SingleThread
         } else {
@@ -67,22 +64,16 @@ impl Engine for TractEngine {
     }
 
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(ENGINE_NAME, config.mode, config.precision)?;
-        config.check(graph)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
         debug_assert_eq!(config.mode, Mode::Infer);
         let weights = Weights::initial(graph, config.seed);
         let plan = plan(graph, &weights, config.batch_size)?;
-        let [c, h, w] = graph.input_shape();
         let mut session = TractSession {
             graph: graph.clone(),
-            batch: config.batch_size,
-            input_shape: [config.batch_size, c, h, w],
+            batches: InputBatches::new(graph, config),
             weights,
             plan,
             executor: self.executor.clone(),
-            seed: config.seed,
-            draws: 0,
             input: None,
             output: None,
         };
@@ -115,27 +106,17 @@ fn plan(graph: &Graph, weights: &Weights, batch: usize) -> Result<Plan> {
 
 struct TractSession {
     graph: Graph,
-    batch: usize,
-    input_shape: [usize; 4],
+    batches: InputBatches,
     weights: Weights,
     plan: Plan,
     executor: Executor,
-    seed: u64,
-    /// Inputs drawn so far (each batch gets a fresh seed).
-    draws: u64,
     input: Option<TValue>,
     output: Option<TValue>,
 }
 
 impl TractSession {
     fn use_input(&mut self, input: &HostTensor) -> Result<()> {
-        if input.shape != self.input_shape {
-            return Err(anyhow!(
-                "input of shape {:?}, but the session was prepared for {:?}",
-                input.shape,
-                self.input_shape
-            ));
-        }
+        self.batches.check_input(input)?;
         let tensor = Tensor::from_shape(&input.shape, &input.data)
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e:#}"))?;
         self.input = Some(tensor.into_tvalue());
@@ -149,9 +130,7 @@ fn inference_only() -> anyhow::Error {
 
 impl Session for TractSession {
     fn prepare_batch(&mut self) -> Result<()> {
-        let seed = self.seed.wrapping_add(self.draws);
-        self.draws += 1;
-        let input = HostTensor::standard_normal(self.input_shape.to_vec(), seed);
+        let input = self.batches.next_input();
         self.use_input(&input)
     }
 
@@ -187,7 +166,7 @@ impl Session for TractSession {
 
     fn import_weights(&mut self, weights: &Weights) -> Result<()> {
         weights.check(&self.graph, true)?;
-        self.plan = plan(&self.graph, weights, self.batch)?;
+        self.plan = plan(&self.graph, weights, self.batches.batch_size())?;
         self.weights = weights.clone();
         Ok(())
     }

@@ -3,7 +3,6 @@
 //! sizes, and what the engine records and refuses.
 
 use crate::*;
-use cnnbench_bench::verify::{verify, VerifyRequest, DEFAULT_TOLERANCE};
 use cnnbench_engine::Engine;
 use cnnbench_engine_burn::BurnFlexEngine;
 
@@ -22,26 +21,9 @@ cnnbench_conformance::engine_conformance! {
 
 #[test]
 fn verify_agrees_with_burn_flex_on_zoo_models_at_small_sizes() {
-    for (name, size) in [
-        ("resnet18", 32),
-        ("mobilenet-v3-large", 32),
-        ("efficientnet-b0", 32),
-        ("convnext-tiny", 32),
-        ("shufflenet-v2-x1.0", 32),
-        ("inception-v1", 64),
-        // A 1×1 map pooled to 6×6: the exporter's averaging MatMuls.
-        ("alexnet", 64),
-    ] {
-        let g = cnnbench_zoo::build(name, Some([3, size, size])).unwrap();
-        let request = VerifyRequest {
-            batch_size: 2,
-            seed: 3,
-            tolerance: DEFAULT_TOLERANCE,
-            weights: None,
-        };
-        let reference = burn().unwrap();
-        let report = verify(&g, &*reference, &*tract(), &request).unwrap();
-        assert!(report.passed(), "{name}: {:?}", report.failures());
+    let reference = burn().unwrap();
+    if let Err(e) = cnnbench_conformance::small_zoo_models_against(&*tract(), &*reference) {
+        panic!("{e:#}");
     }
 }
 

@@ -6,7 +6,8 @@
 //! value into its last reader and dropping it there (so an engine that reuses a uniquely
 //! owned buffer does so), the in-place hints that autograd allows, weight keys and
 //! PyTorch's initialisation, dropout and stochastic depth, the training constants, and
-//! error messages that name the node.
+//! error messages that name the node; and ([`input`]) a session's input batches drawn
+//! from its seed, with the check on an input given from outside.
 //!
 //! Adding an op to the IR makes [`Program::forward`]'s match non-exhaustive until the
 //! op is routed to a kernel, and adding a kernel method makes every engine fail to
@@ -21,6 +22,9 @@ use cnnbench_graph::{Activation, Graph, HostTensor, Op, Source, WeightSpec, Weig
 
 /// How a weight starts (PyTorch's layer defaults), as the Graph's weight specs say.
 pub use cnnbench_graph::WeightInit;
+
+pub mod input;
+pub use input::{check_input_shape, InputBatches};
 
 /// Learning rate of the SGD step in `step` mode (it does not change the timing).
 pub const LEARNING_RATE: f64 = 0.01;

@@ -6,6 +6,7 @@
 //! weight keys and initialisation, the training constants. An engine supplies kernels,
 //! device plumbing and its [`Capabilities`].
 
+pub mod distributed;
 pub mod kit;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
@@ -55,6 +56,8 @@ impl std::fmt::Display for Mode {
 pub enum Phase {
     Forward,
     Backward,
+    /// Averaging the gradients across the ranks of a data-parallel job, after backward.
+    Allreduce,
     Update,
 }
 
@@ -63,6 +66,7 @@ impl Phase {
         match self {
             Phase::Forward => "forward",
             Phase::Backward => "backward",
+            Phase::Allreduce => "allreduce",
             Phase::Update => "update",
         }
     }
@@ -157,6 +161,15 @@ impl Capabilities {
         }
     }
 
+    /// Inference alone in f32 on the CPU, weights exchanged: what the engines on the
+    /// ONNX path (ort-cpu, tract) do. `device_memory` as for [`Capabilities::cpu_f32`].
+    pub fn cpu_f32_inference(device_memory: Option<u64>) -> Self {
+        Capabilities {
+            modes: vec![Mode::Infer],
+            ..Capabilities::cpu_f32(device_memory)
+        }
+    }
+
     /// Whether the engine runs backward passes (train and step modes).
     pub fn trains(&self) -> bool {
         self.modes.contains(&Mode::Train)
@@ -178,6 +191,14 @@ impl Capabilities {
             ));
         }
         Ok(())
+    }
+
+    /// Refuses, before anything is prepared, a configuration `engine` cannot honour for
+    /// `graph`: a mode or precision it lacks ([`Capabilities::check`]), then what every
+    /// engine requires ([`SessionConfig::check`]).
+    pub fn admit(&self, engine: &str, graph: &Graph, config: &SessionConfig) -> anyhow::Result<()> {
+        self.check(engine, config.mode, config.precision)?;
+        config.check(graph)
     }
 
     /// The modes, e.g. `train, infer, step`.
@@ -268,6 +289,20 @@ pub trait Session {
     fn weight_gradients(&self) -> anyhow::Result<Weights> {
         Err(no_weight_exchange())
     }
+
+    // Data-parallel training (see [`distributed`]): a session of a rank in a process
+    // group averages its gradients with the other ranks' after every backward pass.
+
+    /// The process group this session trains in, `None` for a single process.
+    fn data_parallel(&self) -> Option<distributed::GroupInfo> {
+        None
+    }
+    /// Timed: average every gradient across the ranks (an all-reduce), in place.
+    fn all_reduce_gradients(&mut self) -> anyhow::Result<()> {
+        Err(anyhow::anyhow!(
+            "this session does not train across processes"
+        ))
+    }
 }
 
 /// A way to run graphs on one kind of device.
@@ -283,6 +318,17 @@ fn no_weight_exchange() -> anyhow::Error {
     anyhow::anyhow!(
         "this engine cannot exchange weights, inputs and gradients, so it cannot be verified"
     )
+}
+
+/// The size of an engine's own thread pool: `threads` as asked (at least 1), or every
+/// core when `None`. For engines with a pool of their own (ort-cpu, tract); the
+/// pure-Rust engines on rayon's global pool use [`size_global_thread_pool`].
+pub fn own_thread_pool_size(threads: Option<usize>) -> anyhow::Result<usize> {
+    match threads {
+        Some(0) => Err(anyhow::anyhow!("--threads must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
 }
 
 /// Sizes rayon's global thread pool, which the pure-Rust CPU engines (burn-flex, candle)
@@ -309,7 +355,15 @@ pub fn size_global_thread_pool(threads: Option<usize>) -> anyhow::Result<usize> 
 
 #[cfg(test)]
 mod thread_pool_tests {
-    use super::size_global_thread_pool;
+    use super::{own_thread_pool_size, size_global_thread_pool};
+
+    #[test]
+    fn an_own_pool_has_the_threads_asked_or_every_core() {
+        assert_eq!(own_thread_pool_size(Some(3)).unwrap(), 3);
+        assert!(own_thread_pool_size(None).unwrap() >= 1);
+        let e = own_thread_pool_size(Some(0)).unwrap_err().to_string();
+        assert!(e.contains("at least 1"), "{e}");
+    }
 
     #[test]
     fn the_global_pool_is_sized_once_and_never_silently_resized() {
@@ -321,5 +375,24 @@ mod thread_pool_tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot be resized"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod capabilities_tests {
+    use super::*;
+
+    #[test]
+    fn inference_engines_differ_from_training_ones_in_their_modes_alone() {
+        let infer = Capabilities::cpu_f32_inference(Some(1 << 30));
+        assert_eq!(infer.modes, vec![Mode::Infer]);
+        assert!(!infer.trains());
+        assert_eq!(
+            Capabilities {
+                modes: Capabilities::cpu_f32(Some(1 << 30)).modes,
+                ..infer
+            },
+            Capabilities::cpu_f32(Some(1 << 30))
+        );
     }
 }

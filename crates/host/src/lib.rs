@@ -2,6 +2,8 @@
 //! memory they may use from here; the harness describes the machine in each result.
 //! Kept apart so that the result schema and the report never link a system prober.
 
+pub mod allocator;
+
 use sysinfo::{CpuRefreshKind, System};
 
 /// The CPU's model name, as CPU engines report their device; a readable stand-in when
@@ -51,6 +53,17 @@ pub fn os_name() -> String {
 /// The kernel's version, empty where unknown.
 pub fn kernel_version() -> String {
     System::kernel_version().unwrap_or_default()
+}
+
+/// This host's name, to tell the machines of a cluster apart in results: `CNNBENCH_HOST`
+/// when set (a Kubernetes pod sets it to its node's name, since the pod's own host name
+/// is the pod's), else the system's host name.
+pub fn host_name() -> Option<String> {
+    std::env::var("CNNBENCH_HOST")
+        .ok()
+        .or_else(System::host_name)
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 #[cfg(test)]

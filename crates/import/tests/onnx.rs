@@ -7,6 +7,9 @@ use cnnbench_import::onnx::*;
 use prost::Message;
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::{model, value_info};
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx")
 }
@@ -46,26 +49,6 @@ fn pytorch_exports_import_with_the_files_counts_and_torchvisions_macs() {
     assert_eq!(checked, 10, "five networks, two exporters each");
 }
 
-fn value_info(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: name.into(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: DATA_FLOAT,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|d| DimensionProto {
-                            dim_value: *d,
-                            dim_param: if d.is_none() { Some("N".into()) } else { None },
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    }
-}
-
 fn weight(name: &str, dims: &[i64]) -> TensorProto {
     TensorProto {
         dims: dims.to_vec(),
@@ -99,32 +82,6 @@ fn node(
         attribute: attrs,
         domain: String::new(),
     }
-}
-
-fn model(
-    nodes: Vec<NodeProto>,
-    initializers: Vec<TensorProto>,
-    input: &[Option<i64>],
-    output: &str,
-    opset: i64,
-) -> Vec<u8> {
-    ModelProto {
-        ir_version: 8,
-        producer_name: "cnnbench-tests".into(),
-        producer_version: "1".into(),
-        graph: Some(GraphProto {
-            node: nodes,
-            name: "hand".into(),
-            initializer: initializers,
-            input: vec![value_info("x", input)],
-            output: vec![value_info(output, &[])],
-        }),
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: opset,
-        }],
-    }
-    .encode_to_vec()
 }
 
 #[test]

@@ -10,6 +10,9 @@ use proptest::prelude::*;
 use prost::Message;
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::model;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx-weights")
 }
@@ -106,26 +109,6 @@ fn both_exporters_fold_to_the_same_values() {
 
 // ---- hand-built models -------------------------------------------------------------
 
-fn value_info(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: name.into(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: DATA_FLOAT,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|d| DimensionProto {
-                            dim_value: *d,
-                            dim_param: if d.is_none() { Some("N".into()) } else { None },
-                        })
-                        .collect(),
-                }),
-            }),
-        }),
-    }
-}
-
 fn floats(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
     TensorProto {
         dims: dims.to_vec(),
@@ -183,31 +166,6 @@ fn int_attr(name: &str, i: i64) -> AttributeProto {
     }
 }
 
-fn model(
-    nodes: Vec<NodeProto>,
-    initializers: Vec<TensorProto>,
-    input: &[Option<i64>],
-    output: &str,
-) -> Vec<u8> {
-    ModelProto {
-        ir_version: 8,
-        producer_name: "cnnbench-tests".into(),
-        producer_version: "1".into(),
-        graph: Some(GraphProto {
-            node: nodes,
-            name: "hand".into(),
-            initializer: initializers,
-            input: vec![value_info("x", input)],
-            output: vec![value_info(output, &[])],
-        }),
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-    }
-    .encode_to_vec()
-}
-
 /// A fresh folder under the system's temporary directory, removed on drop.
 struct TempDir(PathBuf);
 
@@ -262,6 +220,7 @@ fn gemm_without_trans_b_and_matmul_are_transposed_to_linears_layout() {
         ],
         &[None, Some(2), Some(1), Some(1)],
         "y",
+        17,
     );
     let imported = from_onnx_with_weights(&bytes, "t", None).unwrap();
     assert!(imported.notes.is_empty(), "{:?}", imported.notes);
@@ -302,6 +261,7 @@ fn a_shared_initializer_feeds_every_layer_that_reads_it() {
         ],
         &[None, Some(2), Some(3), Some(3)],
         "yb",
+        17,
     );
     let imported = from_onnx_with_weights(&bytes, "t", None).unwrap();
     assert!(imported.notes.is_empty(), "{:?}", imported.notes);
@@ -339,6 +299,7 @@ fn conv_bn(w: TensorProto) -> Vec<u8> {
         ],
         &[None, Some(1), Some(4), Some(4)],
         "y",
+        17,
     )
 }
 
@@ -492,6 +453,7 @@ fn other_data_types_missing_values_and_unfit_shapes_are_notes_not_errors() {
         ],
         &[None, Some(3), Some(1), Some(1)],
         "y",
+        17,
     );
     let imported = from_onnx_with_weights(&bytes, "t", None).unwrap();
     assert_eq!(

@@ -6,6 +6,7 @@
 
 use crate::fmt::{natural_cmp, slug};
 use crate::group::{Entry, Stat};
+use crate::plot::{draw, ensure_font, FONT_NAME};
 use crate::report::Report;
 use crate::table::Table;
 use cnnbench_results::Quantity;
@@ -14,10 +15,6 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
-const FONT_NAME: &str = "sans-serif";
 
 /// Phase colours (forward, backward, update) and the series palette (ten dark
 /// colours, then Tableau 10).
@@ -48,22 +45,6 @@ const PALETTE: [RGBColor; 20] = [
     RGBColor(0x9c, 0x75, 0x5f),
     RGBColor(0xba, 0xb0, 0xac),
 ];
-
-fn ensure_font() -> anyhow::Result<()> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        plotters::style::register_font(FONT_NAME, FontStyle::Normal, FONT)
-            .map_err(|_| "the bundled chart font is unreadable".to_string())
-    })
-    .clone()
-    .map_err(|e| anyhow::anyhow!(e))
-}
-
-macro_rules! draw {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow::anyhow!("drawing a chart failed: {e}"))?
-    };
-}
 
 /// The spread drawn as an error bar around the statistic, in seconds: ± one
 /// standard deviation around the mean, the median's 95% confidence interval around

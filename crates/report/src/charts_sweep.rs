@@ -5,57 +5,17 @@
 //! SVG and PNG, with the bundled font.
 
 use crate::fmt::slug;
-use crate::sweep::{Sweep, SweepSeries};
+use crate::plot::{self, draw, line_colour, Axes, Chart};
+use crate::sweep::Sweep;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
-const FONT_NAME: &str = "sans-serif";
-
-/// Line colours: dark, distinct, readable on white.
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(0x1f, 0x3a, 0x93),
-    RGBColor(0xb3, 0x1b, 0x1b),
-    RGBColor(0x1b, 0x7a, 0x3a),
-    RGBColor(0x6a, 0x3d, 0x9a),
-    RGBColor(0xe0, 0x6c, 0x00),
-    RGBColor(0x17, 0x9e, 0xaf),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0x4d, 0x4d, 0x4d),
-];
 
 /// Latency spanning more than this factor goes on a log axis.
 const LOG_AXIS_SPAN: f64 = 30.0;
 
-fn ensure_font() -> anyhow::Result<()> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        plotters::style::register_font(FONT_NAME, FontStyle::Normal, FONT)
-            .map_err(|_| "the bundled chart font is unreadable".to_string())
-    })
-    .clone()
-    .map_err(|e| anyhow::anyhow!(e))
-}
-
-macro_rules! draw {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow::anyhow!("drawing a chart failed: {e}"))?
-    };
-}
-
-const WIDTH: u32 = 1100;
 const PANEL_HEIGHT: u32 = 430;
-const LEGEND_ROW: u32 = 22;
-
-fn size(sweep: &Sweep) -> (u32, u32) {
-    (
-        WIDTH,
-        PANEL_HEIGHT + 40 + 16 + LEGEND_ROW * sweep.series.len().max(1) as u32,
-    )
-}
 
 fn number(v: f64) -> String {
     if v >= 10.0 || v == 0.0 {
@@ -98,27 +58,18 @@ where
     YR::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let (x0, x1) = batch_range(sweep);
-    let mut chart = draw!(ChartBuilder::on(area)
-        .caption(caption, (FONT_NAME, 16))
-        .margin(12)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y_range));
     let lo = x0.ceil() as i64;
     let hi = x1.floor() as i64;
-    draw!(chart
-        .configure_mesh()
-        .x_labels(((hi - lo + 1).max(2)) as usize)
-        .x_label_formatter(&batch_label)
-        .y_label_formatter(&|v| number(*v))
-        .x_desc("batch size (log scale)")
-        .y_desc(y_desc)
-        .label_style((FONT_NAME, 12))
-        .axis_desc_style((FONT_NAME, 13))
-        .draw());
+    let axes = Axes {
+        x_desc: "batch size (log scale)",
+        y_desc,
+        x_labels: ((hi - lo + 1).max(2)) as usize,
+        x_label: &batch_label,
+        y_label: &|v| number(*v),
+    };
+    let mut chart = plot::line_panel(area, caption, x0..x1, y_range, &axes)?;
     for (i, s) in sweep.series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
+        let colour = line_colour(i);
         let pts: Vec<(f64, f64, f64, f64)> = s
             .points
             .iter()
@@ -128,10 +79,6 @@ where
             })
             .filter(|(_, v, a, b)| v.is_finite() && a.is_finite() && b.is_finite() && *v > 0.0)
             .collect();
-        draw!(chart.draw_series(LineSeries::new(
-            pts.iter().map(|&(x, v, _, _)| (x, v)),
-            colour.stroke_width(2),
-        )));
         // Error bars: a vertical line and two caps, in data coordinates (the caps are
         // ±0.06 of a doubling wide).
         let bars = pts.iter().flat_map(|&(x, _, a, b)| {
@@ -143,13 +90,9 @@ where
             ]
         });
         draw!(chart.draw_series(bars.map(|line| PathElement::new(line, colour.stroke_width(1)))));
-        draw!(
-            chart.draw_series(pts.iter().map(|&(x, v, _, _)| Circle::new(
-                (x, v),
-                4,
-                colour.filled()
-            )))
-        );
+        // The line in the bars' colour over them, then the dots on top.
+        let line: Vec<(f64, f64)> = pts.iter().map(|&(x, v, _, _)| (x, v)).collect();
+        plot::draw_line_with_dots(&mut chart, &line, colour)?;
     }
     Ok(())
 }
@@ -158,14 +101,11 @@ fn draw_sweep<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     sweep: &Sweep,
 ) -> anyhow::Result<()> {
-    draw!(root.fill(&WHITE));
-    let (top, legend) = root.split_vertically(PANEL_HEIGHT + 40);
     let title = format!(
         "{} — throughput and latency against batch size (error bars: 95% CI of the median)",
         sweep.title()
     );
-    let top = draw!(top.titled(&title, (FONT_NAME, 17)));
-    let (left, right) = top.split_horizontally(WIDTH / 2);
+    let (left, right, legend) = plot::two_panels(root, PANEL_HEIGHT, &title)?;
 
     let mut tp_hi = 0f64;
     let (mut lat_lo, mut lat_hi) = (f64::INFINITY, 0f64);
@@ -214,38 +154,25 @@ fn draw_sweep<DB: DrawingBackend>(
             &latency,
         )?;
     }
-    draw_legend(&legend, &sweep.series)?;
+    for (i, s) in sweep.series.iter().enumerate() {
+        plot::draw_legend_entry(&legend, i, line_colour(i), &s.config)?;
+    }
     draw!(root.present());
     Ok(())
 }
 
-fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    series: &[SweepSeries],
-) -> anyhow::Result<()> {
-    let style = TextStyle::from((FONT_NAME, 13).into_font());
-    for (i, s) in series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let y = 8 + LEGEND_ROW as i32 * i as i32 + LEGEND_ROW as i32 / 2;
-        draw!(area.draw(&PathElement::new(
-            vec![(80, y), (110, y)],
-            colour.stroke_width(2)
-        )));
-        draw!(area.draw(&Circle::new((95, y), 4, colour.filled())));
-        draw!(area.draw(&Text::new(s.config.clone(), (120, y - 7), style.clone())));
+impl Chart for Sweep {
+    fn size(&self) -> (u32, u32) {
+        plot::two_panel_size(PANEL_HEIGHT, self.series.len().max(1))
     }
-    Ok(())
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw_sweep(root, self)
+    }
 }
 
 /// The chart of one sweep as an SVG document.
 pub fn sweep_svg(sweep: &Sweep) -> anyhow::Result<String> {
-    ensure_font()?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, size(sweep)).into_drawing_area();
-        draw_sweep(&root, sweep)?;
-    }
-    Ok(buf)
+    plot::svg(sweep)
 }
 
 /// The file stem of a sweep's chart: `sweep-resnet-50-3x224x224-infer`.
@@ -257,25 +184,5 @@ pub fn sweep_stem(sweep: &Sweep) -> String {
 /// Writes every sweep's chart into `dir` (created if needed) as SVG and PNG; returns
 /// the files written.
 pub fn write_sweep_charts(sweeps: &[Sweep], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    ensure_font()?;
-    if sweeps.is_empty() {
-        return Ok(Vec::new());
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create the chart folder {}: {e}", dir.display()))?;
-    let mut written = Vec::new();
-    for sweep in sweeps {
-        let stem = sweep_stem(sweep);
-        let svg = dir.join(format!("{stem}.svg"));
-        std::fs::write(&svg, sweep_svg(sweep)?)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", svg.display()))?;
-        written.push(svg);
-        let png = dir.join(format!("{stem}.png"));
-        {
-            let root = BitMapBackend::new(&png, size(sweep)).into_drawing_area();
-            draw_sweep(&root, sweep)?;
-        }
-        written.push(png);
-    }
-    Ok(written)
+    plot::write_all(sweeps, dir, sweep_stem)
 }

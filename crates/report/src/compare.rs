@@ -222,6 +222,11 @@ fn differences(base: &[Entry], new: &[Entry], pairs: &[(usize, usize)]) -> Vec<S
             gb.precision.as_str().into(),
         );
         note(
+            "allocator",
+            ga.allocator.clone().unwrap_or_default(),
+            gb.allocator.clone().unwrap_or_default(),
+        );
+        note(
             "threads",
             ga.threads_requested
                 .map_or("default".into(), |t| t.to_string()),

@@ -126,17 +126,23 @@ impl Entry {
         self.summaries.get(&quantity).map(|s| s.std)
     }
 
-    /// Images per second from the statistic of the total time of a pass.
+    /// Images per second from the statistic of the total time of a pass; a
+    /// data-parallel pass trains every rank's batch.
     pub fn images_per_s(&self, stat: Stat) -> Option<f64> {
         let t = self.value(Quantity::Total, stat)?;
-        (t > 0.0).then(|| self.table.batch_size as f64 / t)
+        (t > 0.0).then(|| self.images_per_pass() as f64 / t)
+    }
+
+    /// The images one pass trains: the batch, on every rank.
+    pub fn images_per_pass(&self) -> usize {
+        self.table.batch_size * self.config.engine.world_size.max(1)
     }
 
     /// Achieved GFLOP/s (forward 2·MACs per example, backward twice that).
     pub fn gflops_per_s(&self, stat: Stat) -> Option<f64> {
         let macs = self.macs?;
         let t = self.value(Quantity::Total, stat)?;
-        let flops = cnnbench_results::flops_per_pass(self.table.mode, macs, self.table.batch_size);
+        let flops = cnnbench_results::flops_per_pass(self.table.mode, macs, self.images_per_pass());
         (t > 0.0).then(|| flops / t / 1e9)
     }
 

@@ -193,6 +193,8 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
             settings,
             threads_requested: None,
             precision: Precision::F32,
+            world_size: 1,
+            allocator: None,
         },
         machine: None,
         tool_version: None,

@@ -6,7 +6,7 @@ use crate::legacy;
 use crate::record::{EngineDesc, Origin, Record};
 use cnnbench_graph::{read_bounded_to_string, ReadFileError, ReadProblem};
 use cnnbench_results::{
-    BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
+    AllocatorRecord, BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -215,6 +215,13 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             settings: r.engine.settings,
             threads_requested: r.config.threads_requested,
             precision: r.config.precision,
+            world_size: r.config.world_size.unwrap_or(1).max(1),
+            allocator: Some(
+                r.config
+                    .allocator
+                    .map(|a| a.policy)
+                    .unwrap_or_else(|| AllocatorRecord::SYSTEM.to_string()),
+            ),
         },
         machine: Some(r.machine),
         tool_version: Some(r.tool.version),

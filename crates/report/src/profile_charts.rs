@@ -5,6 +5,7 @@
 //! where the time goes and which layers take more than their share of the work.
 
 use crate::fmt::slug;
+use crate::plot::{draw, ensure_font, FONT_NAME};
 use cnnbench_graph::{read_bounded_to_string, ReadProblem};
 use cnnbench_results::profile::{ProfileDoc, PROFILE_FORMAT, PROFILE_VERSION};
 use plotters::coord::Shift;
@@ -13,32 +14,13 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
-const FONT_NAME: &str = "sans-serif";
 const FORWARD: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
 const BACKWARD: RGBColor = RGBColor(0xf2, 0x8e, 0x2b);
 /// How many nodes the per-node chart shows.
 pub const TOP_NODES: usize = 20;
 /// The largest profile file read (a profile of a thousand-node network is ~1 MB).
 const MAX_PROFILE_BYTES: u64 = 64 << 20;
-
-fn ensure_font() -> anyhow::Result<()> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        plotters::style::register_font(FONT_NAME, FontStyle::Normal, FONT)
-            .map_err(|_| "the bundled chart font is unreadable".to_string())
-    })
-    .clone()
-    .map_err(|e| anyhow::anyhow!(e))
-}
-
-macro_rules! draw {
-    ($e:expr) => {
-        $e.map_err(|e| anyhow::anyhow!("drawing a chart failed: {e}"))?
-    };
-}
 
 /// A profile and the file it came from.
 #[derive(Clone, Debug)]

@@ -33,6 +33,12 @@ pub struct EngineDesc {
     /// Threads the user asked for; `None` for the engine's default.
     pub threads_requested: Option<usize>,
     pub precision: Precision,
+    /// Processes that trained together, data-parallel (1: a single process). A row's
+    /// images/s counts every rank's batch.
+    pub world_size: usize,
+    /// cnnbench's heap policy (`keep` or `system`; results that did not record it ran
+    /// with `system`); `None` for other tools' files.
+    pub allocator: Option<String>,
 }
 
 impl EngineDesc {
@@ -74,10 +80,18 @@ impl EngineDesc {
             s.push_str(&format!(", {}", self.precision.as_str()));
         }
         if let Some(t) = self.threads_requested {
-            s.push_str(&format!(", {t} threads"));
+            let unit = if t == 1 { "thread" } else { "threads" };
+            s.push_str(&format!(", {t} {unit}"));
         }
         if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
             s.push_str(", channels-last");
+        }
+        if self.world_size > 1 {
+            s.push_str(&format!(", {} ranks", self.world_size));
+        }
+        // cnnbench keeps freed memory by default; runs without say so.
+        if self.allocator.as_deref() == Some(cnnbench_results::AllocatorRecord::SYSTEM) {
+            s.push_str(", system allocator");
         }
         s
     }

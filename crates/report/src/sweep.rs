@@ -92,6 +92,8 @@ fn point(e: &Entry) -> Option<SweepPoint> {
         return None;
     }
     let batch = e.table.batch_size;
+    // A data-parallel pass trains every rank's batch.
+    let images = (batch * e.config.engine.world_size) as f64;
     let p99 = match s.percentiles {
         Some(p) => p.p99,
         None => {
@@ -103,7 +105,7 @@ fn point(e: &Entry) -> Option<SweepPoint> {
     let (lo, hi) = (s.median_ci95[0], s.median_ci95[1]);
     let per_s = |t: f64| {
         if t > 0.0 {
-            batch as f64 / t
+            images / t
         } else {
             f64::INFINITY
         }
@@ -247,6 +249,8 @@ mod label_tests {
             settings: Default::default(),
             threads_requested: None,
             precision: Precision::F32,
+            world_size: 1,
+            allocator: None,
         };
         assert_eq!(e.label(), "torch-cpu 2.11.0");
         e.settings

@@ -13,8 +13,8 @@ pub mod stats;
 
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
-    flops_per_pass, BatchProbe, BatchSearch, BenchResult, MachineInfo, MemoryRecord, ModelRecord,
-    ProbeOutcome, RunConfig, StopReason, StopRecord, Throughput, ToolInfo, RESULT_FORMAT,
-    RESULT_VERSION, RESULT_VERSIONS_READ,
+    flops_per_pass, AllocatorRecord, BatchProbe, BatchSearch, BenchResult, MachineInfo,
+    MemoryRecord, ModelRecord, ProbeOutcome, RunConfig, StopReason, StopRecord, Throughput,
+    ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
 pub use stats::{Percentiles, Summary};

@@ -60,6 +60,9 @@ pub struct ProfileConfig {
     pub seed: u64,
     #[serde(default)]
     pub threads_requested: Option<usize>,
+    /// What the process's heap did with freed memory (absent before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<crate::result::AllocatorRecord>,
 }
 
 /// Statistics of the timed phases, in seconds (`backward` absent in infer mode).

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
 /// One timed quantity. In JSON, and wherever it is written, it is its lower-case name
-/// (`forward`, `backward`, `update`, `total`).
+/// (`forward`, `backward`, `allreduce`, `update`, `total`).
 ///
 /// Quantities order, compare and hash by that name, as the strings they replace did:
 /// a `BTreeMap<Quantity, _>` iterates and serialises in the same order as the
@@ -20,6 +20,8 @@ use std::hash::{Hash, Hasher};
 pub enum Quantity {
     Forward,
     Backward,
+    /// Averaging the gradients across the ranks of a data-parallel run.
+    Allreduce,
     Update,
     /// The sum of a pass's phases.
     Total,
@@ -27,19 +29,26 @@ pub enum Quantity {
 
 impl Quantity {
     /// Every quantity in display order: the phases in pass order, then the total.
-    pub const ALL: [Quantity; 4] = [
+    pub const ALL: [Quantity; 5] = [
         Quantity::Forward,
         Quantity::Backward,
+        Quantity::Allreduce,
         Quantity::Update,
         Quantity::Total,
     ];
     /// The phases, in pass order (every quantity but the total).
-    pub const PHASES: [Quantity; 3] = [Quantity::Forward, Quantity::Backward, Quantity::Update];
+    pub const PHASES: [Quantity; 4] = [
+        Quantity::Forward,
+        Quantity::Backward,
+        Quantity::Allreduce,
+        Quantity::Update,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Quantity::Forward => "forward",
             Quantity::Backward => "backward",
+            Quantity::Allreduce => "allreduce",
             Quantity::Update => "update",
             Quantity::Total => "total",
         }
@@ -50,6 +59,7 @@ impl Quantity {
         match self {
             Quantity::Forward => Some(Phase::Forward),
             Quantity::Backward => Some(Phase::Backward),
+            Quantity::Allreduce => Some(Phase::Allreduce),
             Quantity::Update => Some(Phase::Update),
             Quantity::Total => None,
         }
@@ -61,6 +71,7 @@ impl From<Phase> for Quantity {
         match phase {
             Phase::Forward => Quantity::Forward,
             Phase::Backward => Quantity::Backward,
+            Phase::Allreduce => Quantity::Allreduce,
             Phase::Update => Quantity::Update,
         }
     }
@@ -80,7 +91,7 @@ impl std::fmt::Display for UnknownQuantity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "unknown quantity \"{}\" (the quantities are forward, backward, update and total)",
+            "unknown quantity \"{}\" (the quantities are forward, backward, allreduce, update and total)",
             self.0
         )
     }
@@ -150,7 +161,12 @@ mod tests {
 
     #[test]
     fn phases_map_onto_quantities() {
-        for p in [Phase::Forward, Phase::Backward, Phase::Update] {
+        for p in [
+            Phase::Forward,
+            Phase::Backward,
+            Phase::Allreduce,
+            Phase::Update,
+        ] {
             let q = Quantity::from(p);
             assert_eq!(q.as_str(), p.as_str());
             assert_eq!(q.phase(), Some(p));
@@ -158,7 +174,12 @@ mod tests {
         assert_eq!(Quantity::Total.phase(), None);
         assert_eq!(
             Quantity::PHASES.map(|q| q.phase().unwrap()),
-            [Phase::Forward, Phase::Backward, Phase::Update]
+            [
+                Phase::Forward,
+                Phase::Backward,
+                Phase::Allreduce,
+                Phase::Update
+            ]
         );
     }
 
@@ -171,15 +192,18 @@ mod tests {
             .map(|(q, i)| (q.to_string(), i))
             .collect();
         let order: Vec<&str> = typed.keys().map(|q| q.as_str()).collect();
-        assert_eq!(order, ["backward", "forward", "total", "update"]);
+        assert_eq!(
+            order,
+            ["allreduce", "backward", "forward", "total", "update"]
+        );
         assert_eq!(
             serde_json::to_string(&typed).unwrap(),
             serde_json::to_string(&named).unwrap()
         );
-        assert_eq!(typed["update"], 2);
+        assert_eq!(typed["update"], 3);
         assert_eq!(typed.get("loss"), None);
         let hashed: HashMap<Quantity, u8> = typed.clone().into_iter().collect();
-        assert_eq!(hashed["total"], 3);
+        assert_eq!(hashed["total"], 4);
         let back: BTreeMap<Quantity, u8> =
             serde_json::from_str(r#"{"total": 3, "forward": 0}"#).unwrap();
         assert_eq!(back[&Quantity::Total], 3);

@@ -14,7 +14,8 @@ pub const RESULT_FORMAT: &str = "cnnbench-result";
 /// Version 2 added, all optional so that a version 1 file reads unchanged: percentiles
 /// in each summary, the time-based and adaptive settings of the run (`min_time_s`,
 /// `max_time_s`, `target_ci_pct`, `warmup_time_s`), what stopped the run (`stop`) and how
-/// `-b max` chose the batch (`batch_search`).
+/// `-b max` chose the batch (`batch_search`). Later, equally optional: data-parallel
+/// runs (`config.world_size`, `distributed`, the `allreduce` quantity).
 pub const RESULT_VERSION: u32 = 2;
 /// The schema versions this build reads.
 pub const RESULT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=RESULT_VERSION;
@@ -58,6 +59,35 @@ pub struct BenchResult {
     /// Things the reader should know about these numbers (wide spread, timer resolution…).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// A data-parallel run across processes (`config.world_size` > 1 or `--distributed`):
+    /// how the gradients travelled and every rank's samples. `samples` and `summary`
+    /// above are rank 0's; `throughput` counts the images of every rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<DistributedRecord>,
+}
+
+/// How a data-parallel run averaged its gradients, and what each rank measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DistributedRecord {
+    /// The collective library's backend: `gloo` (CPUs) or `nccl` (NVIDIA GPUs).
+    pub backend: String,
+    /// How its messages travelled, e.g. `tcp`.
+    pub transport: String,
+    /// Gradients were all-reduced in buckets of at most this many bytes (DDP's 25 MiB).
+    pub bucket_bytes: usize,
+    /// Whether the all-reduce overlapped the backward pass (DDP's hooks); when not, the
+    /// `allreduce` phase follows backward and is timed alone.
+    pub overlap: bool,
+    /// Every rank's timed samples, in rank order (rank 0's are also `samples`).
+    pub ranks: Vec<RankRecord>,
+}
+
+/// One rank's measurements in a data-parallel run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankRecord {
+    pub rank: usize,
+    /// Its timed samples in seconds, per quantity, as the top-level `samples`.
+    pub samples: BTreeMap<Quantity, Vec<f64>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +138,32 @@ pub struct RunConfig {
     /// `--warmup-time`: warm-up went on for at least this long (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_time_s: Option<f64>,
+    /// Processes that trained together, each on its own `batch_size` images, averaging
+    /// their gradients (absent: one process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<usize>,
+    /// What the process's heap did with freed memory (absent in results written before
+    /// cnnbench recorded it, which ran with the C library's defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<AllocatorRecord>,
+}
+
+/// The heap policy a run had: it changes CPU times by up to a fifth (fresh pages for
+/// every large tensor, or reused ones), so results record it and reports keep runs with
+/// different policies apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorRecord {
+    /// `keep` (freed memory kept for reuse, cnnbench's default) or `system` (the C
+    /// library's defaults).
+    pub policy: String,
+    /// The allocator and its settings in words, e.g. `glibc 2.36: mmap threshold 1 GiB,
+    /// trimming off`.
+    pub detail: String,
+}
+
+impl AllocatorRecord {
+    /// The policy of a result that has no record: the C library's defaults.
+    pub const SYSTEM: &'static str = "system";
 }
 
 /// Why the timed passes ended.

@@ -22,8 +22,12 @@ pub struct EngineStatus {
 pub fn statuses() -> Vec<EngineStatus> {
     let mut all = vec![EngineStatus {
         name: cnnbench_engine_burn::ENGINE_NAME,
-        description: "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)",
-        available: Ok(()),
+        description: if cfg!(feature = "burn-x86-v4") {
+            "burn 0.22 flex CPU backend with autodiff, x86-v4 build (gemm's AVX-512 kernels)"
+        } else {
+            "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)"
+        },
+        available: cnnbench_engine_burn::availability(),
         capabilities: cnnbench_engine_burn::capabilities(),
     }];
     all.push(EngineStatus {
@@ -61,6 +65,12 @@ pub fn statuses() -> Vec<EngineStatus> {
             capabilities: cnnbench_engine_burn_gpu::capabilities(),
         });
     }
+    all.push(EngineStatus {
+        name: cnnbench_engine_ort::ENGINE_NAME,
+        description: "ONNX Runtime's CPU provider (PyPI wheel, loaded at run time) on cnnbench's ONNX export",
+        available: cnnbench_engine_ort::availability(),
+        capabilities: cnnbench_engine_ort::capabilities(),
+    });
     for backend in TorchBackend::ALL {
         all.push(EngineStatus {
             name: backend.engine_name(),
@@ -118,6 +128,9 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     if name == cnnbench_engine_tract::ENGINE_NAME {
         return tract_engine(options);
     }
+    if name == cnnbench_engine_ort::ENGINE_NAME {
+        return ort_engine(options);
+    }
     let backend = TorchBackend::from_engine_name(name)
         .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
     let torch = TorchOptions {
@@ -152,6 +165,35 @@ fn burn_gpu_why(why: &Unavailable) -> String {
     }
 }
 
+/// The engine of one rank of a data-parallel job, joined to the others through the
+/// rendezvous, and the job's process group; or why `name` cannot train across
+/// processes.
+pub fn create_data_parallel(
+    name: &str,
+    options: &EngineOptions,
+    rendezvous: &cnnbench_engine::distributed::Rendezvous,
+) -> Result<(
+    Box<dyn Engine>,
+    std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
+)> {
+    let Some(backend) = TorchBackend::from_engine_name(name) else {
+        // Known engines first get their own "unknown"/"cannot run" answers.
+        create(name, options)?;
+        return Err(anyhow!(
+            "engine {name} cannot train across processes; the engines that can: {}",
+            super::distributed::engines_that_can()
+        ));
+    };
+    if let Err(why) = cnnbench_engine_torch::availability(backend) {
+        return Err(anyhow!("engine {name} cannot run: {why}"));
+    }
+    let torch = TorchOptions {
+        threads: options.threads,
+        ..options.torch.clone()
+    };
+    cnnbench_engine_torch::data_parallel_engine(backend, &torch, rendezvous)
+}
+
 #[cfg(feature = "tract")]
 fn tract_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
     Ok(Box::new(cnnbench_engine_tract::TractEngine::new(
@@ -165,6 +207,35 @@ fn tract_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
         "engine tract is not built into this binary: {}",
         cnnbench_engine_tract::SETUP_HINT
     ))
+}
+
+#[cfg(feature = "ort")]
+fn ort_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(cnnbench_engine_ort::OrtEngine::new(
+        options.threads,
+    )?))
+}
+
+#[cfg(not(feature = "ort"))]
+fn ort_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    Err(anyhow!(
+        "engine ort-cpu is not built into this binary: {}",
+        cnnbench_engine_ort::SETUP_HINT
+    ))
+}
+
+/// Which engines can train across processes (`run --distributed`/`--nproc`) with this
+/// build, and on which of PyTorch's c10d backends.
+fn data_parallel_line() -> String {
+    let backends = cnnbench_engine_torch::distributed_backends();
+    let mut line = format!(
+        "Data-parallel training (run --distributed, --nproc): {}",
+        super::distributed::engines_that_can()
+    );
+    if backends.contains(&"gloo") && !backends.contains(&"nccl") {
+        line.push_str("; not torch-cuda: c10d's NCCL backend is not compiled in (see the guide, \"NCCL on GPU machines\")");
+    }
+    line
 }
 
 pub fn run() -> Result<ExitCode> {
@@ -184,6 +255,7 @@ pub fn run() -> Result<ExitCode> {
         ]);
     }
     println!("{table}");
+    println!("{}", data_parallel_line());
     for (backend, adapters) in cnnbench_engine_burn_gpu::adapters::listing() {
         let api = match backend {
             BurnGpu::Wgpu => "Vulkan adapters",

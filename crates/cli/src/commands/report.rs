@@ -254,6 +254,23 @@ fn speedup_request(values: Option<&Vec<String>>) -> anyhow::Result<SpeedupReques
     }
 }
 
+/// The report's options as the command line sets them (with or without profiles).
+fn report_options(args: &ReportArgs, speedups: SpeedupRequest) -> ReportOptions {
+    ReportOptions {
+        stat: args.stat.map(Stat::from),
+        layout: if args.layout == LayoutArg::Legacy {
+            Layout::Legacy
+        } else {
+            Layout::Default
+        },
+        with_std: args.with_std,
+        duplicates: args.duplicates.into(),
+        speedups,
+        models: args.models.clone(),
+        overview: !args.no_overview,
+    }
+}
+
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let format: Format = match (args.format, &args.output) {
         (Some(f), _) => f.into(),
@@ -275,25 +292,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         return report_with_profiles(&args, format, speedups, &aliases, &profiles);
     }
     let records = load(&args.paths, args.strict)?;
-    let opts = ReportOptions {
-        stat: args.stat.map(Stat::from),
-        layout: if args.layout == LayoutArg::Legacy {
-            Layout::Legacy
-        } else {
-            Layout::Default
-        },
-        with_std: args.with_std,
-        duplicates: args.duplicates.into(),
-        speedups,
-        models: args.models.clone(),
-        overview: !args.no_overview,
-    };
+    let opts = report_options(&args, speedups);
     let report = Report::build(records, &aliases, &ZooCatalog, &opts)?;
     if let Some(dir) = &args.charts {
         let mut written = charts::write_charts(&report, dir)?;
         let sweeps = cnnbench_report::sweep::sweeps(&report);
         written.extend(cnnbench_report::charts_sweep::write_sweep_charts(
             &sweeps, dir,
+        )?);
+        let scalings = cnnbench_report::scaling::scalings(&report);
+        written.extend(cnnbench_report::charts_scaling::write_scaling_charts(
+            &scalings, dir,
         )?);
         eprintln!("wrote {} charts to {}", written.len(), dir.display());
     }
@@ -334,19 +343,7 @@ fn report_with_profiles(
     let report = if loaded.records.is_empty() {
         None
     } else {
-        let opts = ReportOptions {
-            stat: args.stat.map(Stat::from),
-            layout: if args.layout == LayoutArg::Legacy {
-                Layout::Legacy
-            } else {
-                Layout::Default
-            },
-            with_std: args.with_std,
-            duplicates: args.duplicates.into(),
-            speedups,
-            models: args.models.clone(),
-            overview: !args.no_overview,
-        };
+        let opts = report_options(args, speedups);
         let report = Report::build(loaded.records, aliases, &ZooCatalog, &opts)?;
         if let Some(dir) = &args.charts {
             let written = charts::write_charts(&report, dir)?;

@@ -2,15 +2,17 @@
 //! per model and point of a sweep (batch sizes × image sizes).
 
 use super::common::{align_right, bytes, file_model, new_table, zoo_model, ImageSize};
+use super::distributed;
 use super::engines;
 use super::sweep::{self, BatchSpec, ImageSizes, ProbeReport};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::harness::{self, RunRequest};
 use cnnbench_bench::result::{BenchResult, StopReason, ToolInfo};
 use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 use cnnbench_graph::Graph;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,15 +96,65 @@ pub struct RunArgs {
     /// Run even when the memory estimate exceeds the available memory.
     #[arg(long)]
     pub force: bool,
+    /// Train as one rank of a data-parallel job whose launcher (torchrun, Slurm's srun, a
+    /// Kubernetes PyTorchJob) set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT: each
+    /// rank trains its own --batch-size images and the gradients are averaged after
+    /// backward (timed as `allreduce`); rank 0 writes the result.
+    #[arg(long)]
+    pub distributed: bool,
+    /// Start N ranks of this run on this machine and train data-parallel, as
+    /// `torchrun --nproc-per-node N … --distributed` would.
+    #[arg(long, value_name = "N", conflicts_with = "distributed")]
+    pub nproc: Option<usize>,
+    /// Seconds a rank waits for the others (to start, or in an all-reduce) before it
+    /// gives up with an error.
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub dist_timeout: f64,
+    /// Run one cell of a matrix file (see `cnnbench plan`): its model, engine and
+    /// settings come from the file. Results are labelled with the host's name unless
+    /// --label is given.
+    #[arg(long, value_name = "MATRIX", conflicts_with_all = PLAN_SETS)]
+    pub plan: Option<PathBuf>,
+    /// The matrix cell to run (default: $SLURM_ARRAY_TASK_ID, else $JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "I", requires = "plan")]
+    pub cell: Option<usize>,
+    /// Run the cell even when the output folder already holds its result.
+    #[arg(long, requires = "plan")]
+    pub rerun: bool,
 }
+
+/// The options a matrix file sets, refused beside `--plan`.
+const PLAN_SETS: [&str; 20] = [
+    "models",
+    "model_file",
+    "mode",
+    "batch_size",
+    "image_size",
+    "engine",
+    "warmup",
+    "passes",
+    "min_time",
+    "max_time",
+    "target_ci",
+    "warmup_time",
+    "memory_limit",
+    "probe_memory",
+    "seed",
+    "threads",
+    "precision",
+    "cudnn_benchmark",
+    "tf32",
+    "channels_last",
+];
 
 /// Settings of the CUDA engines.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct GpuArgs {
     /// Which GPU the GPU engines use: the CUDA device (torch-cuda, burn-cuda) or the
-    /// Vulkan GPU adapter, discrete first (burn-wgpu).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub device: usize,
+    /// Vulkan GPU adapter, discrete first (burn-wgpu) [default: 0; in a data-parallel run:
+    /// LOCAL_RANK]
+    #[arg(long, value_name = "N")]
+    pub device: Option<usize>,
     /// burn-wgpu: run on a CPU software renderer (llvmpipe/lavapipe) when there is no GPU
     /// adapter, labelled as such in the result. To test the GPU code path, not to measure.
     #[arg(long)]
@@ -125,20 +177,20 @@ impl GpuArgs {
             threads,
             torch: cnnbench_engine_torch::TorchOptions {
                 threads,
-                device: self.device,
+                device: self.device.unwrap_or(0),
                 cudnn_benchmark: self.cudnn_benchmark,
                 tf32: self.tf32,
                 channels_last: self.channels_last,
             },
             burn_gpu: cnnbench_engine_burn_gpu::BurnGpuOptions {
-                device: self.device,
+                device: self.device.unwrap_or(0),
                 allow_cpu_adapter: self.allow_cpu_adapter,
             },
         }
     }
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModeArg {
     Train,
     Infer,
@@ -314,7 +366,7 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
         "--seed".into(),
         args.seed.to_string(),
         "--device".into(),
-        args.gpu.device.to_string(),
+        args.gpu.device.unwrap_or(0).to_string(),
         "--warmup".into(),
         "1".into(),
         "--passes".into(),
@@ -342,9 +394,20 @@ fn probe_args(args: &RunArgs, p: &Planned) -> Vec<String> {
     a
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
+pub fn run(mut args: RunArgs) -> Result<ExitCode> {
+    if let Some(matrix) = args.plan.clone() {
+        return super::plan::run_cell(&matrix, args);
+    }
     if args.passes == 0 {
         return Err(anyhow!("--passes must be at least 1"));
+    }
+    if let Some(n) = args.nproc {
+        return launch_ranks(&args, n);
+    }
+    let dist_timeout =
+        seconds(Some(args.dist_timeout), "--dist-timeout")?.unwrap_or(Duration::from_secs(300));
+    if args.distributed {
+        check_distributed(&args)?;
     }
     let mode: Mode = args.mode.into();
     let min_time = seconds(args.min_time, "--min-time")?;
@@ -369,8 +432,27 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     let planned = plan(&args)?;
-    let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
-    output::check_writable(&args.output)?;
+    let mut options = args.gpu.engine_options(args.threads);
+    let (engine, group) = if args.distributed {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let rendezvous = distributed::rendezvous_from_env(&env, dist_timeout)?;
+        // As torchrun's users do: each rank of a machine on its own GPU.
+        if args.gpu.device.is_none() {
+            options.torch.device = rendezvous.local_rank;
+        }
+        let (engine, group) = engines::create_data_parallel(&args.engine, &options, &rendezvous)?;
+        (engine, Some(group))
+    } else {
+        (engines::create(&args.engine, &options)?, None)
+    };
+    // Rank 0 speaks for the job: the others write and print nothing but their errors.
+    let rank = group.as_ref().map_or(0, |g| g.info().rank);
+    if rank != 0 {
+        args.quiet = true;
+        args.json = false;
+    } else {
+        output::check_writable(&args.output)?;
+    }
     let caps = engine.capabilities();
     caps.check(&args.engine, mode, args.precision.into())
         .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
@@ -493,8 +575,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 },
             );
             bar.finish_and_clear();
+            // A rank's result goes to rank 0, which writes the job's.
+            let outcome = match (outcome, &group) {
+                (Ok(result), Some(group)) => cnnbench_bench::distributed::gather_ranks(
+                    group.as_ref(),
+                    &format!("result/{point}"),
+                    result,
+                )
+                .map(|merged| merged.ok_or(())),
+                (outcome, _) => outcome.map(Ok),
+            };
             match outcome {
-                Ok(mut result) => {
+                Ok(Err(())) => {}
+                Ok(Ok(mut result)) => {
                     result.batch_search = search.clone();
                     result.peak_gflops_per_s = peak.as_ref().map(|p| p.matmul.gflops_per_s);
                     let path = output::write_result(&args.output, &result)?;
@@ -516,10 +609,106 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             }
         }
     }
-    if !args.json {
+    if let Some(group) = group {
+        // Every rank leaves together, then the process group goes before the store.
+        group.barrier()?;
+        drop(engine);
+        drop(group);
+    }
+    if !args.json && rank == 0 {
         print_table(&results);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a data-parallel run cannot do: every rank must run the same passes (an
+/// all-reduce in each), so nothing may decide them per rank.
+fn check_distributed(args: &RunArgs) -> Result<()> {
+    let per_rank = [
+        (args.min_time.is_some(), "--min-time"),
+        (args.max_time.is_some(), "--max-time"),
+        (args.target_ci.is_some(), "--target-ci"),
+        (args.warmup_time.is_some(), "--warmup-time"),
+        (matches!(args.batch_size, BatchSpec::Max), "-b max"),
+        (args.probe_memory, "--probe-memory"),
+    ];
+    if let Some((_, flag)) = per_rank.iter().find(|(given, _)| *given) {
+        return Err(anyhow!(
+            "{flag} cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"
+        ));
+    }
+    if args.mode == ModeArg::Infer {
+        return Err(anyhow!(
+            "a data-parallel run trains: use --mode train or step (inference has no gradients to average)"
+        ));
+    }
+    Ok(())
+}
+
+/// `--nproc N`: this same command as N ranks on this machine (`--distributed`, with
+/// torchrun's variables and a free port).
+fn launch_ranks(args: &RunArgs, nproc: usize) -> Result<ExitCode> {
+    if nproc == 0 {
+        return Err(anyhow!("--nproc must be at least 1"));
+    }
+    check_distributed(args)?;
+    if cnnbench_engine_torch::TorchBackend::from_engine_name(&args.engine).is_none() {
+        return Err(anyhow!(
+            "engine {} cannot train across processes; the engines that can: {}",
+            args.engine,
+            distributed::engines_that_can()
+        ));
+    }
+    // Refused once here rather than by each rank.
+    if let Some(backend) = cnnbench_engine_torch::TorchBackend::from_engine_name(&args.engine) {
+        if let Some(why) = cnnbench_engine_torch::data_parallel_refusal(backend) {
+            return Err(anyhow!(why));
+        }
+        cnnbench_engine_torch::availability(backend)
+            .map_err(|why| anyhow!("engine {} cannot run: {why}", args.engine))?;
+        if let cnnbench_engine_torch::TorchBackend::Cuda { .. } = backend {
+            distributed::check_gpus_for_ranks(
+                nproc,
+                args.gpu.device,
+                cnnbench_engine_torch::cuda_device_count(),
+            )?;
+        }
+    }
+    output::check_writable(&args.output)?;
+    let program =
+        std::env::current_exe().context("finding the cnnbench binary to start the ranks")?;
+    let mut child_args: Vec<String> = Vec::new();
+    let mut given = std::env::args().skip(1);
+    while let Some(a) = given.next() {
+        if a == "--nproc" {
+            given.next();
+        } else if !a.starts_with("--nproc=") {
+            child_args.push(a);
+        }
+    }
+    child_args.push("--distributed".into());
+    // N ranks of all-core thread pools would fight over the cores (torchrun sets
+    // OMP_NUM_THREADS=1 for the same reason): each rank gets its share.
+    if args.threads.is_none() {
+        let share = (cnnbench_host::logical_cores() / nproc).max(1);
+        child_args.extend(["--threads".into(), share.to_string()]);
+        if !args.quiet {
+            eprintln!("starting {nproc} ranks with --threads {share} each (their share of this machine's cores; give --threads to choose)");
+        }
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
+    let port = distributed::free_port()?;
+    match distributed::launch_local(&program, &child_args, nproc, port, &cancel)? {
+        distributed::Outcome::Success => Ok(ExitCode::SUCCESS),
+        distributed::Outcome::Interrupted => {
+            eprintln!("interrupted: stopped the {nproc} ranks; finished results are kept");
+            Ok(ExitCode::from(130))
+        }
+    }
 }
 
 /// The time limit of `--target-ci` when no `--max-time` is given.
@@ -546,6 +735,12 @@ fn find_max_batch(
             p.graph.name(),
             bytes(available)
         );
+        if cnnbench_host::allocator::current().policy == cnnbench_host::allocator::HeapPolicy::Keep
+        {
+            eprintln!(
+                "note: the heap keeps freed memory (--allocator keep), so peaks vary between processes by a tenth or so; --allocator system gives a reproducible answer"
+            );
+        }
     }
     let child_args = probe_args(args, p);
     let search = sweep::search_max_batch(estimated, available, from, &mut |batch| {
@@ -688,11 +883,24 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
     let with_update = results
         .iter()
         .any(|(r, _)| r.summary.contains_key(&Quantity::Update));
+    let with_allreduce = results
+        .iter()
+        .any(|(r, _)| r.summary.contains_key(&Quantity::Allreduce));
     let mut headers = vec!["Model", "Engine", "Device", "Mode", "Batch"];
+    let ranks = results
+        .iter()
+        .filter_map(|(r, _)| r.config.world_size)
+        .max();
+    if ranks.is_some() {
+        headers.push("Ranks");
+    }
     if all_infer {
         headers.extend(["Latency (ms)", "p90 (ms)", "p99 (ms)"]);
     } else {
         headers.extend(["Forward (ms)", "Backward (ms)"]);
+        if with_allreduce {
+            headers.push("Allreduce (ms)");
+        }
         if with_update {
             headers.push("Update (ms)");
         }
@@ -709,6 +917,9 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
             r.config.mode.to_string(),
             r.config.batch_size.to_string(),
         ];
+        if ranks.is_some() {
+            row.push(r.config.world_size.unwrap_or(1).to_string());
+        }
         if all_infer {
             row.extend([
                 ms(r, Quantity::Total),
@@ -717,6 +928,9 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
             ]);
         } else {
             row.extend([ms(r, Quantity::Forward), ms(r, Quantity::Backward)]);
+            if with_allreduce {
+                row.push(ms(r, Quantity::Allreduce));
+            }
             if with_update {
                 row.push(ms(r, Quantity::Update));
             }
@@ -738,6 +952,14 @@ fn print_table(results: &[(BenchResult, PathBuf)]) {
     } else {
         println!(
             "times: median ± standard deviation over the timed passes; results in the files above"
+        );
+    }
+    if let Some(d) = results.iter().find_map(|(r, _)| r.distributed.as_ref()) {
+        println!(
+            "data-parallel: batch is per rank, times are rank 0's, images/s counts every rank's images; gradients averaged by {} over {} in {} MiB buckets after backward",
+            d.backend,
+            d.transport,
+            d.bucket_bytes / (1024 * 1024)
         );
     }
     if let Some((r, _)) = results.first() {

@@ -1,8 +1,12 @@
-//! Helpers shared by the CLI's end-to-end tests.
+//! Helpers shared by the CLI's end-to-end tests: the binary, its result files, and the
+//! run-it-and-check-it steps every test file would otherwise write again.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use assert_cmd::Command;
+use predicates::prelude::*;
+use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 /// The `cnnbench` binary built for these tests.
 pub fn cnnbench() -> Command {
@@ -24,4 +28,121 @@ pub fn result_files(dir: &Path) -> Vec<PathBuf> {
     }
     files.sort();
     files
+}
+
+/// A JSON file parsed as `T` (a `serde_json::Value`, a result, a profile…).
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> T {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The one result file below `dir`, parsed; fails naming the files found otherwise.
+pub fn only_result<T: DeserializeOwned>(dir: &Path) -> T {
+    let files = result_files(dir);
+    assert_eq!(files.len(), 1, "one result file expected: {files:?}");
+    read_json(&files[0])
+}
+
+/// Runs `cmd` and fails with its stderr unless it succeeds; returns its output.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let output = cmd.output().expect("cnnbench starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The standard output of `cmd` (which must succeed) parsed as JSON (`--json`).
+pub fn json_stdout<T: DeserializeOwned>(cmd: &mut Command) -> T {
+    let output = run_ok(cmd);
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// `cnnbench run MODEL --engine ENGINE` on 32×32 images, batch 2, two passes, quiet, with
+/// `extra` arguments (`--mode`, `--threads`…), into a folder of its own; returns its one
+/// result.
+pub fn tiny_run(model: &str, engine: &str, extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = dir.path().join("results");
+    cnnbench()
+        .args(["run", model, "--engine", engine])
+        .args(["--image-size", "32", "-b", "2", "--passes", "2", "-q", "-o"])
+        .arg(&out)
+        .args(extra)
+        .assert()
+        .success();
+    only_result(&out)
+}
+
+/// `cnnbench verify resnet18 --engines burn-flex,ENGINE` at 32×32 with `extra`
+/// arguments, asserted to pass; further checks go on the returned assertion.
+pub fn verify_against_burn_flex(engine: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+    cnnbench()
+        .args(["verify", "resnet18", "--engines"])
+        .arg(format!("burn-flex,{engine}"))
+        .args(["--image-size", "32"])
+        .args(extra)
+        .assert()
+        .success()
+}
+
+/// A train-mode run on an inference-only engine fails before anything runs, saying
+/// what the engine runs.
+pub fn assert_training_refused(engine: &str) {
+    cnnbench()
+        .args(["run", "resnet18", "--engine", engine, "--mode", "train"])
+        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{engine} cannot run train mode; it runs: infer"
+        )));
+}
+
+/// The `cnnbench` binary as a plain process, for tests that signal it while it runs.
+pub fn cnnbench_process() -> std::process::Command {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("cnnbench"))
+}
+
+/// Starts `cmd` with its output captured, sends it SIGINT (what Ctrl-C sends) after
+/// `after`, and waits for it to exit; returns its output and how long it took to exit
+/// once interrupted.
+pub fn interrupted_after(
+    mut cmd: std::process::Command,
+    after: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cnnbench starts");
+    std::thread::sleep(after);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -INT failed");
+    let interrupted = std::time::Instant::now();
+    let output = child.wait_with_output().expect("cnnbench exits");
+    (output, interrupted.elapsed())
+}
+
+/// `cmd -o OUT` fails, its stderr saying `message`, and leaves no result in `out`: a
+/// refused run writes nothing.
+pub fn assert_refused_writing_nothing(cmd: &mut Command, out: &Path, message: &str) {
+    cmd.arg("-o")
+        .arg(out)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(message));
+    let files = result_files(out);
+    assert!(files.is_empty(), "a refused run wrote {files:?}");
 }

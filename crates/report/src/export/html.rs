@@ -162,6 +162,17 @@ impl Exporter for HtmlExporter {
             let svg = crate::charts_sweep::sweep_svg(sweep)?;
             writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
         }
+        for (i, scaling) in crate::scaling::scalings(report).iter().enumerate() {
+            writeln!(
+                out,
+                "<section id=\"scaling{i}\">\n<h2>Scaling: {}</h2>\n<p class=\"sub\">Images per second of all ranks; speed-up and efficiency (throughput per rank against the fewest ranks'); the all-reduce's share of a pass.</p>",
+                escape(&scaling.title())
+            )?;
+            let (head, rows) = scaling.cells();
+            table(&mut out, &head, &rows);
+            let svg = crate::charts_scaling::scaling_svg(scaling)?;
+            writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
+        }
         if !report.notes.is_empty() {
             out.push_str("<section class=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
             for n in &report.notes {

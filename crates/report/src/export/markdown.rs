@@ -60,6 +60,15 @@ impl Exporter for MarkdownExporter {
                 "\nImages per second and the latency of one batch in ms (median, p99 in brackets).\n"
             )?;
         }
+        for scaling in crate::scaling::scalings(report) {
+            let (head, rows) = scaling.cells();
+            writeln!(out, "## Scaling: {}\n", scaling.title())?;
+            out.push_str(&table(&head, &rows));
+            writeln!(
+                out,
+                "\nImages per second of all ranks; speed-up and efficiency (throughput per rank against the fewest ranks'); the all-reduce's share of a pass.\n"
+            )?;
+        }
         if report.speedups_requested {
             writeln!(out, "## Speed-ups\n")?;
             if report.speedups.is_empty() {

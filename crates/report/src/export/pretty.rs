@@ -49,6 +49,15 @@ impl Exporter for PrettyExporter {
             )?;
             writeln!(out, "{}\n", table(&head, &rows))?;
         }
+        for scaling in crate::scaling::scalings(report) {
+            let (head, rows) = scaling.cells();
+            writeln!(
+                out,
+                "Scaling: {}  (images/s of all ranks; speed-up and efficiency against the fewest ranks; allreduce: its share of a pass)",
+                scaling.title()
+            )?;
+            writeln!(out, "{}\n", table(&head, &rows))?;
+        }
         if report.speedups_requested {
             writeln!(out, "Speed-ups ({} total time)", report.stat.as_str())?;
             if report.speedups.is_empty() {

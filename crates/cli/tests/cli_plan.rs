@@ -1,0 +1,368 @@
+//! `cnnbench plan` and `cnnbench run --plan … --cell` end to end, on a tiny matrix
+//! (resnet18 at 32×32, one pass per cell).
+
+mod common;
+
+use common::*;
+
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// resnet18 at 32×32 on burn-flex at batches 1, 2 and 3 in train and infer mode, less
+/// (batch 3, infer): five cells.
+const MATRIX: &str = r#"format = "cnnbench-matrix"
+version = 1
+models = ["resnet18"]
+engines = ["burn-flex"]
+batch_sizes = [1, 2, 3]
+modes = ["train", "infer"]
+image_sizes = [32]
+passes = 1
+warmup = 0
+
+[[exclude]]
+batch_size = 3
+mode = "infer"
+"#;
+
+fn write_matrix(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("matrix.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn stdout_of(args: &[&str], dir: &Path) -> String {
+    let out = cnnbench()
+        .current_dir(dir)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+fn results(dir: &Path) -> Vec<cnnbench_bench::BenchResult> {
+    result_files(dir).iter().map(|p| read_json(p)).collect()
+}
+
+#[test]
+fn list_numbers_the_cells_of_the_cross_product_less_the_exclusions() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(dir.path(), MATRIX);
+    let out = stdout_of(&["plan", m.to_str().unwrap(), "--list"], dir.path());
+    assert!(out.contains("5 cells, 0 with a result in results"), "{out}");
+    // Cell, Model, Image, Engine, Mode, Batch, Precision, Result.
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.contains("resnet18"))
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let cells: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[0], r[4], r[5])).collect();
+    // Batch varies before mode; (batch 3, infer) is excluded.
+    assert_eq!(
+        cells,
+        [
+            ("0", "train", "1"),
+            ("1", "infer", "1"),
+            ("2", "train", "2"),
+            ("3", "infer", "2"),
+            ("4", "train", "3")
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn the_sbatch_script_passes_bash_n_holds_the_array_and_runs_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(dir.path(), MATRIX);
+    let script = stdout_of(
+        &[
+            "plan",
+            m.to_str().unwrap(),
+            "--slurm",
+            "--max-parallel",
+            "2",
+            "--partition",
+            "debug",
+            "--time",
+            "0:10:00",
+        ],
+        dir.path(),
+    );
+    assert!(script.contains("\n#SBATCH --array=0-4%2\n"), "{script}");
+    assert!(script.contains("\n#SBATCH --partition=debug\n#SBATCH --time=0:10:00\n"));
+    let path = dir.path().join("job.sh");
+    std::fs::write(&path, &script).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "bash -n: {:?}", check);
+    // Run it as Slurm would run task 3 (batch 2, infer), from another folder: the script
+    // carries the matrix and the absolute results folder.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new("bash")
+        .arg(&path)
+        .current_dir(elsewhere.path())
+        .env("SLURM_ARRAY_TASK_ID", "3")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let written = results(&dir.path().join("results"));
+    assert_eq!(written.len(), 1);
+    let r = &written[0];
+    assert_eq!((r.config.batch_size, r.config.mode.as_str()), (2, "infer"));
+    assert_eq!(r.config.image_size, [32, 32]);
+    assert_eq!(r.config.passes, 1);
+    // Labelled with the host, as results from many hosts must be.
+    assert!(r.label.as_deref().is_some_and(|l| !l.is_empty()));
+}
+
+#[test]
+fn the_kubernetes_job_parses_as_an_indexed_job_with_one_completion_per_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    // An indented first line must not set the indentation of the YAML block.
+    let matrix = format!("  # indented\n{MATRIX}");
+    let m = write_matrix(dir.path(), &matrix);
+    let yaml = stdout_of(
+        &[
+            "plan",
+            m.to_str().unwrap(),
+            "--k8s",
+            "--image",
+            "registry.example/cnnbench:0.1",
+            "--volume-claim",
+            "bench-results",
+            "--max-parallel",
+            "3",
+            "--gpus",
+            "1",
+            "--memory",
+            "8Gi",
+        ],
+        dir.path(),
+    );
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    let (config_map, job) = (&docs[0], &docs[1]);
+    assert_eq!(config_map["kind"], "ConfigMap");
+    // The matrix travels in the ConfigMap, unchanged.
+    assert_eq!(config_map["data"]["matrix.toml"].as_str().unwrap(), matrix);
+    assert_eq!(job["kind"], "Job");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"].as_u64(), Some(5));
+    assert_eq!(spec["parallelism"].as_u64(), Some(3));
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "registry.example/cnnbench:0.1");
+    let command: Vec<&str> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        command,
+        [
+            "cnnbench",
+            "run",
+            "--plan",
+            "/etc/cnnbench/matrix.toml",
+            "--output",
+            "/results"
+        ]
+    );
+    assert_eq!(
+        container["resources"]["limits"]["nvidia.com/gpu"].as_u64(),
+        Some(1)
+    );
+    assert_eq!(container["resources"]["requests"]["memory"], "8Gi");
+    assert_eq!(
+        pod["volumes"][1]["persistentVolumeClaim"]["claimName"],
+        "bench-results"
+    );
+    // Without an image the command says what is missing.
+    cnnbench()
+        .current_dir(dir.path())
+        .args(["plan", m.to_str().unwrap(), "--k8s"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--image"));
+}
+
+#[test]
+fn run_plan_runs_the_right_cell_and_skips_a_finished_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(dir.path(), MATRIX);
+    let run_cell = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut cmd = cnnbench();
+        cmd.current_dir(dir.path())
+            .args(["run", "--plan", m.to_str().unwrap(), "--quiet"])
+            .args(extra)
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("JOB_COMPLETION_INDEX");
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        cmd.assert()
+    };
+    run_cell(&["--cell", "4"], None).success();
+    let written = results(&dir.path().join("results"));
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        (
+            written[0].config.batch_size,
+            written[0].config.mode.as_str()
+        ),
+        (3, "train")
+    );
+    assert_eq!(written[0].model.name, "resnet18");
+    // Again: skipped, nothing written.
+    run_cell(&["--cell", "4"], None)
+        .success()
+        .stderr(predicate::str::contains("cell 4 of 5").and(predicate::str::contains("skipped")));
+    assert_eq!(result_files(&dir.path().join("results")).len(), 1);
+    // --rerun runs it again, beside the first result.
+    run_cell(&["--cell", "4", "--rerun"], None).success();
+    assert_eq!(result_files(&dir.path().join("results")).len(), 2);
+    // The index of a Kubernetes Indexed Job: cell 1 is batch 1, infer.
+    run_cell(&[], Some(("JOB_COMPLETION_INDEX", "1"))).success();
+    let infer: Vec<_> = results(&dir.path().join("results"))
+        .into_iter()
+        .filter(|r| r.config.mode.as_str() == "infer")
+        .collect();
+    assert_eq!(infer.len(), 1);
+    assert_eq!(infer[0].config.batch_size, 1);
+    // No index at all, or one out of range: a clear error.
+    run_cell(&[], None)
+        .failure()
+        .stderr(predicate::str::contains("which cell?"));
+    run_cell(&["--cell", "5"], None)
+        .failure()
+        .stderr(predicate::str::contains(
+            "there is no cell 5: the matrix has 5 cells, 0 to 4",
+        ));
+    // The matrix sets the run options: giving one beside --plan is refused.
+    run_cell(&["--cell", "0", "--passes", "3"], None)
+        .failure()
+        .stderr(predicate::str::contains("cannot be used with"));
+}
+
+#[test]
+fn the_shell_script_runs_every_cell_then_skips_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = MATRIX
+        .replace("batch_sizes = [1, 2, 3]", "batch_sizes = [1]")
+        .replace("[[exclude]]\nbatch_size = 3\nmode = \"infer\"\n", "");
+    let m = write_matrix(dir.path(), &two);
+    let script = stdout_of(&["plan", m.to_str().unwrap(), "--shell"], dir.path());
+    let path = dir.path().join("run.sh");
+    std::fs::write(&path, &script).unwrap();
+    let first = std::process::Command::new("bash")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{first:?}");
+    assert_eq!(result_files(&dir.path().join("results")).len(), 2);
+    let again = std::process::Command::new("bash")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(stderr.matches("skipped").count(), 2, "{stderr}");
+    assert_eq!(result_files(&dir.path().join("results")).len(), 2);
+}
+
+#[test]
+fn matrix_errors_name_the_key_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (change, expected) in [
+        (("passes = 1", "pases = 1"), "unknown field `pases`"),
+        (
+            ("models = [\"resnet18\"]", "models = [\"resnet181\"]"),
+            "`models`: unknown model \"resnet181\"",
+        ),
+        (
+            ("engines = [\"burn-flex\"]", "engines = [\"burn-flax\"]"),
+            "`engines`: unknown engine \"burn-flax\"",
+        ),
+        (
+            ("batch_sizes = [1, 2, 3]", "batch_sizes = []"),
+            "`batch_sizes` is empty",
+        ),
+        (
+            ("passes = 1", "passes = 1\nprecisions = [\"f16\"]"),
+            "drop it with an [[exclude]] entry",
+        ),
+    ] {
+        let m = write_matrix(dir.path(), &MATRIX.replace(change.0, change.1));
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["plan", m.to_str().unwrap(), "--list"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(expected));
+    }
+}
+
+#[test]
+fn results_of_two_hosts_are_two_rows_in_report_and_pair_by_host_in_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = MATRIX
+        .replace("batch_sizes = [1, 2, 3]", "batch_sizes = [1]")
+        .replace("modes = [\"train\", \"infer\"]", "modes = [\"infer\"]")
+        .replace("[[exclude]]\nbatch_size = 3\nmode = \"infer\"\n", "");
+    let m = write_matrix(dir.path(), &one);
+    for output in ["results", "results2"] {
+        for host in ["node-a", "node-b"] {
+            // As a pod of a Kubernetes Job sees its node's name.
+            cnnbench()
+                .current_dir(dir.path())
+                .args([
+                    "run",
+                    "--plan",
+                    m.to_str().unwrap(),
+                    "--cell",
+                    "0",
+                    "--quiet",
+                ])
+                .args(["--rerun", "--output", output])
+                .env("CNNBENCH_HOST", host)
+                .assert()
+                .success();
+        }
+    }
+    let files = result_files(&dir.path().join("results"));
+    assert_eq!(files.len(), 2, "one folder per host");
+    let out = stdout_of(&["report", "results"], dir.path());
+    // The model's table: one row per host (the overview line names the fastest, with "·").
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("(node-") && !l.contains('·'))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    // (The rows are in order of speed.)
+    assert!(rows.iter().any(|r| r.contains("(node-a)")), "{out}");
+    assert!(rows.iter().any(|r| r.contains("(node-b)")), "{out}");
+    assert!(!out.contains("pooled"), "{out}");
+    // compare pairs each host with itself.
+    let out = stdout_of(&["compare", "results", "results2"], dir.path());
+    let pairs: Vec<&str> = out.lines().filter(|l| l.contains("(node-")).collect();
+    assert_eq!(pairs.len(), 2, "{out}");
+    assert!(pairs.iter().any(|r| r.contains("(node-a)")), "{out}");
+    assert!(pairs.iter().any(|r| r.contains("(node-b)")), "{out}");
+}

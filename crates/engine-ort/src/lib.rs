@@ -1,0 +1,63 @@
+//! The `ort-cpu` engine: ONNX Runtime's CPU execution provider through the `ort` crate.
+//! The Graph goes through cnnbench's ONNX exporter into an in-memory model with the
+//! session's weights; ONNX Runtime optimises it (all graph optimisation levels: constant
+//! folding, Conv+BatchNorm and activation fusions, the NCHWc layout) and runs it.
+//! Inference only: ONNX Runtime's inference sessions have no backward pass. Weights are
+//! exchanged (importing rebuilds the session), so `cnnbench verify` compares it with a
+//! training engine's inference output.
+//!
+//! ONNX Runtime is a C++ library that cnnbench does not build or download: the feature
+//! `ort` compiles the bindings, and the library is loaded at run time from the PyPI wheel
+//! `onnxruntime` (see [`library`]). Without the feature this crate builds with nothing
+//! extra and only says how to get the engine.
+
+use cnnbench_engine::Capabilities;
+
+#[cfg(feature = "ort")]
+pub mod library;
+#[cfg(feature = "ort")]
+mod session;
+
+#[cfg(feature = "ort")]
+pub use session::{onnxruntime_version, OrtEngine};
+
+/// The engine's name on the command line and in result files.
+pub const ENGINE_NAME: &str = "ort-cpu";
+/// The `ort` crate (the Rust bindings) this engine is built against (pinned in Cargo.toml).
+pub const ORT_CRATE_VERSION: &str = "2.0.0-rc.15";
+/// Whether this build has the engine.
+pub const BUILT: bool = cfg!(feature = "ort");
+/// How a build gets this engine, for error messages and `cnnbench engines`.
+pub const SETUP_HINT: &str = "build with `cargo build --release --features cnnbench-cli/ort`, then `pip install onnxruntime==1.32.0` into .venv-torch (or set ORT_DYLIB_PATH)";
+
+/// What it can do: inference in f32 on the CPU, weights exchanged.
+pub fn capabilities() -> Capabilities {
+    Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
+}
+
+/// Whether the engine can run here, and if not, what to do: not built, or ONNX Runtime's
+/// library not found (nothing is loaded to answer).
+pub fn availability() -> Result<(), String> {
+    #[cfg(feature = "ort")]
+    {
+        library::find(&library::SearchPlaces::of_this_process()).map(|_| ())
+    }
+    #[cfg(not(feature = "ort"))]
+    {
+        Err(format!("not in this build: {SETUP_HINT}"))
+    }
+}
+
+#[cfg(all(test, feature = "ort"))]
+mod tests;
+
+#[cfg(all(test, not(feature = "ort")))]
+mod without_ort {
+    #[test]
+    fn says_how_to_get_the_engine() {
+        let why = super::availability().unwrap_err();
+        assert!(why.contains("--features cnnbench-cli/ort"), "{why}");
+        assert!(why.contains("pip install onnxruntime==1.32.0"), "{why}");
+        assert!(!super::capabilities().trains());
+    }
+}

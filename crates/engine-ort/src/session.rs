@@ -1,0 +1,307 @@
+//! The engine and its session: ONNX Runtime loaded once per process, the Graph exported
+//! to ONNX bytes and committed as an inference session on the CPU execution provider;
+//! inputs and outputs as host tensors.
+
+use crate::library::{self, SearchPlaces};
+use crate::{capabilities, ENGINE_NAME, ORT_CRATE_VERSION};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::kit::InputBatches;
+use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_graph::{Graph, HostTensor, Weights};
+use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use ort::environment::Environment;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::Tensor;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The graph optimisation level every session uses: ONNX Runtime's default in its Python
+/// API (`ORT_ENABLE_ALL`), so that cnnbench times what a Python user gets.
+const OPTIMIZATION_LEVEL: GraphOptimizationLevel = GraphOptimizationLevel::All;
+const OPTIMIZATION_LEVEL_NAME: &str = "all (ORT_ENABLE_ALL)";
+const EXECUTION_PROVIDER: &str = "CPUExecutionProvider";
+
+/// ONNX Runtime as loaded into this process: the library can be loaded once only, so
+/// every engine shares it (and its environment).
+struct Runtime {
+    environment: Environment,
+    library: PathBuf,
+    version: String,
+}
+
+static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+
+/// Loads ONNX Runtime (once; a failed attempt is not remembered, so a fixed set-up
+/// works without restarting).
+fn runtime() -> Result<Arc<Runtime>> {
+    let mut loaded = RUNTIME
+        .lock()
+        .map_err(|_| anyhow!("{ENGINE_NAME}: an earlier attempt to load ONNX Runtime panicked"))?;
+    if let Some(runtime) = loaded.as_ref() {
+        return Ok(runtime.clone());
+    }
+    let path = library::find(&SearchPlaces::of_this_process())
+        .map_err(|why| anyhow!("{ENGINE_NAME} cannot run: {why}"))?;
+    let version = onnxruntime_version(&path)?;
+    let environment = ort::init_from(&path)
+        .map_err(|e| {
+            anyhow!(
+                "{ENGINE_NAME}: cannot load ONNX Runtime from {}: {e}; {}",
+                path.display(),
+                library::install_hint()
+            )
+        })?
+        .with_name("cnnbench")
+        .build()
+        .map_err(|e| anyhow!("{ENGINE_NAME}: cannot start ONNX Runtime {version}: {e}"))?;
+    let runtime = Arc::new(Runtime {
+        environment,
+        library: path,
+        version,
+    });
+    *loaded = Some(runtime.clone());
+    Ok(runtime)
+}
+
+/// ONNX Runtime's own version string (`OrtGetApiBase()->GetVersionString()`, e.g.
+/// `1.32.0`) of the library at `path`, read before `ort` takes it so that a refused
+/// version can be named.
+pub fn onnxruntime_version(path: &Path) -> Result<String> {
+    let cannot = |what: &str| {
+        format!(
+            "{ENGINE_NAME}: {} {what}; {}",
+            path.display(),
+            library::install_hint()
+        )
+    };
+    // SAFETY: loading ONNX Runtime runs only its static initialisers; OrtGetApiBase takes
+    // no arguments and returns a pointer to a static table whose GetVersionString returns
+    // a static NUL-terminated string. The library stays loaded for the process (ort loads
+    // the same file next), so the string outlives this call; it is copied anyway.
+    unsafe {
+        let lib = libloading::Library::new(path)
+            .with_context(|| cannot("cannot be loaded as a shared library"))?;
+        let get_api_base: libloading::Symbol<
+            unsafe extern "C" fn() -> *const ort::sys::OrtApiBase,
+        > = lib
+            .get(b"OrtGetApiBase")
+            .with_context(|| cannot("is not ONNX Runtime (no OrtGetApiBase)"))?;
+        let base = get_api_base();
+        if base.is_null() {
+            return Err(anyhow!(cannot("returned no API base")));
+        }
+        let version = ((*base).GetVersionString)();
+        if version.is_null() {
+            return Err(anyhow!(cannot("returned no version string")));
+        }
+        let version = std::ffi::CStr::from_ptr(version)
+            .to_string_lossy()
+            .into_owned();
+        // Keep it loaded: ort opens the same file next, and unloading ONNX Runtime
+        // while its thread pools may exist is not safe.
+        std::mem::forget(lib);
+        Ok(version)
+    }
+}
+
+/// ONNX Runtime on the CPU: intra-op pool of `threads`, inter-op parallelism off.
+pub struct OrtEngine {
+    runtime: Arc<Runtime>,
+    threads: usize,
+    capabilities: Capabilities,
+}
+
+impl OrtEngine {
+    /// `threads`: the size of ONNX Runtime's intra-op pool (`None`: all cores). Loads
+    /// ONNX Runtime (see [`crate::library`]) or says how to install it.
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        Ok(Self {
+            runtime: runtime()?,
+            threads: cnnbench_engine::own_thread_pool_size(threads)?,
+            capabilities: capabilities(),
+        })
+    }
+
+    /// The library file this process loaded.
+    pub fn library(&self) -> &Path {
+        &self.runtime.library
+    }
+}
+
+impl Engine for OrtEngine {
+    fn info(&self) -> EngineInfo {
+        let mut libraries = BTreeMap::new();
+        libraries.insert("onnxruntime".to_string(), self.runtime.version.clone());
+        libraries.insert("ort".to_string(), ORT_CRATE_VERSION.to_string());
+        let mut settings = BTreeMap::new();
+        settings.insert(
+            "execution_provider".to_string(),
+            EXECUTION_PROVIDER.to_string(),
+        );
+        settings.insert(
+            "graph_optimization_level".to_string(),
+            OPTIMIZATION_LEVEL_NAME.to_string(),
+        );
+        settings.insert("intra_op_threads".to_string(), self.threads.to_string());
+        settings.insert("inter_op_threads".to_string(), "1".to_string());
+        settings.insert("execution_mode".to_string(), "sequential".to_string());
+        settings.insert(
+            "intra_op_spinning".to_string(),
+            "on (ONNX Runtime's default)".to_string(),
+        );
+        settings.insert(
+            "model".to_string(),
+            format!("cnnbench ONNX export, opset {EXPORT_OPSET}"),
+        );
+        EngineInfo {
+            name: ENGINE_NAME.into(),
+            framework: "onnxruntime".into(),
+            framework_version: self.runtime.version.clone(),
+            backend: "cpu".into(),
+            device: "cpu".into(),
+            device_name: cnnbench_host::cpu_name(),
+            threads: self.threads,
+            libraries,
+            settings,
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
+    }
+
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
+        debug_assert_eq!(config.mode, Mode::Infer);
+        let weights = Weights::initial(graph, config.seed);
+        let loaded = load(&self.runtime, self.threads, graph, &weights)?;
+        let mut session = OrtSession {
+            runtime: self.runtime.clone(),
+            threads: self.threads,
+            graph: graph.clone(),
+            batches: InputBatches::new(graph, config),
+            weights,
+            session: loaded,
+            input: None,
+            output: None,
+        };
+        session.prepare_batch()?;
+        Ok(Box::new(session))
+    }
+}
+
+/// The graph with these weights as an ONNX Runtime session on the CPU provider.
+fn load(
+    runtime: &Runtime,
+    threads: usize,
+    graph: &Graph,
+    weights: &Weights,
+) -> Result<ort::session::Session> {
+    let bytes = to_onnx(graph, weights)
+        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+    let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
+    ort::session::Session::builder(&runtime.environment)
+        .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
+        .with_optimization_level(OPTIMIZATION_LEVEL)
+        .map_err(options)?
+        .with_intra_threads(threads)
+        .map_err(options)?
+        .with_inter_threads(1)
+        .map_err(options)?
+        .commit_from_memory(&bytes)
+        .map_err(|e| {
+            anyhow!(
+                "{ENGINE_NAME}: ONNX Runtime {} cannot load the ONNX export of {}: {e}",
+                runtime.version,
+                graph.name()
+            )
+        })
+}
+
+struct OrtSession {
+    runtime: Arc<Runtime>,
+    threads: usize,
+    graph: Graph,
+    batches: InputBatches,
+    weights: Weights,
+    session: ort::session::Session,
+    input: Option<Tensor<f32>>,
+    output: Option<HostTensor>,
+}
+
+impl OrtSession {
+    fn use_input(&mut self, input: &HostTensor) -> Result<()> {
+        self.batches.check_input(input)?;
+        let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
+        let tensor = Tensor::from_array((shape, input.data.clone()))
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
+        self.input = Some(tensor);
+        Ok(())
+    }
+}
+
+fn inference_only() -> anyhow::Error {
+    anyhow!("{ENGINE_NAME} runs inference only (ONNX Runtime's inference sessions have no backward pass)")
+}
+
+impl Session for OrtSession {
+    fn prepare_batch(&mut self) -> Result<()> {
+        let input = self.batches.next_input();
+        self.use_input(&input)
+    }
+
+    /// One `Session::run`, and the output copied out of ONNX Runtime's buffer (as
+    /// `InferenceSession.run` copies it into a NumPy array).
+    fn forward(&mut self) -> Result<()> {
+        let input = self
+            .input
+            .as_ref()
+            .ok_or_else(|| anyhow!("no input: prepare a batch first"))?;
+        let outputs = self
+            .session
+            .run(ort::inputs![input])
+            .map_err(|e| anyhow!("{ENGINE_NAME}: forward: {e}"))?;
+        let (shape, data) = outputs[0]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not an f32 tensor: {e}"))?;
+        let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        self.output = Some(HostTensor::new(shape, data.to_vec())?);
+        Ok(())
+    }
+
+    fn prepare_output_grad(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn backward(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn update(&mut self) -> Result<()> {
+        Err(inference_only())
+    }
+    fn sync(&mut self) -> Result<()> {
+        // Session::run returns when the outputs are computed.
+        Ok(())
+    }
+
+    fn export_weights(&self) -> Result<Weights> {
+        Ok(self.weights.clone())
+    }
+
+    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        self.session = load(&self.runtime, self.threads, &self.graph, weights)?;
+        self.weights = weights.clone();
+        Ok(())
+    }
+
+    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+        self.use_input(input)
+    }
+
+    fn output(&self) -> Result<HostTensor> {
+        self.output
+            .clone()
+            .ok_or_else(|| anyhow!("no output: run a forward pass first"))
+    }
+}

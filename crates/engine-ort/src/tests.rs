@@ -1,0 +1,82 @@
+//! ort-cpu against burn-flex: the conformance suite's forward half (every op of the IR and
+//! the suite's zoo models, same weights and input), `verify` on zoo models at small
+//! sizes, and what the engine records and refuses. These tests need ONNX Runtime's
+//! library: without it they fail with the install line (they do not skip).
+
+use crate::*;
+use cnnbench_engine::Engine;
+use cnnbench_engine_burn::BurnFlexEngine;
+
+fn ort_engine(threads: usize) -> OrtEngine {
+    OrtEngine::new(Some(threads)).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn ort_cpu() -> Box<dyn Engine> {
+    Box::new(ort_engine(2))
+}
+
+fn burn() -> Option<Box<dyn Engine>> {
+    Some(Box::new(BurnFlexEngine::new(None).unwrap()))
+}
+
+cnnbench_conformance::engine_conformance! {
+    engine: ort_cpu(),
+    reference: burn(),
+}
+
+#[test]
+fn verify_agrees_with_burn_flex_on_zoo_models_at_small_sizes() {
+    let reference = burn().unwrap();
+    if let Err(e) = cnnbench_conformance::small_zoo_models_against(&*ort_cpu(), &*reference) {
+        panic!("{e:#}");
+    }
+}
+
+#[test]
+fn info_records_onnx_runtimes_own_version_threads_level_and_provider() {
+    let engine = ort_engine(2);
+    let info = engine.info();
+    assert_eq!(info.name, "ort-cpu");
+    assert_eq!(info.framework, "onnxruntime");
+    // The library's own string, e.g. "1.32.0", and it is the file that was loaded.
+    let version = onnxruntime_version(engine.library()).unwrap();
+    assert_eq!(info.framework_version, version);
+    assert!(
+        version.split('.').count() == 3 && version.starts_with("1."),
+        "{version}"
+    );
+    assert!(engine
+        .library()
+        .to_string_lossy()
+        .contains("libonnxruntime"));
+    assert_eq!(info.libraries["onnxruntime"], version);
+    assert_eq!(info.libraries["ort"], ORT_CRATE_VERSION);
+    assert_eq!(info.threads, 2);
+    assert_eq!(info.settings["intra_op_threads"], "2");
+    assert_eq!(info.settings["inter_op_threads"], "1");
+    assert_eq!(
+        info.settings["graph_optimization_level"],
+        "all (ORT_ENABLE_ALL)"
+    );
+    assert_eq!(info.settings["execution_provider"], "CPUExecutionProvider");
+    assert!(info.settings["model"].contains("opset 17"));
+}
+
+#[test]
+fn a_file_that_is_not_onnx_runtime_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libonnxruntime.so.1.32.0");
+    std::fs::write(&fake, b"not a library").unwrap();
+    let err = format!("{:#}", onnxruntime_version(&fake).unwrap_err());
+    assert!(err.contains("libonnxruntime.so.1.32.0"), "{err}");
+    assert!(err.contains("pip install onnxruntime==1.32.0"), "{err}");
+}
+
+#[test]
+fn inference_only_and_at_least_one_thread() {
+    let engine = ort_engine(1);
+    assert!(!engine.capabilities().trains());
+    assert!(engine.capabilities().weight_exchange);
+    let err = OrtEngine::new(Some(0)).err().expect("refused").to_string();
+    assert!(err.contains("at least 1"), "{err}");
+}

@@ -1,0 +1,747 @@
+//! The matrix file, schema `cnnbench-matrix` version 1, and its cells.
+//!
+//! ```toml
+//! format = "cnnbench-matrix"
+//! version = 1
+//! models = ["resnet18", "resnet50"]
+//! engines = ["burn-flex", "torch-cpu"]
+//! batch_sizes = [16, 32]
+//! modes = ["train"]
+//! passes = 10
+//!
+//! [[exclude]]
+//! model = "resnet50"
+//! batch_size = 32
+//! ```
+//!
+//! Cells are numbered in the order models, engines, image sizes, batch sizes, modes,
+//! precisions (the last varies fastest). Changing the meaning of a key bumps
+//! [`MATRIX_VERSION`].
+
+use cnnbench_engine::{Mode, Precision};
+use serde::Deserialize;
+use std::path::Path;
+
+pub const MATRIX_FORMAT: &str = "cnnbench-matrix";
+pub const MATRIX_VERSION: u32 = 1;
+
+/// Why a matrix file cannot be used. Each message names the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error("cannot read the matrix file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Not TOML, an unknown key, or a value of the wrong type (toml names the key and line).
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("this is not a matrix file: it needs `format = \"{MATRIX_FORMAT}\"` and `version = {MATRIX_VERSION}` at the top")]
+    NotAMatrix,
+    #[error("`format` is \"{0}\"; a matrix file says `format = \"{MATRIX_FORMAT}\"`")]
+    WrongFormat(String),
+    #[error("matrix version {0} is not one this build reads (it reads version {MATRIX_VERSION})")]
+    WrongVersion(u32),
+    #[error("`{0}` is empty: the matrix would have no cells")]
+    Empty(&'static str),
+    #[error("`{key}` lists {value} twice")]
+    Duplicate { key: &'static str, value: String },
+    #[error("`models`: {0}")]
+    UnknownModel(cnnbench_zoo::ZooError),
+    #[error("`engines`: unknown engine \"{name}\"; cnnbench knows: {known}")]
+    UnknownEngine { name: String, known: String },
+    #[error("`{key}`: {message}")]
+    BadValue { key: &'static str, message: String },
+    #[error("`image_sizes`: {model} cannot take a {height}×{width} image ({reason}); drop the pair with an [[exclude]] entry")]
+    ModelSize {
+        model: String,
+        height: usize,
+        width: usize,
+        reason: String,
+    },
+    #[error("exclude entry {index}: {message}")]
+    Exclude { index: usize, message: String },
+    #[error("every cell is excluded: the `exclude` entries leave nothing to run")]
+    AllExcluded,
+    #[error("there is no cell {index}: the matrix has {count} cells, 0 to {last}", last = count - 1)]
+    NoSuchCell { index: usize, count: usize },
+}
+
+/// An image size of the matrix: `224` or `"299x299"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ImageSize {
+    pub height: usize,
+    pub width: usize,
+}
+
+impl std::fmt::Display for ImageSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.height, self.width)
+    }
+}
+
+/// An image size as written: a number or a `HxW` string.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum ImageSizeSpec {
+    Square(usize),
+    Text(String),
+}
+
+impl ImageSizeSpec {
+    fn resolve(&self, key: &'static str) -> Result<ImageSize, MatrixError> {
+        let bad = |shown: String| {
+            MatrixError::BadValue {
+            key,
+            message: format!("{shown} is not an image size: use N or \"HxW\" with positive integers, e.g. 224 or \"299x299\""),
+        }
+        };
+        let positive = |v: &str| v.trim().parse::<usize>().ok().filter(|&n| n > 0);
+        match self {
+            ImageSizeSpec::Square(0) => Err(bad("0".into())),
+            ImageSizeSpec::Square(n) => Ok(ImageSize {
+                height: *n,
+                width: *n,
+            }),
+            ImageSizeSpec::Text(s) => {
+                let (h, w) = match s.split_once(['x', 'X', '×']) {
+                    Some((h, w)) => (positive(h), positive(w)),
+                    None => (positive(s), positive(s)),
+                };
+                match (h, w) {
+                    (Some(height), Some(width)) => Ok(ImageSize { height, width }),
+                    _ => Err(bad(format!("\"{s}\""))),
+                }
+            }
+        }
+    }
+}
+
+/// The file as written. Every key is listed here: anything else is an error naming it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixFile {
+    format: Option<String>,
+    version: Option<u32>,
+    models: Vec<String>,
+    engines: Vec<String>,
+    #[serde(default = "default_batch_sizes")]
+    batch_sizes: Vec<usize>,
+    image_sizes: Option<Vec<ImageSizeSpec>>,
+    #[serde(default = "default_modes")]
+    modes: Vec<Mode>,
+    #[serde(default = "default_precisions")]
+    precisions: Vec<Precision>,
+    #[serde(default = "default_passes")]
+    passes: usize,
+    #[serde(default = "default_warmup")]
+    warmup: usize,
+    #[serde(default)]
+    seed: u64,
+    threads: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+    target_ci: Option<f64>,
+    warmup_time: Option<f64>,
+    #[serde(default)]
+    cudnn_benchmark: bool,
+    #[serde(default)]
+    tf32: bool,
+    #[serde(default)]
+    channels_last: bool,
+    #[serde(default)]
+    exclude: Vec<ExcludeEntry>,
+}
+
+fn default_batch_sizes() -> Vec<usize> {
+    vec![16]
+}
+fn default_modes() -> Vec<Mode> {
+    vec![Mode::Train]
+}
+fn default_precisions() -> Vec<Precision> {
+    vec![Precision::F32]
+}
+fn default_passes() -> usize {
+    10
+}
+fn default_warmup() -> usize {
+    1
+}
+
+/// One `[[exclude]]` entry: the cells matching every key given are dropped.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExcludeEntry {
+    model: Option<String>,
+    engine: Option<String>,
+    batch_size: Option<usize>,
+    image_size: Option<ImageSizeSpec>,
+    mode: Option<Mode>,
+    precision: Option<Precision>,
+}
+
+/// The settings every cell runs with (the `run` options that are not axes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSettings {
+    pub passes: usize,
+    pub warmup: usize,
+    pub seed: u64,
+    /// The engine's thread pool; `None`: all the cores the job was given.
+    pub threads: Option<usize>,
+    pub min_time: Option<f64>,
+    pub max_time: Option<f64>,
+    pub target_ci: Option<f64>,
+    pub warmup_time: Option<f64>,
+    pub cudnn_benchmark: bool,
+    pub tf32: bool,
+    pub channels_last: bool,
+}
+
+/// One cell: one model on one engine in one configuration, one result file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Its number, from 0: the array index of the job that runs it.
+    pub index: usize,
+    /// The zoo's name of the model.
+    pub model: String,
+    pub engine: String,
+    /// `None`: the model's own input size.
+    pub image_size: Option<ImageSize>,
+    pub batch_size: usize,
+    pub mode: Mode,
+    pub precision: Precision,
+}
+
+impl Cell {
+    /// `resnet18 burn-flex train b16 f32` (with `224x224` when the matrix gives sizes).
+    pub fn describe(&self) -> String {
+        let size = self.image_size.map_or(String::new(), |s| format!(" {s}"));
+        format!(
+            "{}{size} on {}, {}, batch {}, {}",
+            self.model,
+            self.engine,
+            self.mode,
+            self.batch_size,
+            self.precision.as_str()
+        )
+    }
+}
+
+/// A checked matrix: its cells and settings, and the text it was read from (which the
+/// generated jobs carry, so that a later edit of the file cannot renumber a running array).
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    pub cells: Vec<Cell>,
+    pub settings: RunSettings,
+    pub text: String,
+}
+
+impl Matrix {
+    /// Reads and checks a matrix file; `known_engines` are the engine names cnnbench
+    /// knows (built into this binary or not: the cluster's build may differ).
+    pub fn load(path: &Path, known_engines: &[&str]) -> Result<Matrix, MatrixError> {
+        let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Matrix::parse(&text, known_engines)
+    }
+
+    /// Checks a matrix given as text; see [`Matrix::load`].
+    pub fn parse(text: &str, known_engines: &[&str]) -> Result<Matrix, MatrixError> {
+        let file: MatrixFile = toml::from_str(text)?;
+        match (&file.format, file.version) {
+            (None, _) | (_, None) => return Err(MatrixError::NotAMatrix),
+            (Some(f), _) if f != MATRIX_FORMAT => return Err(MatrixError::WrongFormat(f.clone())),
+            (_, Some(v)) if v != MATRIX_VERSION => return Err(MatrixError::WrongVersion(v)),
+            _ => {}
+        }
+        let models = check_models(&file.models)?;
+        check_axis("engines", &file.engines, |e| e.clone())?;
+        for name in &file.engines {
+            if !known_engines.contains(&name.as_str()) {
+                return Err(MatrixError::UnknownEngine {
+                    name: name.clone(),
+                    known: known_engines.join(", "),
+                });
+            }
+        }
+        check_axis("batch_sizes", &file.batch_sizes, usize::to_string)?;
+        if file.batch_sizes.contains(&0) {
+            return Err(MatrixError::BadValue {
+                key: "batch_sizes",
+                message: "a batch size must be at least 1".into(),
+            });
+        }
+        let image_sizes: Vec<Option<ImageSize>> = match &file.image_sizes {
+            None => vec![None],
+            Some(specs) => {
+                let sizes = specs
+                    .iter()
+                    .map(|s| s.resolve("image_sizes"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                check_axis("image_sizes", &sizes, ImageSize::to_string)?;
+                sizes.into_iter().map(Some).collect()
+            }
+        };
+        check_axis("modes", &file.modes, |m| m.to_string())?;
+        check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
+        let settings = settings(&file)?;
+
+        let excludes = file
+            .exclude
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut cells = Vec::new();
+        for model in &models {
+            for engine in &file.engines {
+                for &image_size in &image_sizes {
+                    for &batch_size in &file.batch_sizes {
+                        for &mode in &file.modes {
+                            for &precision in &file.precisions {
+                                let cell = Cell {
+                                    index: cells.len(),
+                                    model: model.clone(),
+                                    engine: engine.clone(),
+                                    image_size,
+                                    batch_size,
+                                    mode,
+                                    precision,
+                                };
+                                if !excludes.iter().any(|e| e.matches(&cell)) {
+                                    cells.push(cell);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if cells.is_empty() {
+            return Err(MatrixError::AllExcluded);
+        }
+        check_sizes_fit(&cells)?;
+        Ok(Matrix {
+            cells,
+            settings,
+            text: text.to_string(),
+        })
+    }
+
+    /// The cell with this number, or an error that gives the range.
+    pub fn cell(&self, index: usize) -> Result<&Cell, MatrixError> {
+        self.cells.get(index).ok_or(MatrixError::NoSuchCell {
+            index,
+            count: self.cells.len(),
+        })
+    }
+}
+
+/// An axis must list something, and nothing twice (it would run the same cell twice).
+fn check_axis<T: PartialEq>(
+    key: &'static str,
+    values: &[T],
+    show: impl Fn(&T) -> String,
+) -> Result<(), MatrixError> {
+    if values.is_empty() {
+        return Err(MatrixError::Empty(key));
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(MatrixError::Duplicate {
+                key,
+                value: show(v),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The zoo's names of the models (so `ResNet-18` and `resnet18` are one model).
+fn check_models(names: &[String]) -> Result<Vec<String>, MatrixError> {
+    if names.is_empty() {
+        return Err(MatrixError::Empty("models"));
+    }
+    let mut canonical = Vec::new();
+    for name in names {
+        let entry = cnnbench_zoo::find(name).ok_or_else(|| {
+            MatrixError::UnknownModel(cnnbench_zoo::ZooError::Unknown {
+                name: name.clone(),
+                suggestions: cnnbench_zoo::suggest(name),
+            })
+        })?;
+        canonical.push(entry.name.to_string());
+    }
+    check_axis("models", &canonical, String::clone)?;
+    Ok(canonical)
+}
+
+fn settings(file: &MatrixFile) -> Result<RunSettings, MatrixError> {
+    if file.passes == 0 {
+        return Err(MatrixError::BadValue {
+            key: "passes",
+            message: "at least 1 timed pass is needed".into(),
+        });
+    }
+    if file.threads == Some(0) {
+        return Err(MatrixError::BadValue {
+            key: "threads",
+            message: "at least 1 thread is needed (leave it out for all cores)".into(),
+        });
+    }
+    for (key, value) in [
+        ("min_time", file.min_time),
+        ("max_time", file.max_time),
+        ("target_ci", file.target_ci),
+        ("warmup_time", file.warmup_time),
+    ] {
+        if let Some(v) = value {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(MatrixError::BadValue {
+                    key,
+                    message: format!("must be a positive number, not {v}"),
+                });
+            }
+        }
+    }
+    if let (Some(min), Some(max)) = (file.min_time, file.max_time) {
+        if min > max {
+            return Err(MatrixError::BadValue {
+                key: "min_time",
+                message: format!("{min} s is above max_time ({max} s)"),
+            });
+        }
+    }
+    Ok(RunSettings {
+        passes: file.passes,
+        warmup: file.warmup,
+        seed: file.seed,
+        threads: file.threads,
+        min_time: file.min_time,
+        max_time: file.max_time,
+        target_ci: file.target_ci,
+        warmup_time: file.warmup_time,
+        cudnn_benchmark: file.cudnn_benchmark,
+        tf32: file.tf32,
+        channels_last: file.channels_last,
+    })
+}
+
+/// An exclude entry checked against the axes: each value it names is one of theirs.
+struct Exclusion {
+    model: Option<String>,
+    engine: Option<String>,
+    batch_size: Option<usize>,
+    image_size: Option<ImageSize>,
+    mode: Option<Mode>,
+    precision: Option<Precision>,
+}
+
+impl Exclusion {
+    fn check(
+        index: usize,
+        e: &ExcludeEntry,
+        file: &MatrixFile,
+        image_sizes: &[Option<ImageSize>],
+    ) -> Result<Exclusion, MatrixError> {
+        let not_in = |key: &str, value: String, axis: &str| MatrixError::Exclude {
+            index,
+            message: format!("{key} {value} is not in `{axis}`, so it would exclude nothing"),
+        };
+        let model = match &e.model {
+            None => None,
+            Some(name) => {
+                let canonical = cnnbench_zoo::find(name)
+                    .map(|m| m.name.to_string())
+                    .filter(|c| {
+                        file.models
+                            .iter()
+                            .any(|m| cnnbench_zoo::find(m).is_some_and(|f| f.name == c))
+                    })
+                    .ok_or_else(|| not_in("model", format!("\"{name}\""), "models"))?;
+                Some(canonical)
+            }
+        };
+        if let Some(engine) = &e.engine {
+            if !file.engines.contains(engine) {
+                return Err(not_in("engine", format!("\"{engine}\""), "engines"));
+            }
+        }
+        if let Some(b) = e.batch_size {
+            if !file.batch_sizes.contains(&b) {
+                return Err(not_in("batch_size", b.to_string(), "batch_sizes"));
+            }
+        }
+        let image_size = match &e.image_size {
+            None => None,
+            Some(spec) => {
+                let size = spec.resolve("exclude.image_size")?;
+                if !image_sizes.contains(&Some(size)) {
+                    return Err(not_in("image_size", size.to_string(), "image_sizes"));
+                }
+                Some(size)
+            }
+        };
+        if let Some(m) = e.mode {
+            if !file.modes.contains(&m) {
+                return Err(not_in("mode", m.to_string(), "modes"));
+            }
+        }
+        if let Some(p) = e.precision {
+            if !file.precisions.contains(&p) {
+                return Err(not_in("precision", p.as_str().to_string(), "precisions"));
+            }
+        }
+        let exclusion = Exclusion {
+            model,
+            engine: e.engine.clone(),
+            batch_size: e.batch_size,
+            image_size,
+            mode: e.mode,
+            precision: e.precision,
+        };
+        if exclusion.model.is_none()
+            && exclusion.engine.is_none()
+            && exclusion.batch_size.is_none()
+            && exclusion.image_size.is_none()
+            && exclusion.mode.is_none()
+            && exclusion.precision.is_none()
+        {
+            return Err(MatrixError::Exclude {
+                index,
+                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode or precision".into(),
+            });
+        }
+        Ok(exclusion)
+    }
+
+    fn matches(&self, c: &Cell) -> bool {
+        self.model.as_ref().is_none_or(|m| *m == c.model)
+            && self.engine.as_ref().is_none_or(|e| *e == c.engine)
+            && self.batch_size.is_none_or(|b| b == c.batch_size)
+            && self.image_size.is_none_or(|s| Some(s) == c.image_size)
+            && self.mode.is_none_or(|m| m == c.mode)
+            && self.precision.is_none_or(|p| p == c.precision)
+    }
+}
+
+/// Every model the matrix runs at a size must be buildable at it (a 32×32 AlexNet is
+/// not), so that a typo fails now and not in job 417.
+fn check_sizes_fit(cells: &[Cell]) -> Result<(), MatrixError> {
+    let mut checked: Vec<(&str, ImageSize)> = Vec::new();
+    for c in cells {
+        let Some(size) = c.image_size else { continue };
+        if checked.contains(&(c.model.as_str(), size)) {
+            continue;
+        }
+        checked.push((c.model.as_str(), size));
+        if let Some(entry) = cnnbench_zoo::find(&c.model) {
+            let input = [entry.default_input[0], size.height, size.width];
+            if let Err(e) = (entry.build)(input) {
+                return Err(MatrixError::ModelSize {
+                    model: c.model.clone(),
+                    height: size.height,
+                    width: size.width,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENGINES: &[&str] = &["burn-flex", "torch-cpu", "torch-cuda"];
+
+    fn parse(body: &str) -> Result<Matrix, MatrixError> {
+        Matrix::parse(
+            &format!("format = \"cnnbench-matrix\"\nversion = 1\n{body}"),
+            ENGINES,
+        )
+    }
+
+    fn err(body: &str) -> String {
+        match parse(body) {
+            Ok(m) => panic!("expected an error, got {} cells", m.cells.len()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn cells_are_the_cross_product_in_a_fixed_order() {
+        let m = parse(
+            r#"models = ["resnet18", "ResNet-50"]
+engines = ["burn-flex", "torch-cpu"]
+batch_sizes = [16, 32]
+precisions = ["f32", "bf16"]"#,
+        )
+        .unwrap();
+        assert_eq!(m.cells.len(), 2 * 2 * 2 * 2);
+        let first = &m.cells[0];
+        assert_eq!(
+            (
+                first.model.as_str(),
+                first.engine.as_str(),
+                first.batch_size
+            ),
+            ("resnet18", "burn-flex", 16)
+        );
+        assert_eq!(first.precision, Precision::F32);
+        assert_eq!(m.cells[1].precision, Precision::Bf16);
+        assert_eq!(m.cells[2].batch_size, 32);
+        assert_eq!(m.cells[4].engine, "torch-cpu");
+        // Aliases become the zoo's own name.
+        assert_eq!(m.cells[8].model, "resnet50");
+        assert!(m.cells.iter().enumerate().all(|(i, c)| c.index == i));
+        assert_eq!(m.cells[0].mode, Mode::Train);
+        assert_eq!(m.settings.passes, 10);
+        assert_eq!(m.settings.warmup, 1);
+    }
+
+    #[test]
+    fn exclusions_drop_exactly_the_matching_cells_and_renumber() {
+        let m = parse(
+            r#"models = ["resnet18", "resnet50"]
+engines = ["burn-flex", "torch-cpu"]
+batch_sizes = [16, 32]
+image_sizes = [64, "32x48"]
+
+[[exclude]]
+model = "resnet50"
+engine = "torch-cpu"
+
+[[exclude]]
+batch_size = 32
+image_size = "32x48"
+"#,
+        )
+        .unwrap();
+        // 16 cells; the first entry drops resnet50 × torch-cpu (4), the second every
+        // 32x48 at batch 32 (4, one of them already dropped).
+        assert_eq!(m.cells.len(), 16 - 4 - 3);
+        assert!(!m
+            .cells
+            .iter()
+            .any(|c| c.model == "resnet50" && c.engine == "torch-cpu"));
+        assert!(!m.cells.iter().any(|c| c.batch_size == 32
+            && c.image_size
+                == Some(ImageSize {
+                    height: 32,
+                    width: 48
+                })));
+        assert!(m.cells.iter().enumerate().all(|(i, c)| c.index == i));
+        assert_eq!(m.cell(8).unwrap().index, 8);
+        assert!(m.cell(9).unwrap_err().to_string().contains("0 to 8"));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_key() {
+        let e = err("modles = [\"resnet18\"]\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]");
+        assert!(e.contains("modles"), "{e}");
+        let e = err(
+            "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n[[exclude]]\nmodels = \"resnet18\"",
+        );
+        assert!(e.contains("models") && e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn unknown_models_and_engines_are_named() {
+        let e = err("models = [\"resnet181\"]\nengines = [\"burn-flex\"]");
+        assert!(e.contains("`models`") && e.contains("resnet181"), "{e}");
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flux\"]");
+        assert!(
+            e.contains("`engines`") && e.contains("burn-flux") && e.contains("torch-cpu"),
+            "{e}"
+        );
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nmodes = [\"trian\"]");
+        assert!(e.contains("modes") && e.contains("trian"), "{e}");
+    }
+
+    #[test]
+    fn empty_axes_and_empty_products_are_errors_naming_the_key() {
+        for key in [
+            "models",
+            "engines",
+            "batch_sizes",
+            "image_sizes",
+            "modes",
+            "precisions",
+        ] {
+            let mut body = String::from("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n");
+            body = body
+                .lines()
+                .filter(|l| !l.starts_with(&format!("{key} ")))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            body.push_str(&format!("{key} = []\n"));
+            let e = err(&body);
+            assert!(e.contains(&format!("`{key}` is empty")), "{key}: {e}");
+        }
+        let e = err(
+            "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n[[exclude]]\nengine = \"burn-flex\"",
+        );
+        assert!(e.contains("every cell is excluded"), "{e}");
+    }
+
+    #[test]
+    fn bad_exclusions_and_values_are_named() {
+        let base =
+            "models = [\"resnet18\", \"resnet34\"]\nengines = [\"burn-flex\", \"torch-cpu\"]\n";
+        let e = err(&format!("{base}[[exclude]]\nmodel = \"resnet50\""));
+        assert!(
+            e.contains("exclude entry 1") && e.contains("resnet50") && e.contains("`models`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{base}[[exclude]]\nengine = \"burn-flex\"\n[[exclude]]\n"
+        ));
+        assert!(
+            e.contains("exclude entry 2") && e.contains("names no key"),
+            "{e}"
+        );
+        let e = err(&format!("{base}[[exclude]]\nbatch_size = 32"));
+        assert!(
+            e.contains("batch_size 32") && e.contains("`batch_sizes`"),
+            "{e}"
+        );
+        let e = err(&format!("{base}batch_sizes = [16, 16]"));
+        assert!(e.contains("`batch_sizes` lists 16 twice"), "{e}");
+        let e = err(&format!("{base}batch_sizes = [0]"));
+        assert!(e.contains("`batch_sizes`"), "{e}");
+        let e = err(&format!("{base}image_sizes = [\"32x\"]"));
+        assert!(e.contains("`image_sizes`") && e.contains("32x"), "{e}");
+        let e = err(&format!("{base}passes = 0"));
+        assert!(e.contains("`passes`"), "{e}");
+        let e = err(&format!("{base}min_time = 5.0\nmax_time = 1.0"));
+        assert!(e.contains("`min_time`") && e.contains("max_time"), "{e}");
+        let e = err("models = [\"alexnet\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]");
+        assert!(e.contains("alexnet cannot take a 32×32 image"), "{e}");
+    }
+
+    #[test]
+    fn the_format_and_version_are_required_and_checked() {
+        let body = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        let e = Matrix::parse(body, ENGINES).unwrap_err().to_string();
+        assert!(e.contains("format = \"cnnbench-matrix\""), "{e}");
+        let e = Matrix::parse(
+            &format!("format = \"cnnbench-matrix\"\nversion = 2\n{body}"),
+            ENGINES,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("version 2"), "{e}");
+        let e = Matrix::parse(
+            &format!("format = \"cnnbench-model\"\nversion = 1\n{body}"),
+            ENGINES,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cnnbench-model"), "{e}");
+    }
+}
