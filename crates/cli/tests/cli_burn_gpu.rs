@@ -2,7 +2,8 @@
 //! renderer (lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`). The Vulkan
 //! loader is pointed at lavapipe alone (`VK_ICD_FILENAMES`), so these tests mean the same
 //! on a machine with a GPU: the refusal of a CPU adapter without the flag, its label with
-//! the flag, the refusal with no adapter at all, and `verify` against burn-flex.
+//! the flag, the refusal with no adapter at all, and `verify` against PyTorch (torch-cpu;
+//! burn-flex in a build without the torch feature).
 #![cfg(feature = "burn-wgpu")]
 
 mod common;
@@ -85,14 +86,10 @@ fn with_the_flag_a_run_on_the_cpu_renderer_is_labelled_and_warned() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
     on_lavapipe()
-        .args([
-            "run",
-            "resnet18",
-            "--engine",
-            "burn-wgpu",
-            "--allow-cpu-adapter",
-        ])
-        .args(["--image-size", "32", "-b", "2", "--passes", "2", "-q", "-o"])
+        .args(["run", "--engine", "burn-wgpu", "--allow-cpu-adapter"])
+        .arg("--model-file")
+        .arg(tiny_model())
+        .args(["-b", "2", "--passes", "2", "-q", "-o"])
         .arg(&out)
         .assert()
         .success()
@@ -125,14 +122,28 @@ fn with_the_flag_a_run_on_the_cpu_renderer_is_labelled_and_warned() {
     assert!(result["memory"]["device_peak_bytes"].as_u64().unwrap() > 0);
 }
 
+/// The reference `verify` compares burn-wgpu with: PyTorch where the build has it.
+const VERIFY_REFERENCE: &str = if cfg!(feature = "torch") {
+    "torch-cpu"
+} else {
+    "burn-flex"
+};
+
 #[test]
-fn verify_against_burn_flex_on_the_cpu_renderer() {
+fn verify_a_zoo_model_against_pytorch_on_the_cpu_renderer() {
     on_lavapipe()
-        .args(["verify", "resnet18", "--engines", "burn-flex,burn-wgpu"])
+        .args(["verify", "resnet18", "--engines"])
+        .arg(format!("{VERIFY_REFERENCE},burn-wgpu"))
         .args(["--image-size", "32", "-b", "2", "--allow-cpu-adapter"])
         .assert()
         .success()
-        .stdout(predicate::str::contains(
-            "burn-wgpu (candidate) against burn-flex",
-        ));
+        .stdout(predicate::str::contains(format!(
+            "burn-wgpu (candidate) against {VERIFY_REFERENCE}"
+        )));
+}
+
+/// A network of a few layers of every kind Caffe has (the importer's fixture): small
+/// enough that lavapipe compiles its kernels in seconds.
+fn tiny_model() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../import/tests/fixtures/tiny.prototxt")
 }

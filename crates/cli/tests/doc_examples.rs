@@ -112,7 +112,9 @@ fn parse_blocks(page: &Path, text: &str) -> Vec<Block> {
                         if features
                             .split([' ', ','])
                             .filter(|f| !f.is_empty())
-                            .all(|f| matches!(f, "torch" | "tract" | "candle" | "ort" | "burn-wgpu")) =>
+                            .all(|f| {
+                                matches!(f, "torch" | "tract" | "candle" | "ort" | "burn-wgpu")
+                            }) =>
                     {
                         Needs::Features(
                             features

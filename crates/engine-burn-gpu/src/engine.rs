@@ -17,7 +17,15 @@ pub struct BurnGpuEngine {
 impl BurnGpuEngine {
     /// An engine on an opened `device` (no autodiff), described by `info`.
     #[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
-    pub(crate) fn new(device: Device, info: EngineInfo, capabilities: Capabilities) -> Self {
+    pub(crate) fn new(device: Device, mut info: EngineInfo, capabilities: Capabilities) -> Self {
+        // How the lowering computes GELU on this device (burn's GPU gelu_backward is
+        // approximate, so it is composed from erf there).
+        info.settings.insert(
+            "gelu".to_string(),
+            cnnbench_engine_burn::GeluForm::for_device(&device)
+                .describe()
+                .to_string(),
+        );
         Self {
             device,
             info,

@@ -123,10 +123,56 @@ pub enum Fault {
     SwappedConvPadding,
 }
 
+/// How GELU is computed. burn-flex's `gelu` has an exact backward; burn 0.22.1's other
+/// backends (cubecl: wgpu, CUDA) inherit the default `gelu_backward`, which differentiates
+/// the tanh approximation although the forward is the exact erf form: gradients off by up
+/// to 8.7e-4 relative to the function computed. There GELU is composed from tensor ops,
+/// `x · (1 + erf(x / √2)) / 2`, whose autodiff gradient is exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeluForm {
+    /// burn's `gelu` activation (one kernel, and its own backward).
+    Burn,
+    /// erf and elementwise ops, differentiated op by op (GPU runtimes fuse them).
+    ErfComposite,
+}
+
+impl GeluForm {
+    /// The form whose gradient is exact on `device`'s backend.
+    pub fn for_device(device: &Device) -> GeluForm {
+        if device.clone().inner() == Device::flex() {
+            GeluForm::Burn
+        } else {
+            GeluForm::ErfComposite
+        }
+    }
+
+    /// What result files say about it (engine settings).
+    pub fn describe(self) -> &'static str {
+        match self {
+            GeluForm::Burn => "burn's gelu",
+            GeluForm::ErfComposite => {
+                "x*(1+erf(x/sqrt2))/2 from tensor ops: exact gradient (burn 0.22.1's GPU gelu_backward differentiates the tanh approximation)"
+            }
+        }
+    }
+
+    pub(crate) fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+        match self {
+            GeluForm::Burn => gelu(x),
+            GeluForm::ErfComposite => {
+                x.clone()
+                    .mul((x / std::f32::consts::SQRT_2).erf().add_scalar(1.0))
+                    / 2.0
+            }
+        }
+    }
+}
+
 /// A Graph lowered for burn: the kit's program plus where each weight lives.
 pub struct Network {
     program: Program,
     slots: Vec<Slot>,
+    gelu: GeluForm,
     /// Off for `cnnbench verify`, where engines must compute the same function.
     dropout: bool,
     #[cfg(test)]
@@ -183,6 +229,7 @@ impl Network {
         let network = Network {
             program,
             slots,
+            gelu: GeluForm::for_device(device),
             dropout: true,
             #[cfg(test)]
             fault: None,
@@ -210,6 +257,7 @@ impl Network {
         let kernels = BurnKernels {
             params,
             slots: &self.slots,
+            gelu: self.gelu,
             #[cfg(test)]
             fault: self.fault,
         };
@@ -263,6 +311,7 @@ fn initial<const D: usize>(init: WeightInit, dims: [usize; D], device: &Device) 
 struct BurnKernels<'a> {
     params: &'a NetParams,
     slots: &'a [Slot],
+    gelu: GeluForm,
     #[cfg(test)]
     fault: Option<Fault>,
 }
@@ -401,12 +450,12 @@ impl Kernels for BurnKernels<'_> {
 
     /// burn reuses a uniquely owned buffer by itself, so the overwrite hint is not needed.
     fn activation(&self, x: Value, act: Activation, _overwrite: bool) -> Result<Value> {
-        fn apply<const D: usize>(act: Activation, x: Tensor<D>) -> Tensor<D> {
+        fn apply<const D: usize>(act: Activation, gelu: GeluForm, x: Tensor<D>) -> Tensor<D> {
             match act {
                 Activation::Relu => relu(x),
                 Activation::Relu6 => relu6(x),
                 Activation::Silu => silu(x),
-                Activation::Gelu => gelu(x),
+                Activation::Gelu => gelu.apply(x),
                 // PyTorch: x · relu6(x + 3) / 6 and relu6(x + 3) / 6.
                 Activation::Hardswish => x.clone() * hard_sigmoid(x, 1.0 / 6.0, 0.5),
                 Activation::Hardsigmoid => hard_sigmoid(x, 1.0 / 6.0, 0.5),
@@ -414,8 +463,8 @@ impl Kernels for BurnKernels<'_> {
             }
         }
         Ok(match x {
-            Value::Map(t) => Value::Map(apply(act, t)),
-            Value::Flat(t) => Value::Flat(apply(act, t)),
+            Value::Map(t) => Value::Map(apply(act, self.gelu, t)),
+            Value::Flat(t) => Value::Flat(apply(act, self.gelu, t)),
         })
     }
 

@@ -280,3 +280,53 @@ fn a_network_without_parameters_still_trains() {
     s.backward().unwrap();
     assert!(s.weight_gradients().unwrap().is_empty());
 }
+
+/// burn 0.22.1's GPU backends get GELU composed from erf (their `gelu_backward` is the
+/// tanh approximation's derivative, up to 8.7e-4 off); the composition must compute
+/// burn-flex's exact GELU and the exact gradient, Φ(x) + x·φ(x).
+#[test]
+fn gelu_from_erf_computes_the_exact_gelu_and_its_exact_gradient() {
+    let device = Device::flex().autodiff();
+    assert_eq!(GeluForm::for_device(&device), GeluForm::Burn);
+    let xs: Vec<f32> = (-60..=60).map(|i| i as f32 / 10.0).collect();
+    let run = |form: GeluForm| -> (Vec<f32>, Vec<f32>) {
+        let x =
+            Tensor::<1>::from_data(TensorData::new(xs.clone(), [xs.len()]), &device).require_grad();
+        let y = form.apply(x.clone());
+        let grads = y.clone().sum().backward();
+        let dx = x.grad(&grads).expect("x has a gradient");
+        (
+            y.to_data().to_vec::<f32>().unwrap(),
+            dx.to_data().to_vec::<f32>().unwrap(),
+        )
+    };
+    let (y_burn, dx_burn) = run(GeluForm::Burn);
+    let (y_erf, dx_erf) = run(GeluForm::ErfComposite);
+    for (i, &x) in xs.iter().enumerate() {
+        let x64 = f64::from(x);
+        let pdf = (-x64 * x64 / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let cdf = 0.5 * (1.0 + erf64(x64 / std::f64::consts::SQRT_2));
+        let (y, dx) = (x64 * cdf, cdf + x64 * pdf);
+        for (what, got, want) in [
+            ("burn's gelu", y_burn[i], y),
+            ("erf gelu", y_erf[i], y),
+            ("burn's gelu gradient", dx_burn[i], dx),
+            ("erf gelu gradient", dx_erf[i], dx),
+        ] {
+            assert!(
+                (f64::from(got) - want).abs() < 2e-6,
+                "{what} at x = {x}: {got} against {want}"
+            );
+        }
+    }
+}
+
+/// erf in f64 by its Maclaurin series: for |x| ≤ 4.3, as here, cancellation leaves about 1e-9.
+fn erf64(x: f64) -> f64 {
+    let (mut term, mut sum) = (x, x);
+    for n in 1..200 {
+        term *= -x * x / n as f64;
+        sum += term / (2 * n + 1) as f64;
+    }
+    sum * 2.0 / std::f64::consts::PI.sqrt()
+}
