@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
-# CI for burn's GPU engines (burn-wgpu, burn-cuda), kept out of .ci/run because their
-# builds take minutes each (numbers in docs/src/burn-gpu.md). Each step is separate so
-# that it can be moved into .ci/run or a combined-feature build.
+# The checks of burn's GPU engines that .ci/run leaves out (timings in docs/src/burn-gpu.md):
+#   wgpu: burn-wgpu's whole conformance suite on Mesa's Vulkan CPU renderer, the zoo models
+#         included (9 minutes on lavapipe; .ci/run runs the rest of it, in its build of every
+#         optional engine);
+#   cuda: burn-cuda's build (the LLVM stand-in first), clippy and its tests without a GPU
+#         (the device is refused, not a panic).
 #   scripts/ci-gpu-backends.sh            # both
 #   scripts/ci-gpu-backends.sh wgpu       # or one of them: wgpu, cuda
 # Installs (Debian, as root) Mesa's Vulkan CPU driver for burn-wgpu's tests, and makes the
-# LLVM stand-in for burn-cuda (scripts/llvm-standin.sh) when it is not there.
+# LLVM stand-in for burn-cuda (scripts/llvm-standin.sh) when it is not there. Each engine's
+# commands share one package set and feature list, so burn is built once per engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHICH="${1:-all}"
+PACKAGES=(-p cnnbench-engine-burn-gpu -p cnnbench-cli)
 
 if [ "$WHICH" = all ] || [ "$WHICH" = wgpu ]; then
     echo "== burn-wgpu: Mesa's Vulkan CPU driver (lavapipe) for the tests"
     if ! ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
         apt-get install -y --no-install-recommends mesa-vulkan-drivers libvulkan1
     fi
-    echo "== burn-wgpu: clippy, the engine's conformance suite on lavapipe, the CLI tests and examples"
-    cargo clippy --release -p cnnbench-engine-burn-gpu -p cnnbench-cli \
-        --features cnnbench-engine-burn-gpu/wgpu,cnnbench-cli/burn-wgpu --all-targets -- -D warnings
-    cargo test --release -p cnnbench-engine-burn-gpu --features wgpu
-    cargo test --release -p cnnbench-cli --features burn-wgpu --test cli_burn_gpu --test doc_examples
+    FEATURES=cnnbench-engine-burn-gpu/wgpu,cnnbench-cli/burn-wgpu
+    echo "== burn-wgpu: clippy, the engine's whole conformance suite on lavapipe, the CLI tests"
+    cargo clippy --release "${PACKAGES[@]}" --features "$FEATURES" --all-targets -- -D warnings
+    cargo test --release "${PACKAGES[@]}" --features "$FEATURES" --lib --test cli_burn_gpu
 fi
 
 if [ "$WHICH" = all ] || [ "$WHICH" = cuda ]; then
     echo "== burn-cuda: the LLVM stand-in, then clippy and the engine's tests (no GPU here: refusals only)"
     scripts/llvm-standin.sh
-    cargo clippy --release -p cnnbench-engine-burn-gpu -p cnnbench-cli \
-        --features cnnbench-engine-burn-gpu/cuda,cnnbench-cli/burn-cuda --all-targets -- -D warnings
-    cargo test --release -p cnnbench-engine-burn-gpu --features cuda
+    FEATURES=cnnbench-engine-burn-gpu/cuda,cnnbench-cli/burn-cuda
+    export CUDARC_CUDA_VERSION="${CUDARC_CUDA_VERSION:-13000}"
+    cargo clippy --release "${PACKAGES[@]}" --features "$FEATURES" --all-targets -- -D warnings
+    cargo test --release "${PACKAGES[@]}" --features "$FEATURES" --lib
 fi

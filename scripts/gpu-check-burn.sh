@@ -8,7 +8,7 @@
 #      64x64, batch 4: same weights, input and upstream gradient),
 #   3. ResNet-50 at batch 16 on burn-cuda, burn-wgpu and torch-cuda, PASSES timed passes,
 #   4. `report --speedups` burn-cuda against torch-cuda (and burn-wgpu against torch-cuda).
-# Usage: scripts/gpu-check-burn.sh [cnnbench or cnnbench.zst] [OUT folder, default gpu-check-burn-results]
+# Usage: scripts/gpu-check-burn.sh [cnnbench, cnnbench.xz or cnnbench.zst] [OUT folder, default gpu-check-burn-results]
 # A step that fails is logged and the script goes on, so one broken engine still leaves
 # the others' numbers. The binary finds libtorch through LD_LIBRARY_PATH, set here from
 # this machine's torch; burn-cuda loads libcuda.so by itself; burn-wgpu needs
@@ -22,7 +22,14 @@ mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/log.txt"; }
 step() { "$@" 2>&1 | tee -a "$OUT/log.txt"; local rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || log "FAILED ($rc): $*"; return 0; }
 
-if [[ "$BIN" == *.zst ]]; then
+# A compressed binary: .xz (Python's standard library unpacks it, so nothing need be
+# installed there) or .zst.
+if [[ "$BIN" == *.xz ]]; then
+  PLAIN="$(mktemp -d)/cnnbench"
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BIN" "$PLAIN"
+  chmod +x "$PLAIN"
+  BIN="$PLAIN"
+elif [[ "$BIN" == *.zst ]]; then
   PLAIN="$(mktemp -d)/cnnbench"
   if command -v zstd >/dev/null; then
     zstd -q -d "$BIN" -o "$PLAIN"

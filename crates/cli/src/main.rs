@@ -64,6 +64,7 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
+    cnnbench_engine_burn_gpu::quiet_mesa_device_select();
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),
         Command::Run(args) => commands::run::run(args),

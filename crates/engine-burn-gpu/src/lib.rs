@@ -106,6 +106,18 @@ pub struct BurnGpuOptions {
     pub allow_cpu_adapter: bool,
 }
 
+/// Turns off Mesa's Vulkan device-select layer for this process and its children, unless
+/// the user set `NODEVICE_SELECT`. That implicit layer (installed with Debian's Mesa)
+/// connects to a Wayland display to order the GPUs and, on a machine without one, makes
+/// libwayland print `error: XDG_RUNTIME_DIR is invalid or not set` at every adapter
+/// listing. cnnbench orders and chooses the adapter itself. Call it before any thread
+/// starts (it sets an environment variable).
+pub fn quiet_mesa_device_select() {
+    if WGPU_BUILT && std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+}
+
 /// Whether `backend` can run here with `options`, or why not.
 pub fn availability(backend: BurnGpu, options: &BurnGpuOptions) -> Result<(), Unavailable> {
     if !backend.built() {

@@ -38,11 +38,15 @@ fn without_the_llvm_stand_in_the_build_stops_with_one_line_naming_the_script() {
     let mut toml = std::fs::read_to_string(&manifest).expect("the patch's Cargo.toml");
     toml.push_str("\n[workspace]\n");
     std::fs::write(&manifest, toml).expect("Cargo.toml written");
+    // The workspace's lock file pins the versions of the bundler's dependencies (cargo
+    // drops the entries it does not need); they come from the registry like any other.
+    std::fs::copy(root.join("Cargo.lock"), crate_dir.join("Cargo.lock"))
+        .expect("the workspace's Cargo.lock copied");
     let data = scratch.path().join("data");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(&crate_dir)
-        .args(["build", "--release", "--offline"])
+        .args(["build", "--release"])
         .arg("--target-dir")
         .arg(root.join("target/llvm-standin-check"))
         .env("XDG_DATA_HOME", &data)

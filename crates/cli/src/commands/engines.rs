@@ -20,6 +20,13 @@ pub struct EngineStatus {
 
 /// Every engine cnnbench knows, built into this binary or not.
 pub fn statuses() -> Vec<EngineStatus> {
+    statuses_where(|_| true)
+}
+
+/// The engines `wanted` names, each asked whether it can run here. The GPU engines (burn's
+/// and libtorch's) are asked only when wanted, so that a run does not open CUDA or list
+/// Vulkan adapters for nothing; the CPU engines answer without opening a device.
+fn statuses_where(wanted: impl Fn(&str) -> bool) -> Vec<EngineStatus> {
     let mut all = vec![EngineStatus {
         name: cnnbench_engine_burn::ENGINE_NAME,
         description: if cfg!(feature = "burn-x86-v4") {
@@ -49,7 +56,7 @@ pub fn statuses() -> Vec<EngineStatus> {
         available: cnnbench_engine_tract::availability(),
         capabilities: cnnbench_engine_tract::capabilities(),
     });
-    for backend in BurnGpu::ALL {
+    for backend in BurnGpu::ALL.into_iter().filter(|b| wanted(b.engine_name())) {
         all.push(EngineStatus {
             name: backend.engine_name(),
             description: backend.describe(),
@@ -71,7 +78,10 @@ pub fn statuses() -> Vec<EngineStatus> {
         available: cnnbench_engine_ort::availability(),
         capabilities: cnnbench_engine_ort::capabilities(),
     });
-    for backend in TorchBackend::ALL {
+    for backend in TorchBackend::ALL
+        .into_iter()
+        .filter(|b| wanted(b.engine_name()))
+    {
         all.push(EngineStatus {
             name: backend.engine_name(),
             description: backend.describe(),
@@ -79,6 +89,7 @@ pub fn statuses() -> Vec<EngineStatus> {
             capabilities: backend.capabilities(),
         });
     }
+    all.retain(|s| wanted(s.name));
     all
 }
 
@@ -93,8 +104,8 @@ pub struct EngineOptions {
 
 /// Creates the engine named `name`, or says why it cannot run here.
 pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    let all = statuses();
-    let Some(status) = all.iter().find(|s| s.name == name) else {
+    let Some(status) = statuses_where(|known| known == name).into_iter().next() else {
+        let all = statuses();
         let names: Vec<&str> = all.iter().map(|s| s.name).collect();
         return Err(anyhow!(
             "unknown engine \"{name}\"; cnnbench knows: {}",
