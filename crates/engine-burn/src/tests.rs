@@ -296,8 +296,8 @@ fn gelu_from_erf_computes_the_exact_gelu_and_its_exact_gradient() {
         let grads = y.clone().sum().backward();
         let dx = x.grad(&grads).expect("x has a gradient");
         (
-            y.to_data().to_vec::<f32>().unwrap(),
-            dx.to_data().to_vec::<f32>().unwrap(),
+            y.to_data().try_to_vec::<f32>().unwrap(),
+            dx.to_data().try_to_vec::<f32>().unwrap(),
         )
     };
     let (y_burn, dx_burn) = run(GeluForm::Burn);
