@@ -25,8 +25,8 @@ fn flex() -> Option<Box<dyn Engine>> {
 }
 
 /// The suite in a module of its own, so that a test filter can name this engine's checks
-/// (`.ci/run` leaves out `wgpu_suite::conformance_models_against_reference`: 9 minutes on
-/// lavapipe; scripts/ci-gpu-backends.sh runs it).
+/// in a build with other engines (e.g. `--skip wgpu_suite::conformance_models_against_reference`,
+/// 9 minutes on lavapipe).
 mod wgpu_suite {
     use super::*;
 
