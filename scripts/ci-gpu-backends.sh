@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks of burn's GPU engines that .ci/run leaves out (timings in docs/src/burn-gpu.md):
-#   wgpu: burn-wgpu's whole conformance suite on Mesa's Vulkan CPU renderer, the zoo models
-#         included (9 minutes on lavapipe; .ci/run runs the rest of it, in its build of every
-#         optional engine);
+#   wgpu: burn-wgpu's whole conformance suite on Mesa's Vulkan CPU renderer, with the zoo
+#         models (9 minutes on lavapipe) and the other models of verify's small set (about
+#         5 more), its CLI tests and its doc examples (none of it is in .ci/run);
 #   cuda: burn-cuda's build (the LLVM stand-in first), clippy and its tests without a GPU
 #         (the device is refused, not a panic).
 #   scripts/ci-gpu-backends.sh            # both

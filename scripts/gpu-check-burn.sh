@@ -5,7 +5,9 @@
 #   1. the machine, and `cnnbench engines` (lists the Vulkan adapters and CUDA devices;
 #      burn-cuda, burn-wgpu and torch-cuda must say "yes"),
 #   2. `cnnbench verify` torch-cuda against burn-cuda and against burn-wgpu (resnet18,
-#      64x64, batch 4: same weights, input and upstream gradient),
+#      convnext-tiny and efficientnet-b0, 64x64, batch 4: same weights, input and
+#      upstream gradient; ConvNeXt's 1x1 maps and GELU, EfficientNet's squeeze-and-
+#      excitation are where burn's GPU kernels went wrong on lavapipe),
 #   3. ResNet-50 at batch 16 on burn-cuda, burn-wgpu and torch-cuda, PASSES timed passes,
 #   4. `report --speedups` burn-cuda against torch-cuda (and burn-wgpu against torch-cuda).
 # Usage: scripts/gpu-check-burn.sh [cnnbench, cnnbench.xz or cnnbench.zst] [OUT folder, default gpu-check-burn-results]
@@ -52,11 +54,13 @@ step python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch
 step "$BIN" --version
 step "$BIN" engines
 
-log "2. verify against torch-cuda (resnet18, 64x64, batch 4)"
+log "2. verify against torch-cuda (resnet18, convnext-tiny, efficientnet-b0; 64x64, batch 4)"
 for engine in burn-cuda burn-wgpu; do
-  step "$BIN" verify resnet18 --image-size 64 -b 4 --engines "torch-cuda,$engine"
-  "$BIN" verify resnet18 --image-size 64 -b 4 --engines "torch-cuda,$engine" --json \
-    > "$OUT/verify-resnet18-$engine.json" 2>>"$OUT/log.txt" || log "FAILED: verify $engine (json)"
+  for model in resnet18 convnext-tiny efficientnet-b0; do
+    step "$BIN" verify "$model" --image-size 64 -b 4 --engines "torch-cuda,$engine"
+    "$BIN" verify "$model" --image-size 64 -b 4 --engines "torch-cuda,$engine" --json \
+      > "$OUT/verify-$model-$engine.json" 2>>"$OUT/log.txt" || log "FAILED: verify $model $engine (json)"
+  done
 done
 
 log "3. resnet50, batch 16, $PASSES passes"

@@ -161,6 +161,15 @@ pub fn op_cases() -> Vec<Case> {
                 b.stochastic_depth("drop_path", &y, 0.2)
             },
         ),
+        // A convolution's 1×1 output into a layer norm that is the network's output, as
+        // in ConvNeXt's last stage at small inputs: burn's fused GPU kernels misread the
+        // strides of such maps, and every weight gradient came out wrong (see the burn
+        // engine's `UnitMapLayout`). Eight channels: those kernels read four at a time.
+        case("layer_norm2d_1x1", &["layer_norm2d"], [3, 4, 4], |b, x| {
+            let y = stem(b, x, 8);
+            let point = b.conv("to_point", &y, Conv2d::new(8, 4));
+            b.layer_norm2d("ln", &point, 1e-6)
+        }),
         case(
             "channel_shuffle",
             &["channel_shuffle", "slice_channels"],

@@ -26,6 +26,13 @@ impl BurnGpuEngine {
                 .describe()
                 .to_string(),
         );
+        // How 1×1 maps pass between nodes (burn's fused GPU kernels misread some strides).
+        info.settings.insert(
+            "unit_maps".to_string(),
+            cnnbench_engine_burn::UnitMapLayout::for_device(&device)
+                .describe()
+                .to_string(),
+        );
         Self {
             device,
             info,

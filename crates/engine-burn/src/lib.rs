@@ -8,7 +8,7 @@
 mod lower;
 pub mod target;
 
-pub use lower::{GeluForm, NetParams, Network, Value};
+pub use lower::{GeluForm, NetParams, Network, UnitMapLayout, Value};
 pub use target::availability;
 
 use anyhow::{anyhow, Context, Result};

@@ -168,11 +168,63 @@ impl GeluForm {
     }
 }
 
+/// How 1×1 feature maps (`[N, C, 1, 1]`) are handed from node to node. burn 0.22.1's
+/// fused GPU kernels (burn-cubecl-fusion, on wgpu and CUDA) misread such a map when its
+/// unit dimensions carry a channels-last buffer's strides, as a convolution's output or
+/// a permuted view does: an elementwise chain that broadcasts a reduction over channels
+/// back against it (a layer norm, ConvNeXt's head) computes values off by O(1). A
+/// reshape through `[N, C]` gives the map canonical strides without copying it, in the
+/// forward pass and, by the reshape's own backward, for the gradient flowing back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitMapLayout {
+    /// As each op leaves it (burn-flex reads every layout right).
+    AsProduced,
+    /// Reshaped to row-major strides after every node.
+    Canonical,
+}
+
+impl UnitMapLayout {
+    /// The handling `device`'s backend needs.
+    pub fn for_device(device: &Device) -> UnitMapLayout {
+        if device.clone().inner() == Device::flex() {
+            UnitMapLayout::AsProduced
+        } else {
+            UnitMapLayout::Canonical
+        }
+    }
+
+    /// What result files say about it (engine settings).
+    pub fn describe(self) -> &'static str {
+        match self {
+            UnitMapLayout::AsProduced => "as each op leaves them",
+            UnitMapLayout::Canonical => {
+                "reshaped through [N, C] after every node: burn 0.22.1's fused GPU kernels misread channels-last strides on unit dimensions"
+            }
+        }
+    }
+
+    pub(crate) fn settle(self, value: Value) -> Value {
+        match (self, value) {
+            (UnitMapLayout::Canonical, Value::Map(x)) => {
+                let [n, c, h, w] = x.dims();
+                if h * w == 1 {
+                    let rows: Tensor<2> = x.reshape([n, c]);
+                    Value::Map(rows.reshape([n, c, 1, 1]))
+                } else {
+                    Value::Map(x)
+                }
+            }
+            (_, value) => value,
+        }
+    }
+}
+
 /// A Graph lowered for burn: the kit's program plus where each weight lives.
 pub struct Network {
     program: Program,
     slots: Vec<Slot>,
     gelu: GeluForm,
+    unit_maps: UnitMapLayout,
     /// Off for `cnnbench verify`, where engines must compute the same function.
     dropout: bool,
     #[cfg(test)]
@@ -230,6 +282,7 @@ impl Network {
             program,
             slots,
             gelu: GeluForm::for_device(device),
+            unit_maps: UnitMapLayout::for_device(device),
             dropout: true,
             #[cfg(test)]
             fault: None,
@@ -258,6 +311,7 @@ impl Network {
             params,
             slots: &self.slots,
             gelu: self.gelu,
+            unit_maps: self.unit_maps,
             #[cfg(test)]
             fault: self.fault,
         };
@@ -312,6 +366,7 @@ struct BurnKernels<'a> {
     params: &'a NetParams,
     slots: &'a [Slot],
     gelu: GeluForm,
+    unit_maps: UnitMapLayout,
     #[cfg(test)]
     fault: Option<Fault>,
 }
@@ -436,9 +491,17 @@ impl Kernels for BurnKernels<'_> {
 
     fn layer_norm2d(&self, x: Value, l: &LayerNorm2d, w: LayerNormWeights) -> Result<Value> {
         let (gamma, beta) = (self.vector(w.weight)?, self.vector(w.bias)?);
-        // Channels last, normalise, channels first again.
         x.map(|x| {
-            layer_norm(x.permute([0, 2, 3, 1]), gamma, Some(beta), l.eps).permute([0, 3, 1, 2])
+            let [n, c, h, w] = x.dims();
+            if h * w == 1 {
+                // Already one row of channels per image: no permutes, whose unit
+                // dimensions' strides burn's fused GPU kernels misread (UnitMapLayout).
+                let rows: Tensor<2> = x.reshape([n, c]);
+                layer_norm(rows, gamma, Some(beta), l.eps).reshape([n, c, 1, 1])
+            } else {
+                // Channels last, normalise, channels first again.
+                layer_norm(x.permute([0, 2, 3, 1]), gamma, Some(beta), l.eps).permute([0, 3, 1, 2])
+            }
         })
     }
 
@@ -543,6 +606,10 @@ impl Kernels for BurnKernels<'_> {
 
     fn slice_channels(&self, x: Value, s: &SliceChannels) -> Result<Value> {
         x.map(|x| x.narrow(1, s.start, s.end - s.start))
+    }
+
+    fn settle(&self, value: Value) -> Result<Value> {
+        Ok(self.unit_maps.settle(value))
     }
 }
 
@@ -657,11 +724,25 @@ impl WeightStore for Store<'_> {
     }
 }
 
-/// Copies a tensor to the host in row-major order.
+/// Copies a tensor to the host in row-major order. A device's failure to compute it (a
+/// GPU out of memory, say) is an error here, not a panic.
 pub fn to_host<const D: usize>(tensor: Tensor<D>) -> Result<HostTensor> {
     let shape = tensor.dims().to_vec();
     let data = tensor
-        .into_data()
+        .try_into_data()
+        .map_err(|e| {
+            // burn lists every queued operation the failure skipped: keep the causes.
+            let causes: Vec<String> = e
+                .to_string()
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("skipped"))
+                .map(str::to_string)
+                .collect();
+            anyhow!(
+                "the device could not compute a tensor: {}",
+                causes.join("\n")
+            )
+        })?
         .convert::<f32>()
         .try_to_vec::<f32>()
         .map_err(|e| anyhow!("cannot read a tensor back from burn: {e:?}"))?;

@@ -321,6 +321,32 @@ fn gelu_from_erf_computes_the_exact_gelu_and_its_exact_gradient() {
     }
 }
 
+/// burn-flex reads every layout right, so its maps pass between nodes as produced;
+/// the canonical form (for burn's GPU backends) only relabels strides: same values.
+#[test]
+fn unit_maps_pass_as_produced_on_flex_and_canonical_ones_keep_their_values() {
+    let device = Device::flex();
+    assert_eq!(
+        UnitMapLayout::for_device(&device),
+        UnitMapLayout::AsProduced
+    );
+    assert_eq!(
+        UnitMapLayout::for_device(&device.clone().autodiff()),
+        UnitMapLayout::AsProduced
+    );
+    let values: Vec<f32> = (0..6).map(|i| i as f32 - 2.5).collect();
+    let map = Tensor::<4>::from_data(TensorData::new(values.clone(), [2, 1, 1, 3]), &device)
+        .permute([0, 3, 1, 2]);
+    let Value::Map(settled) = UnitMapLayout::Canonical.settle(Value::Map(map.clone())) else {
+        panic!("a map stays a map");
+    };
+    assert_eq!(settled.dims(), [2, 3, 1, 1]);
+    assert_eq!(
+        settled.into_data().try_to_vec::<f32>().unwrap(),
+        map.into_data().try_to_vec::<f32>().unwrap()
+    );
+}
+
 /// erf in f64 by its Maclaurin series: for |x| ≤ 4.3, as here, cancellation leaves about 1e-9.
 fn erf64(x: f64) -> f64 {
     let (mut term, mut sum) = (x, x);

@@ -103,6 +103,12 @@ pub trait Kernels {
     fn mul(&self, a: Self::Value, b: Self::Value) -> Result<Self::Value>;
     fn channel_shuffle(&self, x: Self::Value, groups: usize) -> Result<Self::Value>;
     fn slice_channels(&self, x: Self::Value, op: &SliceChannels) -> Result<Self::Value>;
+    /// Called on every node's output before later nodes read it: where a backend's own
+    /// kernels misread some layouts, the engine can hand values on in one they read
+    /// right. The default passes the value on as it is.
+    fn settle(&self, value: Self::Value) -> Result<Self::Value> {
+        Ok(value)
+    }
 }
 
 /// An engine's weights seen as host tensors in PyTorch's layout, indexed like
@@ -241,6 +247,7 @@ impl Program {
             }
             let out = self
                 .apply(kernels, step, &node.op, xs, pass)
+                .and_then(|out| kernels.settle(out))
                 .with_context(|| format!("node \"{}\" ({})", node.name, node.op.tag()))?;
             values[step.node] = Some(out);
             for &j in &step.frees {

@@ -15,6 +15,8 @@ struct Expr(Rc<String>);
 struct Trace {
     /// (node expression, overwrite hint, copies of the first input alive at the call).
     calls: RefCell<Vec<(String, bool, usize)>>,
+    /// Mark every value the interpreter settles as `s(…)`.
+    settles: bool,
 }
 
 impl Trace {
@@ -95,6 +97,13 @@ impl Kernels for Trace {
     fn slice_channels(&self, x: Expr, s: &SliceChannels) -> Result<Expr> {
         self.unary(&format!("slice{}..{}", s.start, s.end), x)
     }
+    fn settle(&self, value: Expr) -> Result<Expr> {
+        Ok(if self.settles {
+            Expr(Rc::new(format!("s({})", value.0)))
+        } else {
+            value
+        })
+    }
 }
 
 fn input() -> Expr {
@@ -148,6 +157,28 @@ fn walks_in_order_and_routes_weights_by_index() {
     assert_eq!(
         *out.0,
         format!("fc[8,Some(9)](dropout0.5(flat(gap(ReLU(add({block},{stem}))))))")
+    );
+}
+
+#[test]
+fn every_node_output_is_settled_before_a_later_node_reads_it() {
+    let program = Program::new(&residual());
+    let trace = Trace {
+        settles: true,
+        ..Trace::default()
+    };
+    let pass = Pass {
+        training: true,
+        dropout: true,
+    };
+    let out = program.forward(&trace, input(), pass).unwrap();
+    let stem = "s(conv[0,Some(1)](x))";
+    let block = format!("s(ReLU(s(bn[Some((4, 5)),6,7,train=true](s(conv[2,Some(3)]({stem}))))))");
+    assert_eq!(
+        *out.0,
+        format!(
+            "s(fc[8,Some(9)](s(dropout0.5(s(flat(s(gap(s(ReLU(s(add({block},{stem}))))))))))))"
+        )
     );
 }
 
