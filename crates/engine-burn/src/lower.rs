@@ -123,6 +123,12 @@ pub enum Fault {
     SwappedConvPadding,
 }
 
+/// Whether `device` (with or without autodiff) is burn-flex, whose kernels the lowering
+/// takes as they are; burn's GPU backends (cubecl: wgpu, CUDA) need the work-arounds below.
+fn on_flex(device: &Device) -> bool {
+    device.clone().inner() == Device::flex()
+}
+
 /// How GELU is computed. burn-flex's `gelu` has an exact backward; burn 0.22.1's other
 /// backends (cubecl: wgpu, CUDA) inherit the default `gelu_backward`, which differentiates
 /// the tanh approximation although the forward is the exact erf form: gradients off by up
@@ -139,7 +145,7 @@ pub enum GeluForm {
 impl GeluForm {
     /// The form whose gradient is exact on `device`'s backend.
     pub fn for_device(device: &Device) -> GeluForm {
-        if device.clone().inner() == Device::flex() {
+        if on_flex(device) {
             GeluForm::Burn
         } else {
             GeluForm::ErfComposite
@@ -186,7 +192,7 @@ pub enum UnitMapLayout {
 impl UnitMapLayout {
     /// The handling `device`'s backend needs.
     pub fn for_device(device: &Device) -> UnitMapLayout {
-        if device.clone().inner() == Device::flex() {
+        if on_flex(device) {
             UnitMapLayout::AsProduced
         } else {
             UnitMapLayout::Canonical
