@@ -6,11 +6,13 @@ use crate::memory;
 use crate::result::*;
 use crate::stats::{Percentiles, Summary};
 use crate::stopping::{StopRule, Stopper};
+use crate::validity::Watch;
 use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
-use cnnbench_engine::{Engine, Mode, Phase, Precision, Session, SessionConfig};
+use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Precision, Session, SessionConfig};
 use cnnbench_graph::Graph;
+use cnnbench_results::validity::ColdStart;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -42,6 +44,10 @@ pub struct RunRequest {
     /// Warm up for at least this long (after the `warmup` passes), for devices whose
     /// clocks and autotuners settle over seconds.
     pub warmup_time: Option<Duration>,
+    /// The process whose tree counts as this benchmark's own when the machine is watched
+    /// (a data-parallel rank's launcher: the other ranks are no neighbours); `None`: this
+    /// process and its children.
+    pub process_tree_root: Option<u32>,
 }
 
 impl RunRequest {
@@ -109,9 +115,14 @@ pub fn run(
         precision: request.precision,
         deterministic: false,
     };
+    let process_before_run_s = cnnbench_host::process_age_s();
+    let first_in_process = !RAN_BEFORE.swap(true, Ordering::SeqCst);
+    let prepare_clock = Instant::now();
     let mut session = engine
         .prepare(graph, &config)
         .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
+    let prepare_s = prepare_clock.elapsed().as_secs_f64();
+    let mut first_pass_s: Option<f64> = None;
 
     let group = session.data_parallel();
     let phases = pass_phases(request.mode, group.is_some());
@@ -133,13 +144,14 @@ pub fn run(
             .is_some_and(|t| warmup_clock.elapsed() < t)
     {
         check_cancel()?;
-        one_pass(session.as_mut(), request.mode).with_context(|| {
+        let times = one_pass(session.as_mut(), request.mode).with_context(|| {
             format!(
                 "warm-up pass {} of {} failed",
                 warmup_passes + 1,
                 graph.name()
             )
         })?;
+        first_pass_s.get_or_insert(times.iter().map(Duration::as_secs_f64).sum());
         warmup_passes += 1;
         on_progress(Progress {
             pass: warmup_passes,
@@ -152,10 +164,15 @@ pub fn run(
     let mut samples: BTreeMap<Phase, Vec<f64>> = phases.iter().map(|p| (*p, Vec::new())).collect();
     let mut totals: Vec<f64> = Vec::new();
     let mut stopper = Stopper::new(request.stop_rule());
+    let process_to_first_timed_pass_s = cnnbench_host::process_age_s();
+    let mut watch = Watch::new(request.process_tree_root);
     let stop_reason = loop {
         check_cancel()?;
+        watch.pass_begins();
         let times = one_pass(session.as_mut(), request.mode)
             .with_context(|| format!("pass {} of {} failed", totals.len() + 1, graph.name()))?;
+        watch.pass_ends();
+        first_pass_s.get_or_insert(times.iter().map(Duration::as_secs_f64).sum());
         let mut total = 0.0;
         for (phase, t) in phases.iter().zip(times) {
             if let Some(v) = samples.get_mut(phase) {
@@ -184,6 +201,14 @@ pub fn run(
     };
     let device_peak = session.device_peak_memory();
     drop(session);
+    let validity = watch.finish(engine.capabilities().device == DeviceKind::Gpu);
+    let cold_start = ColdStart {
+        process_before_run_s,
+        prepare_s,
+        first_pass_s: first_pass_s.unwrap_or(0.0),
+        process_to_first_timed_pass_s,
+        first_in_process,
+    };
 
     let mut by_quantity: BTreeMap<Quantity, Vec<f64>> = samples
         .iter()
@@ -280,8 +305,14 @@ pub fn run(
         peak_gflops_per_s: None,
         warnings,
         distributed,
+        validity: Some(validity),
+        cold_start: Some(cold_start),
     })
 }
+
+/// Whether this process has run a benchmark before: only its first run's time since the
+/// process started is that run's own cold start.
+static RAN_BEFORE: AtomicBool = AtomicBool::new(false);
 
 /// The timed phases of a pass: the mode's, with the gradients' all-reduce after
 /// backward when the session trains in a process group.
@@ -493,6 +524,7 @@ mod tests {
             max_time: None,
             target_ci_pct: None,
             warmup_time: None,
+            process_tree_root: None,
         }
     }
 
@@ -533,6 +565,25 @@ mod tests {
         }
         assert!(result.throughput.images_per_s > 0.0);
         assert_eq!(result.summary[&Quantity::Total].count, 3);
+        // The cold start: preparing was instant, the first (warm-up) pass took its
+        // 4 + 8 ms of timed phases; the machine was watched over each timed pass.
+        let cold = result.cold_start.as_ref().unwrap();
+        assert!(cold.prepare_s < 0.05, "{cold:?}");
+        assert!(
+            cold.first_pass_s >= 0.012 && cold.first_pass_s < 0.03,
+            "{cold:?}"
+        );
+        let before = cold
+            .process_before_run_s
+            .expect("Linux says when the process started");
+        let first_timed = cold.process_to_first_timed_pass_s.unwrap();
+        assert!(first_timed >= before, "{cold:?}");
+        let validity = result.validity.as_ref().unwrap();
+        assert_eq!(validity.passes.len(), 3);
+        assert!(
+            validity.passes.iter().all(|p| p.window_s >= 0.012),
+            "{validity:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod output;
 pub mod peak;
 pub mod profile;
 pub mod stopping;
+pub mod validity;
 pub mod verify;
 
 /// The result schema and the statistics live in `cnnbench-results`, which the report

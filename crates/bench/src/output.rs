@@ -8,6 +8,20 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Lower-case ASCII letters and digits, other runs collapsed to one '-'.
+/// Text from a model or file name made safe to print on a terminal: control characters
+/// (ESC, CR, newlines) are shown escaped instead of reaching the terminal.
+pub fn terminal_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 pub fn slug(text: &str) -> String {
     let mut out = String::new();
     for ch in text.chars() {

@@ -437,6 +437,7 @@ pub fn profile(
         max_time: None,
         target_ci_pct: None,
         warmup_time: None,
+        process_tree_root: None,
     };
     let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
     let summary = |q: Quantity| whole.summary.get(&q).cloned();

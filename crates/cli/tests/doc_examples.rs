@@ -1,7 +1,7 @@
 //! Every `$ cnnbench …` example in the README and the guide (`docs/src`) is run here,
 //! and its output compared with the text on the page modulo numbers, spacing, the
-//! machine's name and the harness's warnings about noisy passes (which come and go
-//! with the machine's load). So an
+//! machine's name and the harness's warnings about noisy passes and its verdicts on the
+//! machine's quiet (which come and go with the machine's load). So an
 //! example cannot rot: a changed message, column or option fails this test.
 //!
 //! The conventions (also in `docs/src/examples.md`):
@@ -302,6 +302,11 @@ fn kept(lines: &[String]) -> Vec<&String> {
             let l = l.trim();
             let noise = l.starts_with("warning:")
                 || (l.starts_with("- ") && l.contains("times vary widely"))
+                // Whether the machine was quiet during a run, and the report's notes
+                // that repeat it: they come and go with the load like the warnings.
+                || l.starts_with("machine: quiet during")
+                || l.starts_with("DISTURBED:")
+                || (l.starts_with("- ") && l.contains(": DISTURBED: measured while"))
                 // The report's heading over its notes, there only when a note is.
                 || l == "Notes:";
             !(l.is_empty() || noise)

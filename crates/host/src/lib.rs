@@ -3,6 +3,7 @@
 //! Kept apart so that the result schema and the report never link a system prober.
 
 pub mod allocator;
+pub mod contention;
 
 use sysinfo::{CpuRefreshKind, System};
 
@@ -66,6 +67,28 @@ pub fn host_name() -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
+/// Seconds since this process started, by the kernel's record of its start (Linux
+/// `/proc/self/stat`, to a clock tick): this includes loading shared libraries before
+/// `main`, which a clock started in `main` would miss. `None` elsewhere.
+pub fn process_age_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Field 22 (starttime, in clock ticks since boot); `rest` begins at field 3.
+    let start_ticks: f64 = rest.split_whitespace().nth(22 - 3)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks_per_s <= 0 {
+        return None;
+    }
+    Some((uptime - start_ticks / ticks_per_s as f64).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +101,14 @@ mod tests {
         assert!(available_memory_bytes() <= total);
         assert!(logical_cores() >= 1);
         assert!(physical_cores().is_none_or(|p| p >= 1 && p <= logical_cores()));
+    }
+
+    #[test]
+    fn the_process_age_grows_and_is_plausible() {
+        let a = process_age_s().expect("Linux says when a process started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let b = process_age_s().unwrap();
+        assert!((0.0..3600.0).contains(&a), "{a}");
+        assert!(b >= a, "{a} then {b}");
     }
 }

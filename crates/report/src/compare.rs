@@ -53,6 +53,9 @@ pub enum Verdict {
     NoChange,
     /// A side has fewer than 2 samples: no interval can be had.
     TooFewSamples,
+    /// A side was measured on a disturbed machine: its times may be inflated by the
+    /// neighbour, so no change is called real.
+    Disturbed,
 }
 
 impl Verdict {
@@ -62,6 +65,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::NoChange => "no change",
             Verdict::TooFewSamples => "too few samples",
+            Verdict::Disturbed => "not judged: disturbed",
         }
     }
 }
@@ -84,6 +88,9 @@ pub struct Pair {
     pub verdict: Verdict,
     /// Slower than `--fail-on-regression` allows, with confidence.
     pub regression: bool,
+    /// Why a side was judged disturbed (`base: file: reason`); empty when both were
+    /// clean or unjudged.
+    pub disturbed: Vec<String>,
 }
 
 /// The whole comparison.
@@ -294,6 +301,9 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             continue;
         }
         let ratio = mb / ma;
+        let disturbed: Vec<String> = (a.disturbed.iter().map(|w| format!("base {w}")))
+            .chain(b.disturbed.iter().map(|w| format!("new {w}")))
+            .collect();
         let (ci, v) = if sa.len() < 2 || sb.len() < 2 {
             ([ratio, ratio], Verdict::TooFewSamples)
         } else {
@@ -307,11 +317,15 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
                 &mut SplitMix64::new(seed),
             );
             let ci = percentile_interval95(boot.clone());
-            boots.push(boot.iter().map(|r| r.ln()).collect());
-            (ci, verdict(ci, opts.threshold))
+            if !disturbed.is_empty() {
+                (ci, Verdict::Disturbed)
+            } else {
+                boots.push(boot.iter().map(|r| r.ln()).collect());
+                (ci, verdict(ci, opts.threshold))
+            }
         };
-        let regression =
-            v != Verdict::TooFewSamples && opts.fail_on_regression.is_some_and(|p| ci[0] > 1.0 + p);
+        let judged = !matches!(v, Verdict::TooFewSamples | Verdict::Disturbed);
+        let regression = judged && opts.fail_on_regression.is_some_and(|p| ci[0] > 1.0 + p);
         out.push(Pair {
             model: model_name(a),
             input: input_desc(&a.table),
@@ -326,6 +340,7 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             ci95: ci,
             verdict: v,
             regression,
+            disturbed,
         });
     }
     out.sort_by(|x, y| {
@@ -333,11 +348,16 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             .then(x.input.cmp(&y.input))
             .then(x.base_config.cmp(&y.base_config))
     });
-    let geomean = (!out.is_empty())
-        .then(|| (out.iter().map(|p| p.ratio.ln()).sum::<f64>() / out.len() as f64).exp());
+    // Pairs measured on a disturbed machine say nothing about the change: left out.
+    let trusted: Vec<&Pair> = out
+        .iter()
+        .filter(|p| p.verdict != Verdict::Disturbed)
+        .collect();
+    let geomean = (!trusted.is_empty())
+        .then(|| (trusted.iter().map(|p| p.ratio.ln()).sum::<f64>() / trusted.len() as f64).exp());
     // The bootstrap of the geometric mean combines the pairs' draws index by index.
-    // Only when every pair has draws (none has too few samples).
-    let geomean_ci95 = if boots.len() == out.len() {
+    // Only when every trusted pair has draws (none has too few samples).
+    let geomean_ci95 = if boots.len() == trusted.len() && !boots.is_empty() {
         geomean_interval95(&boots)
     } else {
         None
@@ -371,6 +391,15 @@ impl Comparison {
     /// Whether `--fail-on-regression` was crossed.
     pub fn failed(&self) -> bool {
         self.pairs.iter().any(|p| p.regression)
+    }
+
+    /// Pairs not judged because a side was measured on a disturbed machine: a gate
+    /// (`--fail-on-regression`) cannot pass on them.
+    pub fn undecided(&self) -> usize {
+        self.pairs
+            .iter()
+            .filter(|p| p.verdict == Verdict::Disturbed)
+            .count()
     }
 
     /// Header and cells of the pair table.
@@ -465,7 +494,7 @@ impl Comparison {
             out.push(format!(
                 "Geometric mean of new/base ({} time, medians) over {} pairs: {:.3}{ci}: {direction}.",
                 self.quantity,
-                self.pairs.len(),
+                self.pairs.len() - count(Verdict::Disturbed),
                 g
             ));
             let mut counts = format!(
@@ -479,9 +508,33 @@ impl Comparison {
             if few > 0 {
                 counts.push_str(&format!(", {few} with too few samples to tell"));
             }
+            let disturbed = count(Verdict::Disturbed);
+            if disturbed > 0 {
+                counts.push_str(&format!(
+                    ", {disturbed} not judged (measured on a disturbed machine)"
+                ));
+            }
             out.push(counts + ".");
-        } else {
+        } else if self.pairs.is_empty() {
             out.push("No result in BASE has a counterpart in NEW: nothing to compare.".into());
+        } else {
+            out.push(format!(
+                "Every one of the {} pairs was measured on a disturbed machine on one side or both: no change is called real; rerun on a quiet machine (run --require-clean, --retries N).",
+                self.pairs.len()
+            ));
+        }
+        for p in self
+            .pairs
+            .iter()
+            .filter(|p| p.verdict == Verdict::Disturbed)
+        {
+            out.push(format!(
+                "Not judged, {} ({}, {}): {}",
+                p.model,
+                p.input,
+                p.mode,
+                p.disturbed.join("; ")
+            ));
         }
         if !self.only_in_base.is_empty() {
             out.push(format!(

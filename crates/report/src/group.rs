@@ -104,9 +104,21 @@ pub struct Entry {
     pub peak_rss_bytes: Option<u64>,
     pub device_peak_bytes: Option<u64>,
     pub warnings: Vec<String>,
+    /// Why any of its runs was measured on a disturbed machine (`file: reason`); empty
+    /// when every run was clean or unjudged.
+    pub disturbed: Vec<String>,
+    /// Whether any of its runs carries a verdict at all.
+    pub judged: bool,
+    /// Median over its runs of the seconds to prepare the session, and of the first pass.
+    pub cold_start: Option<[f64; 2]>,
 }
 
 impl Entry {
+    /// Whether a run of this row was measured on a disturbed machine.
+    pub fn is_disturbed(&self) -> bool {
+        !self.disturbed.is_empty()
+    }
+
     /// Device and software in one name, e.g. `GTX 1080 Ti · torch7 cuDNN 5.1.10`.
     pub fn config_name(&self) -> String {
         format!("{} · {}", self.device, self.engine_label())
@@ -319,6 +331,20 @@ fn make_entry(
         .iter()
         .filter_map(|(q, s)| Summary::of(s).map(|x| (*q, x)))
         .collect();
+    let mut disturbed = Vec::new();
+    for r in &runs {
+        for why in r.disturbed.iter().flatten() {
+            disturbed.push(format!("{}: {why}", r.path.display()));
+        }
+    }
+    let cold: Vec<[f64; 2]> = runs.iter().filter_map(|r| r.cold_start).collect();
+    let cold_start = (!cold.is_empty()).then(|| {
+        let median = |i: usize| {
+            let mut v: Vec<f64> = cold.iter().map(|c| c[i]).collect();
+            cnnbench_results::stats::median_in_place(&mut v)
+        };
+        [median(0), median(1)]
+    });
     let facts = catalog.facts(&table.model_id, table.input);
     let pick = |f: &dyn Fn(&Record) -> Option<u64>| runs.iter().find_map(f);
     Some(Entry {
@@ -346,6 +372,9 @@ fn make_entry(
         peak_rss_bytes: runs.iter().filter_map(|r| r.peak_rss_bytes).max(),
         device_peak_bytes: runs.iter().filter_map(|r| r.device_peak_bytes).max(),
         warnings,
+        judged: runs.iter().any(|r| r.disturbed.is_some()),
+        disturbed,
+        cold_start,
         table,
         config,
     })

@@ -206,6 +206,8 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         peak_rss_bytes: None,
         device_peak_bytes: None,
         warnings: Vec::new(),
+        disturbed: None,
+        cold_start: None,
     })
 }
 

@@ -233,5 +233,10 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
         peak_rss_bytes: r.memory.peak_rss_bytes,
         device_peak_bytes: r.memory.device_peak_bytes,
         warnings: r.warnings,
+        disturbed: r.validity.map(|v| match v.verdict {
+            cnnbench_results::Verdict::Clean => Vec::new(),
+            cnnbench_results::Verdict::Disturbed => v.reasons,
+        }),
+        cold_start: r.cold_start.map(|c| [c.prepare_s, c.first_pass_s]),
     })
 }

@@ -132,4 +132,9 @@ pub struct Record {
     pub device_peak_bytes: Option<u64>,
     /// Warnings the harness wrote into the file.
     pub warnings: Vec<String>,
+    /// Why the machine was judged disturbed during the timed passes: `None` where the
+    /// file has no verdict (older files, the original suite), empty when clean.
+    pub disturbed: Option<Vec<String>>,
+    /// Seconds to prepare the session and of the first pass, where recorded.
+    pub cold_start: Option<[f64; 2]>,
 }

@@ -34,6 +34,9 @@ pub struct ReportOptions {
     pub models: Vec<String>,
     /// Show the models overview table.
     pub overview: bool,
+    /// Show what each row paid before its first timed pass (preparing the session, the
+    /// first pass).
+    pub cold_start: bool,
 }
 
 impl Default for ReportOptions {
@@ -46,6 +49,7 @@ impl Default for ReportOptions {
             speedups: SpeedupRequest::None,
             models: Vec::new(),
             overview: true,
+            cold_start: false,
         }
     }
 }
@@ -65,6 +69,8 @@ pub struct Report {
     pub stat: Stat,
     pub layout: Layout,
     pub with_std: bool,
+    /// Whether the tables show the cold-start columns.
+    pub cold_start: bool,
     pub entries: Vec<Entry>,
     pub tables: Vec<Table>,
     pub overview: Vec<OverviewRow>,
@@ -142,6 +148,16 @@ impl Report {
             for w in &e.warnings {
                 notes.push(format!("{} on {}: {w}", e.model_name, e.config_name()));
             }
+            if e.is_disturbed() {
+                notes.push(format!(
+                    "{} ({}, {}) on {}: DISTURBED: measured while the machine was busy, its times may be inflated: {}",
+                    e.model_name,
+                    group::input_desc(&e.table),
+                    e.table.mode,
+                    e.config_name(),
+                    e.disturbed.join("; ")
+                ));
+            }
         }
         let mut tables = make_tables(&entries, opts.layout, stat);
         for t in &mut tables {
@@ -190,6 +206,7 @@ impl Report {
             stat,
             layout: opts.layout,
             with_std: opts.with_std,
+            cold_start: opts.cold_start,
             entries,
             tables,
             overview,
@@ -280,6 +297,7 @@ impl Report {
             }
             Layout::Default => {
                 let runs = self.rows(t).any(|e| e.runs > 1);
+                let disturbed = self.rows(t).any(Entry::is_disturbed);
                 let mut head = vec!["Device".to_string(), "Engine".to_string()];
                 for q in &phases {
                     head.push(format!("{} (ms)", capitalise(q.as_str())));
@@ -288,6 +306,13 @@ impl Report {
                 head.push("images/s".into());
                 if runs {
                     head.push("Runs".into());
+                }
+                if self.cold_start {
+                    head.push("Prepare (s)".into());
+                    head.push("First pass (s)".into());
+                }
+                if disturbed {
+                    head.push("Machine".into());
                 }
                 let rows = self
                     .rows(t)
@@ -303,6 +328,23 @@ impl Report {
                         );
                         if runs {
                             r.push(e.runs.to_string());
+                        }
+                        if self.cold_start {
+                            let s = |i: usize| {
+                                e.cold_start.map_or("-".into(), |c| format!("{:.3}", c[i]))
+                            };
+                            r.push(s(0));
+                            r.push(s(1));
+                        }
+                        if disturbed {
+                            r.push(
+                                match (e.is_disturbed(), e.judged) {
+                                    (true, _) => "DISTURBED",
+                                    (false, true) => "quiet",
+                                    (false, false) => "-",
+                                }
+                                .into(),
+                            );
                         }
                         r
                     })
@@ -331,6 +373,7 @@ impl Report {
             [
                 "Model",
                 "Input",
+                "Mode",
                 "Depth",
                 "Params (M)",
                 "GMACs",
@@ -366,6 +409,7 @@ impl Report {
                     vec![
                         t.title.clone(),
                         group::input_desc(&t.key),
+                        t.key.mode.to_string(),
                         f.map_or("-".into(), |f| f.depth.to_string()),
                         f.map_or("-".into(), |f| format!("{:.2}", f.params as f64 / 1e6)),
                         f.map_or("-".into(), |f| format!("{:.2}", f.macs as f64 / 1e9)),

@@ -328,3 +328,58 @@ fn a_phase_can_be_compared() {
         3
     );
 }
+
+/// A result written while the machine was busy, as the harness marks it.
+fn disturbed(mut doc: serde_json::Value, why: &str) -> serde_json::Value {
+    doc["validity"] = serde_json::json!({
+        "verdict": "disturbed",
+        "reasons": [why],
+        "notes": [],
+        "limits": {"cpu_pressure_pct": 20.0, "memory_pressure_pct": 5.0, "steal_pct": 5.0,
+                   "other_cpu_pct": 10.0, "major_faults": 100, "min_ticks": 100},
+        "timed": {"window_s": 3.0, "other_cpu_pct": 95.0, "ticks": 600},
+        "passes": []
+    });
+    doc
+}
+
+#[test]
+fn a_disturbed_side_is_not_judged_and_fails_the_gate() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture(b.path(), n.path());
+    // NEW's `slow` was measured beside a busy neighbour: its 20% is not a regression.
+    let doc = Run::new("slow", "Test CPU", noisy(120.0, 3.0, 30, 4)).json();
+    let doc = disturbed(
+        doc,
+        "other processes used 95% of the machine's CPU time (limit 10%)",
+    );
+    std::fs::write(n.path().join("slow.json"), doc.to_string()).unwrap();
+    let opts = CompareOptions {
+        fail_on_regression: Some(0.05),
+        ..CompareOptions::default()
+    };
+    let c = compare(&entries(b.path()), &entries(n.path()), &opts);
+    let slow = c.pairs.iter().find(|p| p.model == "slow").unwrap();
+    assert_eq!(slow.verdict, Verdict::Disturbed);
+    assert!(!slow.regression, "a disturbed pair is no regression");
+    assert!(
+        slow.disturbed[0].starts_with("new "),
+        "{:?}",
+        slow.disturbed
+    );
+    assert!(!c.failed());
+    assert_eq!(c.undecided(), 1);
+    // The geometric mean is over the two trusted pairs only.
+    let g = c.geomean.unwrap();
+    assert!((g - 0.8f64.sqrt()).abs() < 0.03, "{g}");
+    let summary = c.summary().join("\n");
+    assert!(summary.contains("over 2 pairs"), "{summary}");
+    assert!(
+        summary.contains("1 not judged (measured on a disturbed machine)"),
+        "{summary}"
+    );
+    assert!(summary.contains("Not judged, slow"), "{summary}");
+    assert!(summary.contains("other processes used 95%"), "{summary}");
+    let md = render(&c, Format::Markdown);
+    assert!(md.contains("not judged: disturbed"), "{md}");
+}

@@ -134,10 +134,11 @@ fn runs_of_one_configuration_are_pooled_with_a_run_count() {
     let (oh, orows) = r.overview_cells();
     assert_eq!(oh[0], "Model");
     assert_eq!(
-        orows[0][..7],
+        orows[0][..8],
         [
             "resnet50",
             "16 x 3 x 224 x 224",
+            "train",
             "50",
             "25.56",
             "4.09",
@@ -145,7 +146,7 @@ fn runs_of_one_configuration_are_pooled_with_a_run_count() {
             "7.13"
         ]
     );
-    assert_eq!(orows[0][7], "90.00");
+    assert_eq!(orows[0][8], "90.00");
 }
 
 #[test]
@@ -361,4 +362,76 @@ fn duplicates_latest_keeps_the_newest_run() {
         "{:?}",
         r.notes
     );
+}
+
+#[test]
+fn disturbed_rows_are_marked_and_cold_start_shown_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quiet = |mut doc: serde_json::Value| {
+        doc["validity"] = serde_json::json!({
+            "verdict": "clean", "reasons": [], "notes": [],
+            "limits": {"cpu_pressure_pct": 20.0, "memory_pressure_pct": 5.0, "steal_pct": 5.0,
+                       "other_cpu_pct": 10.0, "major_faults": 100, "min_ticks": 100},
+            "timed": {"window_s": 3.0}, "passes": []
+        });
+        doc["cold_start"] = serde_json::json!({
+            "process_before_run_s": 0.2, "prepare_s": 1.25, "first_pass_s": 0.5,
+            "process_to_first_timed_pass_s": 2.0, "first_in_process": true
+        });
+        doc
+    };
+    let a = quiet(Run::new("tiny", "Device A", vec![10.0; 5]).json());
+    let mut b = quiet(Run::new("tiny", "Device B", vec![30.0; 5]).json());
+    b["validity"]["verdict"] = "disturbed".into();
+    b["validity"]["reasons"] =
+        serde_json::json!(["other processes used 97% of the machine's CPU time (limit 10%)"]);
+    std::fs::write(tmp.path().join("a.json"), a.to_string()).unwrap();
+    std::fs::write(tmp.path().join("b.json"), b.to_string()).unwrap();
+    let r = build(
+        tmp.path(),
+        &ReportOptions {
+            cold_start: true,
+            ..Default::default()
+        },
+    );
+    let (head, rows) = r.cells(&r.tables[0]);
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("{head:?}"))
+    };
+    assert_eq!(rows[0][col("Machine")], "quiet");
+    assert_eq!(rows[1][col("Machine")], "DISTURBED");
+    assert_eq!(rows[0][col("Prepare (s)")], "1.250");
+    assert_eq!(rows[0][col("First pass (s)")], "0.500");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("DISTURBED") && n.contains("other processes used 97%")),
+        "{:?}",
+        r.notes
+    );
+    // Without a disturbed row or the option, the table is as before.
+    std::fs::remove_file(tmp.path().join("b.json")).unwrap();
+    let r = build(tmp.path(), &ReportOptions::default());
+    let (head, _) = r.cells(&r.tables[0]);
+    assert!(
+        !head.iter().any(|h| h == "Machine" || h == "Prepare (s)"),
+        "{head:?}"
+    );
+}
+
+#[test]
+fn the_overview_tells_an_inference_row_from_a_training_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    Run::new("tiny", "Device A", vec![10.0; 3]).write(tmp.path(), "train.json");
+    let mut infer = Run::new("tiny", "Device A", vec![4.0; 3]);
+    infer.mode = "infer";
+    infer.write(tmp.path(), "infer.json");
+    let r = build(tmp.path(), &ReportOptions::default());
+    let (head, rows) = r.overview_cells();
+    assert_eq!(head[2], "Mode");
+    let mut modes: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+    modes.sort();
+    assert_eq!(modes, ["infer", "train"]);
 }

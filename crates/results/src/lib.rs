@@ -10,6 +10,7 @@ pub mod profile;
 pub mod quantity;
 pub mod result;
 pub mod stats;
+pub mod validity;
 
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
@@ -18,3 +19,4 @@ pub use result::{
     ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
 pub use stats::{Percentiles, Summary};
+pub use validity::{ColdStart, Signals, Validity, Verdict};

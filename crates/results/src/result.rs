@@ -15,7 +15,8 @@ pub const RESULT_FORMAT: &str = "cnnbench-result";
 /// in each summary, the time-based and adaptive settings of the run (`min_time_s`,
 /// `max_time_s`, `target_ci_pct`, `warmup_time_s`), what stopped the run (`stop`) and how
 /// `-b max` chose the batch (`batch_search`). Later, equally optional: data-parallel
-/// runs (`config.world_size`, `distributed`, the `allreduce` quantity).
+/// runs (`config.world_size`, `distributed`, the `allreduce` quantity); what the machine
+/// did during the timed passes (`validity`) and before them (`cold_start`).
 pub const RESULT_VERSION: u32 = 2;
 /// The schema versions this build reads.
 pub const RESULT_VERSIONS_READ: std::ops::RangeInclusive<u32> = 1..=RESULT_VERSION;
@@ -64,6 +65,13 @@ pub struct BenchResult {
     /// above are rank 0's; `throughput` counts the images of every rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<DistributedRecord>,
+    /// What the machine did during the timed passes and whether the run is to be
+    /// trusted (absent in results written before cnnbench watched the machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<crate::validity::Validity>,
+    /// What the run paid before its first timed pass (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<crate::validity::ColdStart>,
 }
 
 /// How a data-parallel run averaged its gradients, and what each rank measured.

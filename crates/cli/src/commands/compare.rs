@@ -16,7 +16,9 @@ use std::process::ExitCode;
     after_help = "Pairs results by model, input, mode, device and engine; what is left, by model
 alone when each side has one such result (a new machine or engine).
 Verdicts: `faster`/`slower` when the 95% interval of new/base lies beyond the noise
-threshold, else `no change`.
+threshold, else `no change`; `not judged: disturbed` when a side was measured while the
+machine was busy (its result's `validity`): no change is called real then, and with
+--fail-on-regression the exit status is 3.
 
 Examples:
   cnnbench compare results-main/ results-branch/
@@ -164,6 +166,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.fail_on_regression.unwrap_or(0.0)
         );
         return Ok(ExitCode::from(1));
+    }
+    let undecided = cmp.undecided();
+    if undecided > 0 && args.fail_on_regression.is_some() {
+        eprintln!(
+            "error: {undecided} pair(s) could not be judged: a side was measured on a disturbed machine (--fail-on-regression cannot pass on them); rerun them on a quiet machine"
+        );
+        return Ok(ExitCode::from(super::run::REQUIRE_CLEAN_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -305,10 +305,14 @@ fn cell_command(cell: &Cell, matrix: &Matrix, args: &RunArgs, label: Option<&str
         ("--quiet", args.quiet),
         ("--json", args.json),
         ("--force", args.force),
+        ("--require-clean", args.require_clean),
     ] {
         if on {
             a.push(flag.into());
         }
+    }
+    if args.retries > 0 {
+        a.extend(["--retries".into(), args.retries.to_string()]);
     }
     if let Some(l) = label {
         a.extend(["--label".into(), l.into()]);

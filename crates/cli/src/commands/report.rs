@@ -62,6 +62,10 @@ pub struct ReportArgs {
     /// Leave out the models overview table.
     #[arg(long)]
     pub no_overview: bool,
+    /// Add what each row paid before its first timed pass: seconds to prepare the
+    /// session (weights, plans, compilation) and of the first (warm-up) pass.
+    #[arg(long)]
+    pub cold_start: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -268,6 +272,7 @@ fn report_options(args: &ReportArgs, speedups: SpeedupRequest) -> ReportOptions 
         speedups,
         models: args.models.clone(),
         overview: !args.no_overview,
+        cold_start: args.cold_start,
     }
 }
 

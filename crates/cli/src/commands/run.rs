@@ -121,7 +121,19 @@ pub struct RunArgs {
     /// Run the cell even when the output folder already holds its result.
     #[arg(long, requires = "plan")]
     pub rerun: bool,
+    /// Exit with status 3 when a result was measured on a disturbed machine (other
+    /// processes, steal, pressure: see `validity` in the result); its file is kept,
+    /// marked disturbed.
+    #[arg(long)]
+    pub require_clean: bool,
+    /// Run a disturbed measurement again, up to N more times, keeping the first clean
+    /// one (the disturbed attempts are recorded in its `validity.retried`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: usize,
 }
+
+/// The largest `--retries`: past it, the machine is not going to be quiet.
+pub const MAX_RETRIES: usize = 20;
 
 /// The options a matrix file sets, refused beside `--plan`.
 const PLAN_SETS: [&str; 20] = [
@@ -401,6 +413,12 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     if args.passes == 0 {
         return Err(anyhow!("--passes must be at least 1"));
     }
+    if args.retries > MAX_RETRIES {
+        return Err(anyhow!(
+            "--retries {} is more than {MAX_RETRIES}: a machine that is still busy after that many attempts needs the neighbour found (`top`, /proc/pressure/cpu), not more retries",
+            args.retries
+        ));
+    }
     if let Some(n) = args.nproc {
         return launch_ranks(&args, n);
     }
@@ -550,6 +568,8 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
                 max_time,
                 target_ci_pct: args.target_ci,
                 warmup_time,
+                // A rank's siblings, started by the same launcher, are part of the job.
+                process_tree_root: args.distributed.then(std::os::unix::process::parent_id),
             };
             let bar = progress_bar(
                 args.quiet,
@@ -559,21 +579,49 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
                 args.warmup + args.passes,
             );
             point += 1;
-            let outcome = harness::run(
-                engine.as_ref(),
-                &p.graph,
-                &request,
-                &cancel,
-                &mut |progress| {
-                    bar.set_length(progress.of as u64);
-                    bar.set_position(progress.pass as u64);
-                    if progress.warmup {
-                        bar.set_message("warm-up");
-                    } else {
-                        bar.set_message("");
-                    }
-                },
-            );
+            let mut retried = Vec::new();
+            let outcome = loop {
+                let outcome = harness::run(
+                    engine.as_ref(),
+                    &p.graph,
+                    &request,
+                    &cancel,
+                    &mut |progress| {
+                        bar.set_length(progress.of as u64);
+                        bar.set_position(progress.pass as u64);
+                        if progress.warmup {
+                            bar.set_message("warm-up");
+                        } else if retried.is_empty() {
+                            bar.set_message("");
+                        } else {
+                            bar.set_message(format!("retry {}", retried.len()));
+                        }
+                    },
+                );
+                match outcome {
+                    Ok(mut result) => match retry_record(&result) {
+                        Some(attempt) if retried.len() < args.retries => {
+                            bar.suspend(|| {
+                                eprintln!(
+                                    "{}: attempt {} was disturbed ({}); running it again",
+                                    p.graph.name(),
+                                    retried.len() + 1,
+                                    attempt.reasons.join("; ")
+                                )
+                            });
+                            retried.push(attempt);
+                            bar.reset();
+                        }
+                        _ => {
+                            if let Some(v) = result.validity.as_mut() {
+                                v.retried = std::mem::take(&mut retried);
+                            }
+                            break Ok(result);
+                        }
+                    },
+                    Err(e) => break Err(e),
+                }
+            };
             bar.finish_and_clear();
             // A rank's result goes to rank 0, which writes the job's.
             let outcome = match (outcome, &group) {
@@ -618,7 +666,91 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     if !args.json && rank == 0 {
         print_table(&results);
     }
+    if rank == 0 {
+        print_validity(&results, args.quiet && !args.json);
+        let disturbed = results
+            .iter()
+            .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
+            .count();
+        if args.require_clean && disturbed > 0 {
+            eprintln!(
+                "error: {disturbed} of {} result(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
+                results.len()
+            );
+            return Ok(ExitCode::from(REQUIRE_CLEAN_FAILED));
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The exit status of `run --require-clean` when a result came out disturbed.
+pub const REQUIRE_CLEAN_FAILED: u8 = 3;
+
+/// The record of a disturbed attempt, to run it again; `None` for a clean one.
+fn retry_record(result: &BenchResult) -> Option<cnnbench_results::validity::RetriedAttempt> {
+    let v = result.validity.as_ref().filter(|v| v.is_disturbed())?;
+    let total = result.summary.get(&Quantity::Total)?;
+    Some(cnnbench_results::validity::RetriedAttempt {
+        reasons: v.reasons.clone(),
+        median_total_s: total.median,
+        passes: total.count,
+    })
+}
+
+/// Under the table: whether the machine was quiet while each result was measured. On
+/// standard error, so that `--json` keeps standard output a JSON stream. `brief`: only
+/// disturbed results (`--quiet`).
+fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
+    let mut clean = 0;
+    for (r, _) in results {
+        let Some(v) = &r.validity else { continue };
+        let [h, w] = r.config.image_size;
+        let name = format!("{} ({h}×{w}, batch {})", r.model.name, r.config.batch_size);
+        if v.is_disturbed() {
+            eprintln!(
+                "DISTURBED: {}: {}; the times may be inflated: rerun on a quiet machine (--retries N reruns by itself)",
+                output::terminal_safe(&name),
+                v.reasons.join("; ")
+            );
+        } else {
+            clean += 1;
+        }
+        if !v.retried.is_empty() && !brief {
+            eprintln!(
+                "{}: {} disturbed attempt(s) ran before this one (recorded in the result)",
+                output::terminal_safe(&name),
+                v.retried.len()
+            );
+        }
+    }
+    if clean > 0 && !brief {
+        let worst = |f: fn(&cnnbench_results::Signals) -> Option<f64>| {
+            results
+                .iter()
+                .filter_map(|(r, _)| r.validity.as_ref().and_then(|v| f(&v.timed)))
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+        };
+        let part = |name: &str, v: Option<f64>| v.map(|v| format!("{name} {v:.1}%"));
+        let parts: Vec<String> = [
+            part("CPU pressure", worst(|s| s.cpu_pressure_pct)),
+            part("other processes", worst(|s| s.other_cpu_pct)),
+            part("steal", worst(|s| s.steal_pct)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let all = if clean == results.len() {
+            "all"
+        } else {
+            "the other"
+        };
+        let detail = if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" (at most {})", parts.join(", "))
+        };
+        eprintln!("machine: quiet during {all} {clean} run(s){detail}");
+    }
 }
 
 /// What a data-parallel run cannot do: every rank must run the same passes (an
@@ -631,6 +763,7 @@ fn check_distributed(args: &RunArgs) -> Result<()> {
         (args.warmup_time.is_some(), "--warmup-time"),
         (matches!(args.batch_size, BatchSpec::Max), "-b max"),
         (args.probe_memory, "--probe-memory"),
+        (args.retries > 0, "--retries"),
     ];
     if let Some((_, flag)) = per_rank.iter().find(|(given, _)| *given) {
         return Err(anyhow!(
@@ -806,6 +939,7 @@ fn probe_memory(
         max_time: None,
         target_ci_pct: None,
         warmup_time: None,
+        process_tree_root: None,
     };
     let result = harness::run(
         engine,

@@ -79,7 +79,31 @@ pub fn tiny_run(model: &str, engine: &str, extra: &[&str]) -> serde_json::Value 
         .args(extra)
         .assert()
         .success();
-    only_result(&out)
+    let result: serde_json::Value = only_result(&out);
+    assert_watched(&result);
+    result
+}
+
+/// Every engine's result says what the run paid before its first timed pass and what
+/// the machine did during the timed passes.
+pub fn assert_watched(result: &serde_json::Value) {
+    let cold = &result["cold_start"];
+    let prepare = cold["prepare_s"].as_f64().unwrap_or(-1.0);
+    let first = cold["first_pass_s"].as_f64().unwrap_or(-1.0);
+    assert!(prepare >= 0.0 && first > 0.0, "cold start: {cold}");
+    assert!(
+        cold["process_to_first_timed_pass_s"]
+            .as_f64()
+            .unwrap_or(0.0)
+            >= prepare
+    );
+    let validity = &result["validity"];
+    assert!(
+        ["clean", "disturbed"].contains(&validity["verdict"].as_str().unwrap_or("")),
+        "validity: {validity}"
+    );
+    let passes = result["samples"]["total"].as_array().map_or(0, Vec::len);
+    assert_eq!(validity["passes"].as_array().map_or(0, Vec::len), passes);
 }
 
 /// `cnnbench verify resnet18 --engines burn-flex,ENGINE` at 32×32 with `extra`

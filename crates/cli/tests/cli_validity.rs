@@ -1,0 +1,119 @@
+//! Run validity end to end: a quiet run comes out clean, the same run beside two busy
+//! loops comes out disturbed (in the file, on the terminal, with `--require-clean`'s exit
+//! status and `--retries`' record), and `compare` refuses to judge it. One test, so that
+//! no other test of this binary runs beside the quiet run.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Child, Command as Process, Stdio};
+use std::time::Duration;
+
+/// Busy loops in processes of their own (not cnnbench's children), stopped on drop.
+struct Neighbours(Vec<Child>);
+
+impl Neighbours {
+    fn start(n: usize) -> Neighbours {
+        let loops = (0..n)
+            .map(|_| {
+                Process::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("sh starts")
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        Neighbours(loops)
+    }
+}
+
+impl Drop for Neighbours {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A tiny run long enough (1.5 s of timed passes) for tick-based signals to be judged.
+fn timed_run(out: &Path, extra: &[&str]) -> std::process::Output {
+    cnnbench()
+        .args(["run", "resnet18", "--image-size", "32", "-b", "1"])
+        .args(["--passes", "3", "--min-time", "1.5", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("cnnbench starts")
+}
+
+#[test]
+fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quiet = tmp.path().join("quiet");
+    let output = timed_run(&quiet, &["--require-clean"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let result: serde_json::Value = only_result(&quiet);
+    let validity = &result["validity"];
+    assert!(
+        output.status.success() && validity["verdict"] == "clean",
+        "a quiet run came out {}: {}\n{stderr}",
+        validity["verdict"],
+        validity["timed"]
+    );
+    assert!(
+        stderr.contains("machine: quiet during all 1 run(s)"),
+        "{stderr}"
+    );
+    assert_watched(&result);
+
+    let neighbours = Neighbours::start(2);
+    // --require-clean: the result is kept, marked, and the exit status says so.
+    let busy = tmp.path().join("busy");
+    let output = timed_run(&busy, &["--require-clean"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("DISTURBED: resnet18"), "{stderr}");
+    assert!(stderr.contains("--require-clean"), "{stderr}");
+    let result: serde_json::Value = only_result(&busy);
+    let validity = &result["validity"];
+    assert_eq!(validity["verdict"], "disturbed", "{validity}");
+    let reasons = validity["reasons"].to_string();
+    assert!(
+        reasons.contains("other processes") || reasons.contains("CPU pressure"),
+        "{reasons}"
+    );
+    assert!(
+        validity["timed"]["other_cpu_pct"].as_f64().unwrap() > 10.0,
+        "{validity}"
+    );
+
+    // --retries: each disturbed attempt runs again and is recorded in the one result.
+    let retried = tmp.path().join("retried");
+    let output = timed_run(&retried, &["--retries", "1", "-q"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("attempt 1 was disturbed"), "{stderr}");
+    let result: serde_json::Value = only_result(&retried);
+    let attempts = result["validity"]["retried"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(attempts.len(), 1, "{}", result["validity"]);
+    assert!(attempts[0]["median_total_s"].as_f64().unwrap() > 0.0);
+    drop(neighbours);
+
+    // compare will not call the busy run's times a change, and its gate cannot pass.
+    let output = cnnbench()
+        .args(["compare", "-f", "markdown", "--fail-on-regression", "5"])
+        .arg(&quiet)
+        .arg(&busy)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("not judged: disturbed"), "{stdout}");
+    assert!(stdout.contains("Not judged, resnet18"), "{stdout}");
+}
