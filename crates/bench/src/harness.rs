@@ -151,7 +151,7 @@ pub fn run(
                 graph.name()
             )
         })?;
-        first_pass_s.get_or_insert(times.iter().map(Duration::as_secs_f64).sum());
+        first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
         warmup_passes += 1;
         on_progress(Progress {
             pass: warmup_passes,
@@ -172,7 +172,7 @@ pub fn run(
         let times = one_pass(session.as_mut(), request.mode)
             .with_context(|| format!("pass {} of {} failed", totals.len() + 1, graph.name()))?;
         watch.pass_ends();
-        first_pass_s.get_or_insert(times.iter().map(Duration::as_secs_f64).sum());
+        first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
         let mut total = 0.0;
         for (phase, t) in phases.iter().zip(times) {
             if let Some(v) = samples.get_mut(phase) {

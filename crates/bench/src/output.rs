@@ -7,7 +7,6 @@ use anyhow::{anyhow, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Lower-case ASCII letters and digits, other runs collapsed to one '-'.
 /// Text from a model or file name made safe to print on a terminal: control characters
 /// (ESC, CR, newlines) are shown escaped instead of reaching the terminal.
 pub fn terminal_safe(text: &str) -> String {
@@ -22,6 +21,7 @@ pub fn terminal_safe(text: &str) -> String {
         .collect()
 }
 
+/// Lower-case ASCII letters and digits, other runs collapsed to one '-'.
 pub fn slug(text: &str) -> String {
     let mut out = String::new();
     for ch in text.chars() {

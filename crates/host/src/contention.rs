@@ -6,7 +6,7 @@
 //! Every signal is optional: a file the kernel does not offer (no PSI, no cpufreq in a
 //! VM, not Linux at all) gives `None`, never an error.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Cumulative counters at one instant.
@@ -59,6 +59,8 @@ pub struct Window {
 #[derive(Clone, Debug)]
 pub struct Sampler {
     family: Vec<u32>,
+    /// The CPUs' thermal throttle counters, found once (none in most VMs).
+    throttle_counters: Vec<PathBuf>,
 }
 
 impl Sampler {
@@ -71,7 +73,10 @@ impl Sampler {
         if !family.contains(&me) {
             family.push(me);
         }
-        Sampler { family }
+        Sampler {
+            family,
+            throttle_counters: cpu_files("thermal_throttle/core_throttle_count"),
+        }
     }
 
     /// The processes whose CPU time counts as cnnbench's own.
@@ -96,8 +101,16 @@ impl Sampler {
                 })
                 .collect(),
             major_faults: read(&proc.join("vmstat")).and_then(|s| vmstat_field(&s, "pgmajfault")),
-            throttle_events: throttle_events(),
+            throttle_events: self.throttle_events(),
         }
+    }
+
+    fn throttle_events(&self) -> Option<u64> {
+        let counts = self
+            .throttle_counters
+            .iter()
+            .filter_map(|p| read(p).and_then(|s| s.trim().parse::<u64>().ok()));
+        counts.reduce(|a, b| a + b)
     }
 }
 
@@ -155,15 +168,8 @@ impl Snapshot {
 /// VMs do not).
 pub fn cpu_mhz_range() -> Option<(f64, f64)> {
     let mut range: Option<(f64, f64)> = None;
-    for entry in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if !name.starts_with("cpu") || !name[3..].chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let Some(khz) = read(&entry.path().join("cpufreq/scaling_cur_freq"))
-            .and_then(|s| s.trim().parse::<f64>().ok())
-        else {
+    for path in cpu_files("cpufreq/scaling_cur_freq") {
+        let Some(khz) = read(&path).and_then(|s| s.trim().parse::<f64>().ok()) else {
             continue;
         };
         let mhz = khz / 1000.0;
@@ -175,16 +181,22 @@ pub fn cpu_mhz_range() -> Option<(f64, f64)> {
     range
 }
 
-fn throttle_events() -> Option<u64> {
-    let mut sum: Option<u64> = None;
-    for entry in std::fs::read_dir("/sys/devices/system/cpu").ok()?.flatten() {
-        if let Some(n) = read(&entry.path().join("thermal_throttle/core_throttle_count"))
-            .and_then(|s| s.trim().parse::<u64>().ok())
-        {
-            sum = Some(sum.unwrap_or(0) + n);
-        }
-    }
-    sum
+/// `/sys/devices/system/cpu/cpuN/<file>` for every CPU that has it.
+fn cpu_files(file: &str) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.len() > 3
+                && name.starts_with("cpu")
+                && name[3..].chars().all(|c| c.is_ascii_digit())
+        })
+        .map(|entry| entry.path().join(file))
+        .filter(|path| path.exists())
+        .collect()
 }
 
 /// A small /proc file, whole; `None` when it cannot be read.

@@ -728,7 +728,7 @@ fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
             results
                 .iter()
                 .filter_map(|(r, _)| r.validity.as_ref().and_then(|v| f(&v.timed)))
-                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+                .reduce(f64::max)
         };
         let part = |name: &str, v: Option<f64>| v.map(|v| format!("{name} {v:.1}%"));
         let parts: Vec<String> = [
