@@ -7,8 +7,8 @@
 use cnnbench_host::contention::{Sampler, Snapshot, Window};
 use cnnbench_results::validity::{ClockRecord, Limits, Signals, Validity, Verdict};
 
-/// The limits every run is judged against. Measured on the 2-core AMD EPYC VM this
-/// project is developed on (ResNet-18 at 64×64, batch 2, 3 s of timed passes): quiet,
+/// The limits every run is judged against. Measured on a 2-core AMD EPYC VM (AVX2, no
+/// AVX-512), nothing else running (ResNet-18 at 64×64, batch 2, 3 s of timed passes): quiet,
 /// other processes used at most 1.1% of the CPU time and steal 0.2%; beside one busy
 /// loop 44%, beside two 75%. CPU pressure counts cnnbench's own threads too: 22% quiet
 /// with burn-flex's two threads (0.8% with one), 59% and 99% beside one and two loops;

@@ -1,7 +1,8 @@
 //! Run validity end to end: a quiet run comes out clean, the same run beside two busy
 //! loops comes out disturbed (in the file, on the terminal, with `--require-clean`'s exit
-//! status and `--retries`' record), and `compare` refuses to judge it. One test, so that
-//! no other test of this binary runs beside the quiet run.
+//! status and `--retries`' record), `compare` refuses to judge it and `report` marks it.
+//! One test for all of that, so that no other busy test of this binary runs beside the
+//! quiet run; the other test here fails before it measures anything.
 
 mod common;
 
@@ -116,4 +117,52 @@ fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
     assert_eq!(output.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("not judged: disturbed"), "{stdout}");
     assert!(stdout.contains("Not judged, resnet18"), "{stdout}");
+
+    // report marks the busy row and, asked, shows what each run paid before timing.
+    let output = cnnbench()
+        .args([
+            "report",
+            "--format",
+            "markdown",
+            "--cold-start",
+            "--no-overview",
+        ])
+        .arg(&quiet)
+        .arg(&busy)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    for column in [
+        "Prepare (s)",
+        "First pass (s)",
+        "Machine",
+        "DISTURBED",
+        "quiet",
+    ] {
+        assert!(stdout.contains(column), "{column}: {stdout}");
+    }
+}
+
+#[test]
+fn too_many_retries_are_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = cnnbench()
+        .args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "--retries",
+            "21",
+            "-o",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--retries 21 is more than 20"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(result_files(tmp.path()).is_empty());
 }
