@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,21 @@ char* guarded_on(cnb_group* g, F&& body) {
     g->failed = true;
   }
   return error;
+}
+
+// PyTorch's flight recorder (on by default, TORCH_FR_BUFFER_SIZE=2000) is one object per
+// process, and it adds a process group to a std::map *before* taking its lock the first
+// time the group issues a collective (FlightRecorderDetail.hpp, recordWithResetEnabled,
+// PyTorch 2.11). Two groups issuing at once in one process, as the tests' two ranks on two
+// threads do, can corrupt that map: a SIGSEGV in _Rb_tree_insert_and_rebalance, about one
+// run in 25 of the two-rank tests on the 2-core EPYC. Issuing is serialised here; it only
+// enqueues the work (Gloo's threads run it, NCCL a stream), so waits still overlap, and
+// one rank per process (every real run) never contends for the lock.
+template <typename F>
+auto issued(F&& issue) {
+  static std::mutex issue_mutex;
+  std::lock_guard<std::mutex> guard(issue_mutex);
+  return issue();
 }
 
 }  // namespace
@@ -208,7 +224,7 @@ char* cnb_allreduce_mean(
       }
       flats.push_back(at::cat(flat_parts));
       inputs.push_back({flats.back()});
-      works.push_back(g->group->allreduce(inputs.back(), options));
+      works.push_back(issued([&] { return g->group->allreduce(inputs.back(), options); }));
     }
     for (auto& work : works) {
       work->wait(g->timeout);
@@ -235,7 +251,7 @@ char* cnb_broadcast(cnb_group* g, at::Tensor** tensors, size_t count, int root) 
     options.timeout = g->timeout;
     for (size_t i = 0; i < count; ++i) {
       std::vector<at::Tensor> one{*tensors[i]};
-      g->group->broadcast(one, options)->wait(g->timeout);
+      issued([&] { return g->group->broadcast(one, options); })->wait(g->timeout);
     }
   });
 }
@@ -244,7 +260,7 @@ char* cnb_barrier(cnb_group* g) {
   return guarded_on(g, [&] {
     c10d::BarrierOptions options;
     options.timeout = g->timeout;
-    g->group->barrier(options)->wait(g->timeout);
+    issued([&] { return g->group->barrier(options); })->wait(g->timeout);
   });
 }
 
