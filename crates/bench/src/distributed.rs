@@ -80,7 +80,14 @@ mod tests {
             transport: "tcp".into(),
             bucket_bytes: 1,
             overlap: false,
-            ranks: vec![RankRecord { rank, samples }],
+            ranks: vec![RankRecord {
+                rank,
+                host: Some(format!("host-{rank}")),
+                address: Some(format!("10.231.0.{}", rank + 1)),
+                interface: Some(format!("veth{rank}")),
+                address_chosen_by: Some("route to 10.231.0.1".into()),
+                samples,
+            }],
         });
         r
     }
@@ -98,6 +105,8 @@ mod tests {
                 backend: "fake".into(),
                 transport: "memory".into(),
                 bucket_bytes: 1,
+                host: None,
+                endpoint: None,
             }
         }
         fn gather_to_root(&self, key: &str, value: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
@@ -112,6 +121,7 @@ mod tests {
         fn barrier(&self) -> Result<()> {
             Ok(())
         }
+        fn announce_failure(&self, _message: &str) {}
     }
 
     #[test]
@@ -127,6 +137,10 @@ mod tests {
         assert_eq!(ranks.len(), 2);
         assert_eq!(ranks[1].rank, 1);
         assert_eq!(ranks[1].samples[&Quantity::Total], vec![0.2; 3]);
+        // Each rank's machine and address travel with its samples.
+        assert_eq!(ranks[1].host.as_deref(), Some("host-1"));
+        assert_eq!(ranks[1].interface.as_deref(), Some("veth1"));
+        assert_eq!(ranks[0].address.as_deref(), Some("10.231.0.1"));
         // Rank 0's own samples stay the result's.
         assert_eq!(merged.samples[&Quantity::Total], vec![0.1; 3]);
     }

@@ -255,6 +255,10 @@ pub fn run(
         overlap: false,
         ranks: vec![RankRecord {
             rank: g.rank,
+            host: g.host.clone(),
+            address: g.endpoint.as_ref().map(|e| e.address.clone()),
+            interface: g.endpoint.as_ref().and_then(|e| e.interface.clone()),
+            address_chosen_by: g.endpoint.as_ref().map(|e| e.chosen_by.clone()),
             samples: by_quantity.clone(),
         }],
     });
@@ -825,6 +829,8 @@ mod tests {
                 backend: "fake".into(),
                 transport: "none".into(),
                 bucket_bytes: 1024,
+                host: None,
+                endpoint: None,
             })
         }
         fn all_reduce_gradients(&mut self) -> Result<()> {

@@ -80,7 +80,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let message = format!("{e:#}");
+            // A rank of a data-parallel job tells the others before it goes.
+            commands::distributed::announce_failure(&message);
+            eprintln!("error: {message}");
             ExitCode::FAILURE
         }
     }

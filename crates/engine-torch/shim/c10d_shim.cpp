@@ -51,6 +51,11 @@ char* guarded(F&& body) {
 
 }  // namespace
 
+// A connection to the rendezvous store, under the job's key prefix.
+struct cnb_store {
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
 struct cnb_group {
   c10::intrusive_ptr<c10d::Store> store;
   // ProcessGroupGloo or ProcessGroupNCCL.
@@ -121,11 +126,11 @@ char* cnb_nccl_version() {
 }
 
 // Connects to the rendezvous store (rank 0 serves it unless the launcher already does:
-// `agent_store`, as torchrun's agent) and creates a Gloo process group over TCP, or,
-// when `cuda_device` >= 0, an NCCL process group on that GPU (its communicator is
-// created here, as torch.distributed.init_process_group(device_id=…) does, so that a
-// missing peer or GPU shows at once).
-char* cnb_group_new(
+// `agent_store`, as torchrun's agent). A `counted` connection is a rank's own: it counts
+// itself in, and the server (if ours) waits for every rank, as torch.distributed's env://
+// rendezvous does. An uncounted one is a second client of the same store (the failure
+// watch), which neither serves nor waits.
+char* cnb_store_new(
     const char* host,
     int port,
     int rank,
@@ -133,22 +138,52 @@ char* cnb_group_new(
     int agent_store,
     const char* prefix,
     double timeout_s,
+    int counted,
+    cnb_store** out) {
+  *out = nullptr;
+  return guarded([&] {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(port);
+    options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
+    if (counted != 0) {
+      options.isServer = rank == 0 && agent_store == 0;
+      options.numWorkers = static_cast<std::size_t>(world);
+      options.waitWorkers = true;
+    } else {
+      options.isServer = false;
+      options.waitWorkers = false;
+    }
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), options);
+    *out = new cnb_store{c10::make_intrusive<c10d::PrefixStore>(std::string(prefix), tcp)};
+  });
+}
+
+void cnb_store_free(cnb_store* s) {
+  try {
+    delete s;
+  } catch (...) {
+  }
+}
+
+// Creates a Gloo process group over TCP on `store`, or, when `cuda_device` >= 0, an NCCL
+// process group on that GPU (its communicator is created here, as
+// torch.distributed.init_process_group(device_id=…) does, so that a missing peer or GPU
+// shows at once). Gloo binds the interfaces `interfaces` names (comma-separated, as
+// GLOO_SOCKET_IFNAME), else the address `address`, else the host name's address
+// (PyTorch's default).
+char* cnb_group_new(
+    cnb_store* s,
+    int rank,
+    int world,
+    double timeout_s,
+    const char* interfaces,
+    const char* address,
     int cuda_device,
     cnb_group** out) {
   *out = nullptr;
   return guarded([&] {
     auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<std::uint16_t>(port);
-    options.isServer = rank == 0 && agent_store == 0;
-    // Every rank counts itself in, and the server (if ours) waits for them all, as
-    // torch.distributed's env:// rendezvous does.
-    options.numWorkers = static_cast<std::size_t>(world);
-    options.waitWorkers = true;
-    options.timeout = timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), options);
-    c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::PrefixStore>(std::string(prefix), tcp);
+    c10::intrusive_ptr<c10d::Store> store = s->store;
     c10::intrusive_ptr<c10d::Backend> group;
     if (cuda_device >= 0) {
 #ifdef CNNBENCH_NCCL
@@ -171,8 +206,29 @@ char* cnb_group_new(
 #endif
     } else {
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-      gloo_options->devices.push_back(
-          c10d::ProcessGroupGloo::createDefaultDevice());
+      std::string names(interfaces != nullptr ? interfaces : "");
+      std::string bind(address != nullptr ? address : "");
+      if (!names.empty()) {
+        size_t from = 0;
+        while (from <= names.size()) {
+          size_t comma = names.find(',', from);
+          std::string name = names.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+          if (!name.empty()) {
+            gloo_options->devices.push_back(
+                c10d::ProcessGroupGloo::createDeviceForInterface(name));
+          }
+          if (comma == std::string::npos) {
+            break;
+          }
+          from = comma + 1;
+        }
+      } else if (!bind.empty()) {
+        gloo_options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForHostname(bind));
+      } else {
+        gloo_options->devices.push_back(
+            c10d::ProcessGroupGloo::createDefaultDevice());
+      }
       gloo_options->threads = 2;
       group = c10::make_intrusive<c10d::ProcessGroupGloo>(
           store, rank, world, gloo_options);
@@ -265,19 +321,33 @@ char* cnb_barrier(cnb_group* g) {
 }
 
 // Stores `len` bytes under `key` in the rendezvous store.
-char* cnb_store_set(cnb_group* g, const char* key, const uint8_t* data, size_t len) {
-  return guarded_on(g, [&] {
+char* cnb_store_set(cnb_store* s, const char* key, const uint8_t* data, size_t len) {
+  return guarded([&] {
     std::vector<uint8_t> value(data, data + len);
-    g->store->set(std::string(key), value);
+    s->store->set(std::string(key), value);
   });
 }
 
-// Waits (up to the group's timeout) for `key` and returns its bytes, malloc'd.
-char* cnb_store_get(cnb_group* g, const char* key, uint8_t** data, size_t* len) {
+// Stores `len` bytes under `key` unless the key is already there (the first writer wins).
+char* cnb_store_set_first(cnb_store* s, const char* key, const uint8_t* data, size_t len) {
+  return guarded([&] {
+    std::vector<uint8_t> value(data, data + len);
+    s->store->compareSet(std::string(key), {}, value);
+  });
+}
+
+// Whether `key` is in the store now (no waiting).
+char* cnb_store_check(cnb_store* s, const char* key, int* present) {
+  *present = 0;
+  return guarded([&] { *present = s->store->check({std::string(key)}) ? 1 : 0; });
+}
+
+// Waits (up to the store's timeout) for `key` and returns its bytes, malloc'd.
+char* cnb_store_get(cnb_store* s, const char* key, uint8_t** data, size_t* len) {
   *data = nullptr;
   *len = 0;
-  return guarded_on(g, [&] {
-    std::vector<uint8_t> value = g->store->get(std::string(key));
+  return guarded([&] {
+    std::vector<uint8_t> value = s->store->get(std::string(key));
     uint8_t* out = static_cast<uint8_t*>(std::malloc(value.size() + 1));
     if (out == nullptr) {
       throw std::bad_alloc();
@@ -286,6 +356,11 @@ char* cnb_store_get(cnb_group* g, const char* key, uint8_t** data, size_t* len) 
     *data = out;
     *len = value.size();
   });
+}
+
+// After a failure seen outside the group (a rank gone from the store), teardown aborts.
+void cnb_group_mark_failed(cnb_group* g) {
+  g->failed = true;
 }
 
 // Tears the group down in the order that lets the process exit cleanly: the process

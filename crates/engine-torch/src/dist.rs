@@ -3,15 +3,30 @@
 //! `cfg(cnnbench_nccl)`), driven through the C++ shim in `shim/c10d_shim.cpp` (compiled
 //! by build.rs against the same libtorch). Gradients are averaged in DDP's 25 MiB
 //! buckets.
+//!
+//! A rank that fails says so in the store (`failed`: its rank and message, the first
+//! failure wins) before it exits, and the others end within a second with that message:
+//! during the join by a watch on a second store connection (the join itself cannot be
+//! interrupted), afterwards when their next collective fails.
 
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::distributed::{GroupInfo, ProcessGroup, Rendezvous, DEFAULT_BUCKET_BYTES};
+use cnnbench_engine::distributed::{
+    Endpoint, GroupInfo, ProcessGroup, Rendezvous, DEFAULT_BUCKET_BYTES,
+};
+use cnnbench_host::network;
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tch::Tensor;
 
 #[repr(C)]
 struct CnbGroup {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+struct CnbStore {
     _private: [u8; 0],
 }
 
@@ -22,7 +37,7 @@ extern "C" {
     fn cnb_free(p: *mut std::ffi::c_void);
     fn cnb_has_nccl() -> c_int;
     fn cnb_nccl_version() -> *mut c_char;
-    fn cnb_group_new(
+    fn cnb_store_new(
         host: *const c_char,
         port: c_int,
         rank: c_int,
@@ -30,6 +45,17 @@ extern "C" {
         agent_store: c_int,
         prefix: *const c_char,
         timeout_s: f64,
+        counted: c_int,
+        out: *mut *mut CnbStore,
+    ) -> *mut c_char;
+    fn cnb_store_free(s: *mut CnbStore);
+    fn cnb_group_new(
+        store: *mut CnbStore,
+        rank: c_int,
+        world: c_int,
+        timeout_s: f64,
+        interfaces: *const c_char,
+        address: *const c_char,
         cuda_device: c_int,
         out: *mut *mut CnbGroup,
     ) -> *mut c_char;
@@ -47,17 +73,25 @@ extern "C" {
     ) -> *mut c_char;
     fn cnb_barrier(g: *mut CnbGroup) -> *mut c_char;
     fn cnb_store_set(
-        g: *mut CnbGroup,
+        s: *mut CnbStore,
         key: *const c_char,
         data: *const u8,
         len: usize,
     ) -> *mut c_char;
+    fn cnb_store_set_first(
+        s: *mut CnbStore,
+        key: *const c_char,
+        data: *const u8,
+        len: usize,
+    ) -> *mut c_char;
+    fn cnb_store_check(s: *mut CnbStore, key: *const c_char, present: *mut c_int) -> *mut c_char;
     fn cnb_store_get(
-        g: *mut CnbGroup,
+        s: *mut CnbStore,
         key: *const c_char,
         data: *mut *mut u8,
         len: *mut usize,
     ) -> *mut c_char;
+    fn cnb_group_mark_failed(g: *mut CnbGroup);
     fn cnb_group_destroy(g: *mut CnbGroup) -> *mut c_char;
 }
 
@@ -83,6 +117,158 @@ struct GroupPtr(*mut CnbGroup);
 // SAFETY: the c10d store and process group are thread-safe; the Mutex around the pointer
 // keeps our calls one at a time anyway.
 unsafe impl Send for GroupPtr {}
+
+/// The store key under which the first rank to fail leaves its rank and message.
+const FAILED_KEY: &str = "failed";
+
+/// How often the watch looks for another rank's failure during the join.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+/// How long a rank whose collective failed waits for the failing rank's own message.
+const FAILURE_MESSAGE_WAIT: Duration = Duration::from_secs(3);
+
+/// One connection to the rendezvous store, under the job's prefix.
+struct Store(*mut CnbStore);
+// SAFETY: c10d's TCPStore serialises the requests of each connection itself.
+unsafe impl Send for Store {}
+// SAFETY: as above.
+unsafe impl Sync for Store {}
+
+impl Store {
+    /// A rank's own connection (`counted`: rank 0 serves the store unless the launcher
+    /// does, and waits for every rank), or a second, uncounted client of it.
+    fn connect(r: &Rendezvous, counted: bool) -> Result<Self> {
+        let host = c_string(&r.master_addr, "the rendezvous host")?;
+        let prefix = c_string(&r.store_prefix, "the store prefix")?;
+        let mut store: *mut CnbStore = std::ptr::null_mut();
+        // SAFETY: valid C strings; `store` receives a new object or stays null.
+        check(unsafe {
+            cnb_store_new(
+                host.as_ptr(),
+                c_int::from(r.master_port),
+                r.rank as c_int,
+                r.world_size as c_int,
+                c_int::from(r.launcher_serves_store),
+                prefix.as_ptr(),
+                r.timeout.as_secs_f64(),
+                c_int::from(counted),
+                &mut store,
+            )
+        })?;
+        Ok(Self(store))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        let key = c_string(key, "a store key")?;
+        // SAFETY: a live store; valid key and bytes for the duration of the call.
+        check(unsafe { cnb_store_set(self.0, key.as_ptr(), value.as_ptr(), value.len()) })
+    }
+
+    fn set_first(&self, key: &str, value: &[u8]) -> Result<()> {
+        let key = c_string(key, "a store key")?;
+        // SAFETY: as in `set`.
+        check(unsafe { cnb_store_set_first(self.0, key.as_ptr(), value.as_ptr(), value.len()) })
+    }
+
+    fn contains(&self, key: &str) -> Result<bool> {
+        let key = c_string(key, "a store key")?;
+        let mut present: c_int = 0;
+        // SAFETY: a live store and a valid key.
+        check(unsafe { cnb_store_check(self.0, key.as_ptr(), &mut present) })?;
+        Ok(present != 0)
+    }
+
+    /// Waits (up to the job's timeout) for `key`.
+    fn get(&self, key: &str) -> Result<Vec<u8>> {
+        let c_key = c_string(key, "a store key")?;
+        let mut data: *mut u8 = std::ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: on success `data` holds `len` bytes from the shim's malloc.
+        check(unsafe { cnb_store_get(self.0, c_key.as_ptr(), &mut data, &mut len) })?;
+        if data.is_null() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: see above; copied, then freed once.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
+        unsafe { cnb_free(data.cast()) };
+        Ok(bytes)
+    }
+
+    /// Leaves this rank's failure for the others (the first failure stays).
+    fn announce_failure(&self, rank: usize, message: &str) -> Result<()> {
+        self.set_first(FAILED_KEY, format!("{rank}\n{message}").as_bytes())
+    }
+
+    /// Another rank's failure, if one is in the store: its rank and message.
+    fn failure_of_another(&self, own_rank: usize) -> Option<(usize, String)> {
+        if !self.contains(FAILED_KEY).ok()? {
+            return None;
+        }
+        let bytes = self.get(FAILED_KEY).ok()?;
+        let text = String::from_utf8_lossy(&bytes);
+        let (rank, message) = text.split_once('\n')?;
+        let rank: usize = rank.parse().ok()?;
+        (rank != own_rank).then(|| (rank, message.to_string()))
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // SAFETY: freed once; the shim accepts null.
+        unsafe { cnb_store_free(self.0) };
+    }
+}
+
+/// Watches the store during the join for another rank's failure, and ends this process
+/// with that rank's message when one comes: the join (Gloo's connections, NCCL's
+/// communicator) would otherwise wait for the whole timeout for a rank that has gone.
+struct FailureWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FailureWatch {
+    fn start(r: &Rendezvous) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, r) = (stop.clone(), r.clone());
+        let thread = std::thread::Builder::new()
+            .name("cnnbench-failure-watch".into())
+            .spawn(move || {
+                // Without a second connection there is no watch; the join's own timeout
+                // still ends it.
+                let Ok(store) = Store::connect(&r, false) else {
+                    return;
+                };
+                while !flag.load(Ordering::Relaxed) {
+                    if let Some((other, message)) = store.failure_of_another(r.rank) {
+                        if flag.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        eprintln!(
+                            "error: rank {} of {} could not join the job: rank {other} failed: {message}",
+                            r.rank, r.world_size
+                        );
+                        // SAFETY: ends the process at once: the main thread is inside
+                        // c10d's join, which cannot be interrupted, and exit handlers
+                        // would tear libtorch down under it.
+                        unsafe { libc::_exit(1) };
+                    }
+                    std::thread::sleep(WATCH_EVERY);
+                }
+            })
+            .ok();
+        Self { stop, thread }
+    }
+}
+
+impl Drop for FailureWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 /// Whether the shim was compiled with ProcessGroupNCCL (asked of the C++ side, so a
 /// build script and shim that disagree show in the tests).
@@ -127,16 +313,20 @@ pub enum Collectives {
 /// One rank's process group (Gloo or NCCL) and its store.
 pub struct TorchProcessGroup {
     group: Mutex<GroupPtr>,
+    store: Store,
     rank: usize,
     world_size: usize,
     backend: &'static str,
     transport: String,
+    endpoint: Option<Endpoint>,
 }
 
 impl TorchProcessGroup {
     /// Joins the job: connects to (rank 0: serves) the store at the rendezvous address
     /// and sets up Gloo's connections, or NCCL's communicator on the rank's GPU, to
-    /// every other rank. Fails after `timeout` when the others do not come.
+    /// every other rank. Gloo advertises the address `GLOO_SOCKET_IFNAME` names, else the
+    /// one routed towards the rendezvous host ([`network::local_endpoint`]). Fails after
+    /// `timeout` when the others do not come, and within a second when one fails.
     pub fn join(rendezvous: &Rendezvous, collectives: Collectives) -> Result<Self> {
         let Rendezvous {
             rank,
@@ -145,13 +335,12 @@ impl TorchProcessGroup {
             master_port,
             ..
         } = rendezvous;
-        if *world_size == 0 || rank >= world_size {
+        let (rank, world_size, master_port) = (*rank, *world_size, *master_port);
+        if world_size == 0 || rank >= world_size {
             return Err(anyhow!(
                 "rank {rank} does not exist in a job of {world_size} process(es)"
             ));
         }
-        let host = c_string(master_addr, "the rendezvous host")?;
-        let prefix = c_string(&rendezvous.store_prefix, "the store prefix")?;
         let (cuda_device, backend, transport) = match collectives {
             Collectives::Gloo => (-1, "gloo", "tcp".to_string()),
             Collectives::Nccl { device } => {
@@ -160,32 +349,75 @@ impl TorchProcessGroup {
                 (device, "nccl", nccl_transport())
             }
         };
+        let failed_to_join = || {
+            format!(
+                "rank {rank} of {world_size} could not join the job at {master_addr}:{master_port} with {backend} (is every rank started, and the address reachable from here?)"
+            )
+        };
+        if let Some(warning) = network::loopback_warning(master_addr, master_port, world_size) {
+            eprintln!("warning: {warning}");
+        }
+        let store = Store::connect(rendezvous, true).with_context(failed_to_join)?;
+        let watch = FailureWatch::start(rendezvous);
+        // From here on the others wait for this rank: a failure is told to them.
+        let fail = |e: anyhow::Error| {
+            let _ = store.announce_failure(rank, &format!("{e:#}"));
+            e
+        };
+        // NCCL chooses its own interfaces (NCCL_SOCKET_IFNAME); Gloo binds ours.
+        let endpoint = match collectives {
+            Collectives::Gloo => {
+                let ifname = std::env::var(network::GLOO_SOCKET_IFNAME).ok();
+                let local = network::local_endpoint(master_addr, master_port, ifname.as_deref())
+                    .map_err(|e| anyhow!(e))
+                    .with_context(failed_to_join)
+                    .map_err(fail)?;
+                Some(local)
+            }
+            Collectives::Nccl { .. } => None,
+        };
+        let (interfaces, address) = match endpoint.as_ref().map(|e| &e.choice) {
+            Some(network::AddressChoice::Interfaces(names)) => (names.join(","), String::new()),
+            Some(network::AddressChoice::RouteTo(_)) => (
+                String::new(),
+                endpoint
+                    .as_ref()
+                    .map_or(String::new(), |e| e.address.to_string()),
+            ),
+            None => (String::new(), String::new()),
+        };
+        let interfaces = c_string(&interfaces, "GLOO_SOCKET_IFNAME").map_err(fail)?;
+        let address = c_string(&address, "the local address").map_err(fail)?;
         let mut group: *mut CnbGroup = std::ptr::null_mut();
-        // SAFETY: valid C strings; `group` receives a new object or stays null.
-        check(unsafe {
+        // SAFETY: a live store and valid C strings; `group` receives a new object or stays null.
+        let joined = check(unsafe {
             cnb_group_new(
-                host.as_ptr(),
-                c_int::from(*master_port),
-                *rank as c_int,
-                *world_size as c_int,
-                c_int::from(rendezvous.launcher_serves_store),
-                prefix.as_ptr(),
+                store.0,
+                rank as c_int,
+                world_size as c_int,
                 rendezvous.timeout.as_secs_f64(),
+                interfaces.as_ptr(),
+                address.as_ptr(),
                 cuda_device,
                 &mut group,
             )
         })
-        .with_context(|| {
-            format!(
-                "rank {rank} of {world_size} could not join the job at {master_addr}:{master_port} with {backend} (is every rank started, and the address reachable from here?)"
-            )
-        })?;
+        .with_context(failed_to_join);
+        drop(watch);
+        joined.map_err(fail)?;
+        let endpoint = endpoint.map(|e| Endpoint {
+            address: e.address.to_string(),
+            interface: e.interface.clone(),
+            chosen_by: e.how(),
+        });
         Ok(Self {
             group: Mutex::new(GroupPtr(group)),
-            rank: *rank,
-            world_size: *world_size,
+            store,
+            rank,
+            world_size,
             backend,
             transport,
+            endpoint,
         })
     }
 
@@ -195,6 +427,21 @@ impl TorchProcessGroup {
             .lock()
             .map_err(|_| anyhow!("the process group was poisoned by a panic"))?;
         f(guard.0)
+    }
+
+    /// `error`, with the message of the rank that failed first where it left one: a
+    /// collective fails here when that rank's process ends, moments after it wrote it.
+    fn explained(&self, error: anyhow::Error) -> anyhow::Error {
+        let waited = Instant::now();
+        loop {
+            if let Some((other, message)) = self.store.failure_of_another(self.rank) {
+                return error.context(format!("rank {other} failed: {message}"));
+            }
+            if waited.elapsed() >= FAILURE_MESSAGE_WAIT {
+                return error;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Averages `tensors` across the ranks, in place, in buckets of `bucket_bytes`.
@@ -210,6 +457,7 @@ impl TorchProcessGroup {
                 self.rank
             )
         })
+        .map_err(|e| self.explained(e))
     }
 
     /// Copies rank 0's `tensors` into every rank's.
@@ -220,32 +468,19 @@ impl TorchProcessGroup {
             check(unsafe { cnb_broadcast(g, ptrs.as_ptr(), ptrs.len(), 0) })
         })
         .with_context(|| format!("rank {}: receiving rank 0's weights failed", self.rank))
+        .map_err(|e| self.explained(e))
     }
 
-    fn store_set(&self, key: &str, value: &[u8]) -> Result<()> {
-        let key = c_string(key, "a store key")?;
-        // SAFETY: valid key and byte slice for the duration of the call.
-        self.with(|g| check(unsafe { cnb_store_set(g, key.as_ptr(), value.as_ptr(), value.len()) }))
-    }
-
-    fn store_get(&self, key: &str) -> Result<Vec<u8>> {
-        let c_key = c_string(key, "a store key")?;
-        self.with(|g| {
-            let mut data: *mut u8 = std::ptr::null_mut();
-            let mut len = 0usize;
-            // SAFETY: on success `data` holds `len` bytes from the shim's malloc.
-            check(unsafe { cnb_store_get(g, c_key.as_ptr(), &mut data, &mut len) })?;
-            let bytes = if data.is_null() {
-                Vec::new()
-            } else {
-                // SAFETY: see above; copied, then freed once.
-                let v = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
-                unsafe { cnb_free(data.cast()) };
-                v
-            };
-            Ok(bytes)
+    /// The store's answer, or its failure with the failing rank's message; the group is
+    /// then torn down by abort, not by a shutdown that would wait for that rank.
+    fn in_store<T>(&self, what: &str, answer: Result<T>) -> Result<T> {
+        answer.map_err(|e| {
+            if let Ok(guard) = self.group.lock() {
+                // SAFETY: a live group (null only after drop).
+                unsafe { cnb_group_mark_failed(guard.0) };
+            }
+            self.explained(e.context(format!("rank {}: {what}", self.rank)))
         })
-        .with_context(|| format!("waiting for \"{key}\" from another rank"))
     }
 }
 
@@ -257,17 +492,21 @@ impl ProcessGroup for TorchProcessGroup {
             backend: self.backend.into(),
             transport: self.transport.clone(),
             bucket_bytes: DEFAULT_BUCKET_BYTES,
+            host: cnnbench_host::host_name(),
+            endpoint: self.endpoint.clone(),
         }
     }
 
     fn gather_to_root(&self, key: &str, value: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
         if self.rank != 0 {
-            self.store_set(&format!("{key}/{}", self.rank), value)?;
+            let sent = self.store.set(&format!("{key}/{}", self.rank), value);
+            self.in_store(&format!("sending \"{key}\" to rank 0"), sent)?;
             return Ok(None);
         }
         let mut all = vec![value.to_vec()];
         for rank in 1..self.world_size {
-            all.push(self.store_get(&format!("{key}/{rank}"))?);
+            let got = self.store.get(&format!("{key}/{rank}"));
+            all.push(self.in_store(&format!("waiting for \"{key}\" from rank {rank}"), got)?);
         }
         Ok(Some(all))
     }
@@ -276,6 +515,12 @@ impl ProcessGroup for TorchProcessGroup {
         // SAFETY: a live group.
         self.with(|g| check(unsafe { cnb_barrier(g) }))
             .with_context(|| format!("rank {}: waiting for the other ranks failed", self.rank))
+            .map_err(|e| self.explained(e))
+    }
+
+    fn announce_failure(&self, message: &str) {
+        // Best effort: the store may be what failed.
+        let _ = self.store.announce_failure(self.rank, message);
     }
 }
 

@@ -340,3 +340,26 @@ fn groups_in_one_process_issue_collectives_at_the_same_time() {
         }
     }
 }
+
+/// A rank that fails after the join leaves its message in the store before it goes;
+/// the other rank's next collective fails (its peer has gone) and says that message.
+#[test]
+fn a_collective_that_fails_names_the_rank_that_failed_and_why() {
+    use cnnbench_engine::distributed::ProcessGroup;
+    let port = free_port();
+    let failing = std::thread::spawn(move || {
+        let group = TorchProcessGroup::join(&rendezvous(1, 2, port), Collectives::Gloo).unwrap();
+        group.announce_failure("out of memory preparing resnet50");
+        drop(group);
+    });
+    let group = TorchProcessGroup::join(&rendezvous(0, 2, port), Collectives::Gloo).unwrap();
+    failing.join().unwrap();
+    let e = match group.barrier() {
+        Ok(()) => panic!("a barrier with a rank that has gone"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.starts_with("rank 1 failed: out of memory preparing resnet50"),
+        "{e}"
+    );
+}

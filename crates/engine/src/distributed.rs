@@ -38,6 +38,21 @@ pub struct GroupInfo {
     pub transport: String,
     /// Gradients are all-reduced in buckets of at most this many bytes.
     pub bucket_bytes: usize,
+    /// The machine the rank ran on, to tell a multi-host job's ranks apart.
+    pub host: Option<String>,
+    /// Where the rank's collectives travel from, where cnnbench chose it (Gloo; NCCL
+    /// chooses its own interfaces).
+    pub endpoint: Option<Endpoint>,
+}
+
+/// The address a rank advertised to the others, and why that one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub address: String,
+    /// The interface holding the address, where the system says.
+    pub interface: Option<String>,
+    /// "GLOO_SOCKET_IFNAME=eth1" or "route to 10.0.0.1".
+    pub chosen_by: String,
 }
 
 /// DDP's default gradient bucket (`bucket_cap_mb=25`).
@@ -52,4 +67,7 @@ pub trait ProcessGroup: Send + Sync {
     fn gather_to_root(&self, key: &str, value: &[u8]) -> anyhow::Result<Option<Vec<Vec<u8>>>>;
     /// Waits until every rank has reached this point.
     fn barrier(&self) -> anyhow::Result<()>;
+    /// Tells the other ranks that this one is failing with `message`, before it exits,
+    /// so that they end at once with it instead of waiting for the timeout.
+    fn announce_failure(&self, message: &str);
 }

@@ -111,6 +111,8 @@ pub struct Entry {
     pub judged: bool,
     /// Median over its runs of the seconds to prepare the session, and of the first pass.
     pub cold_start: Option<[f64; 2]>,
+    /// The machines its ranks ran on, where its runs agree (data-parallel rows).
+    pub hosts: Option<usize>,
 }
 
 impl Entry {
@@ -375,6 +377,10 @@ fn make_entry(
         judged: runs.iter().any(|r| r.disturbed.is_some()),
         disturbed,
         cold_start,
+        hosts: runs
+            .first()
+            .and_then(|r| r.hosts)
+            .filter(|h| runs.iter().all(|r| r.hosts == Some(*h))),
         table,
         config,
     })

@@ -208,6 +208,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         warnings: Vec::new(),
         disturbed: None,
         cold_start: None,
+        hosts: None,
     })
 }
 

@@ -238,5 +238,10 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             cnnbench_results::Verdict::Disturbed => v.reasons,
         }),
         cold_start: r.cold_start.map(|c| [c.prepare_s, c.first_pass_s]),
+        hosts: r.distributed.as_ref().and_then(|d| {
+            let hosts: Option<std::collections::BTreeSet<&str>> =
+                d.ranks.iter().map(|k| k.host.as_deref()).collect();
+            hosts.map(|h| h.len())
+        }),
     })
 }

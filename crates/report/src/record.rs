@@ -137,4 +137,6 @@ pub struct Record {
     pub disturbed: Option<Vec<String>>,
     /// Seconds to prepare the session and of the first pass, where recorded.
     pub cold_start: Option<[f64; 2]>,
+    /// How many machines a data-parallel run's ranks ran on, where every rank said.
+    pub hosts: Option<usize>,
 }

@@ -22,6 +22,8 @@ pub struct ScalingPoint {
     pub efficiency: f64,
     /// The all-reduce's share of a pass (rank 0's), where it was timed.
     pub allreduce_share: Option<f64>,
+    /// The machines the ranks ran on, where the results say.
+    pub hosts: Option<usize>,
 }
 
 /// One configuration's scaling.
@@ -56,9 +58,30 @@ impl Scaling {
         )
     }
 
-    /// The table: rows are world sizes; per configuration, images/s, the speed-up and
-    /// the efficiency, and the all-reduce's share of a pass. "–" where a configuration
-    /// lacks that world size.
+    /// "4 (2 hosts × 2)" when the ranks at `world_size` ran on several machines (every
+    /// configuration agreeing), else the number of ranks.
+    fn ranks_label(&self, world_size: usize) -> String {
+        let hosts: Vec<Option<usize>> = self
+            .series
+            .iter()
+            .filter_map(|s| s.points.iter().find(|p| p.world_size == world_size))
+            .map(|p| p.hosts)
+            .collect();
+        match hosts.first() {
+            Some(Some(h)) if *h > 1 && hosts.iter().all(|x| *x == Some(*h)) => {
+                if world_size.is_multiple_of(*h) {
+                    format!("{world_size} ({h} hosts × {})", world_size / h)
+                } else {
+                    format!("{world_size} ({h} hosts)")
+                }
+            }
+            _ => world_size.to_string(),
+        }
+    }
+
+    /// The table: rows are world sizes (with the hosts × ranks per host of multi-host
+    /// runs); per configuration, images/s, the speed-up and the efficiency, and the
+    /// all-reduce's share of a pass. "–" where a configuration lacks that world size.
     pub fn cells(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let mut head = vec!["Ranks".to_string()];
         for s in &self.series {
@@ -71,7 +94,7 @@ impl Scaling {
             .world_sizes
             .iter()
             .map(|&n| {
-                let mut row = vec![n.to_string()];
+                let mut row = vec![self.ranks_label(n)];
                 for s in &self.series {
                     match s.points.iter().find(|p| p.world_size == n) {
                         Some(p) => row.extend([
@@ -141,7 +164,8 @@ pub fn scalings(report: &Report) -> Vec<Scaling> {
         let keep_threads = !entries
             .iter()
             .all(|e| seen.insert((series_of(e, false), e.config.engine.world_size)));
-        let mut by_config: BTreeMap<String, Vec<(usize, f64, Option<f64>)>> = BTreeMap::new();
+        type Measured = (usize, f64, Option<f64>, Option<usize>);
+        let mut by_config: BTreeMap<String, Vec<Measured>> = BTreeMap::new();
         for e in entries {
             let Some(ips) = e.images_per_s(report.stat).filter(|v| v.is_finite()) else {
                 continue;
@@ -157,22 +181,23 @@ pub fn scalings(report: &Report) -> Vec<Scaling> {
             by_config
                 .entry(series_of(e, keep_threads))
                 .or_default()
-                .push((n, ips, share));
+                .push((n, ips, share, e.hosts));
         }
         let series: Vec<ScalingSeries> = by_config
             .into_iter()
             .filter(|(_, points)| points.len() >= 2)
             .map(|(config, mut points)| {
                 points.sort_by_key(|p| p.0);
-                let (n0, ips0, _) = points[0];
+                let (n0, ips0, _, _) = points[0];
                 let points = points
                     .into_iter()
-                    .map(|(n, ips, share)| ScalingPoint {
+                    .map(|(n, ips, share, hosts)| ScalingPoint {
                         world_size: n,
                         images_per_s: ips,
                         speedup: ips / ips0,
                         efficiency: (ips / n as f64) / (ips0 / n0 as f64),
                         allreduce_share: share,
+                        hosts,
                     })
                     .collect();
                 ScalingSeries { config, points }
@@ -205,6 +230,7 @@ mod tests {
             speedup: ips / base,
             efficiency: ips / n as f64 / base,
             allreduce_share: (n > 1).then_some(0.25),
+            hosts: None,
         }
     }
 
@@ -236,5 +262,47 @@ mod tests {
         assert_eq!(rows[1][1], "–", "no 2-rank run");
         assert_eq!(rows[2], ["4", "300.0", "3.00×", "75%", "25%"]);
         assert_eq!(s.title(), "m, 3×32×32, step, batch 16 per rank");
+    }
+
+    #[test]
+    fn multi_host_rows_say_hosts_times_ranks() {
+        let on = |n, hosts| ScalingPoint {
+            hosts,
+            ..point(n, 100.0 * n as f64, 100.0)
+        };
+        let series = |config: &str, points| ScalingSeries {
+            config: config.into(),
+            points,
+        };
+        let mut s = Scaling {
+            model: "m".into(),
+            input: [3, 32, 32],
+            mode: Mode::Step,
+            batch: 16,
+            world_sizes: vec![1, 2, 4, 6],
+            series: vec![series(
+                "cpu · torch-cpu",
+                vec![
+                    on(1, Some(1)),
+                    on(2, Some(1)),
+                    on(4, Some(2)),
+                    on(6, Some(4)),
+                ],
+            )],
+        };
+        let labels = |s: &Scaling| {
+            s.cells()
+                .1
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(labels(&s), ["1", "2", "4 (2 hosts × 2)", "6 (4 hosts)"]);
+        // Configurations that disagree on the machines at a world size: only the count.
+        s.series.push(series(
+            "gpu · torch-cuda",
+            vec![on(1, None), on(4, Some(4))],
+        ));
+        assert_eq!(labels(&s)[2], "4");
     }
 }

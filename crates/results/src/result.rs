@@ -94,6 +94,18 @@ pub struct DistributedRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankRecord {
     pub rank: usize,
+    /// The machine the rank ran on (absent in results written before cnnbench said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The address the rank's collectives travelled from (Gloo), its interface and why
+    /// that one ("GLOO_SOCKET_IFNAME=eth1", "route to 10.0.0.1"); absent for NCCL, which
+    /// chooses its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_chosen_by: Option<String>,
     /// Its timed samples in seconds, per quantity, as the top-level `samples`.
     pub samples: BTreeMap<Quantity, Vec<f64>>,
 }

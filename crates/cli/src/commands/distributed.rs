@@ -4,11 +4,39 @@
 //! ranks itself on this machine).
 
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::distributed::Rendezvous;
+use cnnbench_engine::distributed::{ProcessGroup, Rendezvous};
 use std::collections::BTreeMap;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// The job this process joined, held until it ends well so that a failure on the way can
+/// be told to the other ranks ([`announce_failure`]).
+static JOINED: std::sync::Mutex<Option<std::sync::Arc<dyn ProcessGroup>>> =
+    std::sync::Mutex::new(None);
+
+/// Keeps `group` for [`announce_failure`] until [`leave`].
+pub fn hold_for_failure(group: &std::sync::Arc<dyn ProcessGroup>) {
+    if let Ok(mut joined) = JOINED.lock() {
+        *joined = Some(group.clone());
+    }
+}
+
+/// The job ended well: nothing to announce, and the group may be torn down.
+pub fn leave() {
+    if let Ok(mut joined) = JOINED.lock() {
+        joined.take();
+    }
+}
+
+/// Tells the other ranks of the job this process joined (if any) that it fails with
+/// `message`, so that they stop at once with it rather than at their timeout.
+pub fn announce_failure(message: &str) {
+    let group = JOINED.lock().ok().and_then(|mut j| j.take());
+    if let Some(group) = group {
+        group.announce_failure(message);
+    }
+}
 
 /// torchrun's and PyTorch's default rendezvous port.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;

@@ -459,6 +459,7 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
             options.torch.device = rendezvous.local_rank;
         }
         let (engine, group) = engines::create_data_parallel(&args.engine, &options, &rendezvous)?;
+        distributed::hold_for_failure(&group);
         (engine, Some(group))
     } else {
         (engines::create(&args.engine, &options)?, None)
@@ -660,6 +661,7 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     if let Some(group) = group {
         // Every rank leaves together, then the process group goes before the store.
         group.barrier()?;
+        distributed::leave();
         drop(engine);
         drop(group);
     }
