@@ -10,6 +10,11 @@ use std::path::Path;
 /// `model` at batch 16 per rank on `ranks` processes, passes of `ms` milliseconds
 /// (rank 0's), 25% of it the all-reduce; a single process has no `distributed` record.
 fn write_run(dir: &Path, model: &str, ranks: usize, ms: f64) {
+    write_run_on(dir, model, ranks, ms, None);
+}
+
+/// As [`write_run`], each rank naming its machine: rank r on host `r / per_host`.
+fn write_run_on(dir: &Path, model: &str, ranks: usize, ms: f64, per_host: Option<usize>) {
     let mut run = Run::new(model, "Test CPU", vec![ms; 5]);
     run.engine = "torch-cpu";
     run.mode = "step";
@@ -24,6 +29,11 @@ fn write_run(dir: &Path, model: &str, ranks: usize, ms: f64) {
             "backend": "gloo", "transport": "tcp", "bucket_bytes": 26214400, "overlap": false,
             "ranks": (0..ranks).map(|r| serde_json::json!({"rank": r, "samples": v["samples"].clone()})).collect::<Vec<_>>()
         });
+        if let Some(per_host) = per_host {
+            for r in 0..ranks {
+                v["distributed"]["ranks"][r]["host"] = format!("node{}", r / per_host).into();
+            }
+        }
     }
     std::fs::write(
         dir.join(format!("{model}-{ranks}.json")),
@@ -90,4 +100,21 @@ fn world_sizes_give_speedup_and_efficiency() {
     assert!(svg.contains("Efficiency") && svg.contains("ranks (processes)"));
     let html = Format::Html.exporter().render(&report).unwrap();
     assert!(html.contains("Scaling: resnet50"));
+}
+
+/// Ranks on several machines: the scaling row says hosts × ranks per host; one machine's
+/// ranks (or results that do not say) keep the plain count.
+#[test]
+fn multi_host_world_sizes_say_hosts_times_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run_on(tmp.path(), "resnet50", 1, 100.0, Some(1));
+    write_run_on(tmp.path(), "resnet50", 2, 125.0, Some(2));
+    write_run_on(tmp.path(), "resnet50", 4, 200.0, Some(2));
+    let report = build(tmp.path());
+    let text = Format::Markdown.exporter().render(&report).unwrap();
+    assert!(
+        text.contains("|4 (2 hosts × 2)|320.0|2.00×|50%|25%|"),
+        "{text}"
+    );
+    assert!(text.contains("|2|256.0|"), "{text}");
 }
