@@ -33,10 +33,11 @@ pub fn peak_rss() -> Option<u64> {
 /// A deliberately rough upper estimate of the bytes a run needs, from the Graph alone:
 /// weights (plus gradients, plus momentum in step mode) and activations. Training keeps
 /// every node's output for backward and allocates a gradient of the same size; inference
-/// holds only a few activations at a time.
+/// holds only a few activations at a time. Saturates at `u64::MAX` rather than wrap
+/// (a batch of 10^16 must not look smaller than one of 10^14).
 pub fn estimate_bytes(graph: &Graph, mode: Mode, batch: usize) -> u64 {
     const F32: u64 = 4;
-    let weights = (graph.params() + graph.buffers()) * F32;
+    let weights = (graph.params().saturating_add(graph.buffers())).saturating_mul(F32);
     let largest = graph
         .nodes()
         .iter()
@@ -44,12 +45,26 @@ pub fn estimate_bytes(graph: &Graph, mode: Mode, batch: usize) -> u64 {
         .max()
         .unwrap_or(0);
     let batch = batch as u64;
+    let per_batch = |elements: u64, copies: u64| {
+        elements
+            .saturating_mul(batch)
+            .saturating_mul(F32)
+            .saturating_mul(copies)
+    };
     match mode {
-        Mode::Infer => weights + 3 * largest * batch * F32,
-        Mode::Train => 2 * weights + 2 * graph.activation_elements() * batch * F32,
-        Mode::Step => 3 * weights + 2 * graph.activation_elements() * batch * F32,
+        Mode::Infer => weights.saturating_add(per_batch(largest, 3)),
+        Mode::Train => weights
+            .saturating_mul(2)
+            .saturating_add(per_batch(graph.activation_elements(), 2)),
+        Mode::Step => weights
+            .saturating_mul(3)
+            .saturating_add(per_batch(graph.activation_elements(), 2)),
     }
 }
+
+/// An estimate past this (1 EiB) is beyond any machine: refused even with `--force`,
+/// since the engines' own size arithmetic would overflow (burn panics, allocators abort).
+pub const BEYOND_ANY_MACHINE: u64 = 1 << 60;
 
 /// The largest batch whose estimate fits in `available` bytes (0 if not even 1 fits).
 pub fn largest_batch_that_fits(graph: &Graph, mode: Mode, available: u64) -> usize {
@@ -73,6 +88,20 @@ pub fn largest_batch_that_fits(graph: &Graph, mode: Mode, available: u64) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_estimate_grows_with_the_batch_and_saturates() {
+        let mut g = cnnbench_graph::GraphBuilder::new("tiny", [3, 8, 8]);
+        let x = g.input();
+        let y = g.relu("r", &x);
+        let graph = g.finish(&y).unwrap();
+        for mode in [Mode::Infer, Mode::Train, Mode::Step] {
+            let small = estimate_bytes(&graph, mode, 100_000_000_000_000);
+            let large = estimate_bytes(&graph, mode, 10_000_000_000_000_000);
+            assert!(large > small, "{mode}: {large} <= {small}");
+            assert_eq!(estimate_bytes(&graph, mode, usize::MAX), u64::MAX);
+        }
+    }
 
     #[test]
     fn peak_rss_is_read_and_resettable_on_linux() {

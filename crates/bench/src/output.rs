@@ -7,22 +7,29 @@ use anyhow::{anyhow, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Text from a model or file name made safe to print on a terminal: control characters
-/// (ESC, CR, newlines) are shown escaped instead of reaching the terminal.
-pub fn terminal_safe(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+/// Text from a model or file name made safe to print on a terminal.
+pub use cnnbench_results::printable as terminal_safe;
+
+/// The longest slug: a file name stays far below the 255 bytes file systems allow, with
+/// the mode, batch, size and time around the model's slug.
+pub const MAX_SLUG_LEN: usize = 64;
+
+/// Lower-case ASCII letters and digits, other runs collapsed to one '-'; a longer one is
+/// cut to [`MAX_SLUG_LEN`] and ends in 8 hex digits of the full text's SHA-256, so that
+/// two long names that start alike stay apart.
+pub fn slug(text: &str) -> String {
+    let full = full_slug(text);
+    if full.len() <= MAX_SLUG_LEN {
+        return full;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let keep = full[..MAX_SLUG_LEN - tag.len() - 1].trim_end_matches('-');
+    format!("{keep}-{tag}")
 }
 
-/// Lower-case ASCII letters and digits, other runs collapsed to one '-'.
-pub fn slug(text: &str) -> String {
+fn full_slug(text: &str) -> String {
     let mut out = String::new();
     for ch in text.chars() {
         if ch.is_ascii_alphanumeric() {
@@ -114,28 +121,59 @@ fn tempfile_in(dir: &Path) -> std::io::Result<TempFile> {
 }
 
 /// Writes the result under `dir` and returns its path. Never overwrites: if the name is
-/// taken (two runs in the same second), `-2`, `-3`, … is appended.
+/// taken (two runs in the same second), `-2`, `-3`, … is appended. When it cannot be
+/// written there (a read-only or missing folder, a full disk), the measurement is kept in
+/// [`rescue_folder`] and the error says where.
 pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf> {
-    let folder = dir.join(result_folder(result));
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
     let json = serde_json::to_string_pretty(result).context("cannot serialise the result")?;
+    let name = result_file_name(result);
+    let folder = dir.join(result_folder(result));
+    match write_new(&folder, &name, &json) {
+        Ok(path) => Ok(path),
+        Err(e) => {
+            let rescue = rescue_folder();
+            match write_new(&rescue, &name, &json) {
+                Ok(kept) => Err(e.context(format!(
+                    "the result could not be written under {}; the measurement is kept in {} (move it where it belongs)",
+                    dir.display(),
+                    kept.display()
+                ))),
+                Err(second) => Err(e.context(format!(
+                    "the result could not be written under {}, nor kept in {} ({second:#}); it is printed above with --json only",
+                    dir.display(),
+                    rescue.display()
+                ))),
+            }
+        }
+    }
+}
+
+/// Where a result that could not be written where asked is kept:
+/// `$TMPDIR/cnnbench-rescued` (`/tmp` without TMPDIR).
+pub fn rescue_folder() -> PathBuf {
+    std::env::temp_dir().join("cnnbench-rescued")
+}
+
+/// Writes `json` as a new file `name` in `folder` (made if missing), never replacing one.
+fn write_new(folder: &Path, name: &str, json: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder)
+        .with_context(|| format!("cannot create the folder {}", folder.display()))?;
     let mut temp =
-        tempfile_in(&folder).with_context(|| format!("cannot write in {}", folder.display()))?;
+        tempfile_in(folder).with_context(|| format!("cannot write in {}", folder.display()))?;
     {
         let file = temp
             .file
             .as_mut()
             .ok_or_else(|| anyhow!("temporary file closed"))?;
-        file.write_all(json.as_bytes())?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
+        file.write_all(json.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("cannot write {}", temp.path.display()))?;
     }
-    let name = result_file_name(result);
     let stem = name.trim_end_matches(".json").to_string();
     for n in 1..1000 {
         let target = if n == 1 {
-            folder.join(&name)
+            folder.join(name)
         } else {
             folder.join(format!("{stem}-{n}.json"))
         };
@@ -163,5 +201,18 @@ mod tests {
         );
         assert_eq!(slug("  NVIDIA H200 (SXM) "), "nvidia-h200-sxm");
         assert_eq!(slug("***"), "unknown");
+    }
+
+    #[test]
+    fn long_names_are_cut_and_told_apart_by_a_hash() {
+        let a = format!("{}a", "m".repeat(300));
+        let b = format!("{}b", "m".repeat(300));
+        let (sa, sb) = (slug(&a), slug(&b));
+        assert!(sa.len() <= MAX_SLUG_LEN && sb.len() <= MAX_SLUG_LEN, "{sa}");
+        assert_ne!(sa, sb);
+        assert_eq!(sa, slug(&a), "stable");
+        assert!(sa.starts_with("mmmm"), "{sa}");
+        // Short names are as before.
+        assert_eq!(slug(&"x".repeat(MAX_SLUG_LEN)), "x".repeat(MAX_SLUG_LEN));
     }
 }

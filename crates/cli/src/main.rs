@@ -64,6 +64,17 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
+    // rayon starts that many threads in every pool it makes: refused like --threads.
+    if let Some(n) = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
+        if let Err(e) = commands::common::check_thread_count(n, "RAYON_NUM_THREADS") {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     cnnbench_engine_burn_gpu::quiet_mesa_device_select();
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),

@@ -173,7 +173,8 @@ pub fn slurm_script(
          # Submit with `sbatch THIS_FILE`; results go to {} (one folder per host and engine).\n\
          # A cell that already has a result there is skipped: resubmit to retry failed cells.\n\
          set -euo pipefail\n",
-        job.matrix_name, job.output
+        in_comment(&job.matrix_name),
+        in_comment(&job.output)
     ));
     s.push_str(&matrix_heredoc(matrix)?);
     s.push_str(&run_line(job, "\"$SLURM_ARRAY_TASK_ID\""));
@@ -190,7 +191,8 @@ pub fn shell_script(matrix: &Matrix, job: &JobCommand) -> Result<String, ScriptE
          # cnnbench plan: the {n} cells of {} one after the other on this machine.\n\
          # Results go to {}; a cell that already has a result there is skipped.\n\
          set -uo pipefail\n",
-        job.matrix_name, job.output
+        in_comment(&job.matrix_name),
+        in_comment(&job.output)
     );
     s.push_str(&matrix_heredoc(matrix)?);
     s.push_str(&format!(
@@ -210,6 +212,12 @@ pub fn shell_script(matrix: &Matrix, job: &JobCommand) -> Result<String, ScriptE
         run = run_line(job, "\"$cell\""),
     ));
     Ok(s)
+}
+
+/// Text for a `#` comment line of a script or YAML file: control characters (a newline
+/// would end the comment and make the rest a command) are written escaped.
+fn in_comment(text: &str) -> String {
+    cnnbench_results::printable(text)
 }
 
 /// A YAML string: JSON's double-quoted strings are YAML's too.
@@ -258,6 +266,7 @@ pub fn k8s_job(matrix: &Matrix, job: &JobCommand, k8s: &K8sOptions) -> Result<St
         None => n,
     };
     let name = &k8s.job_name;
+    let matrix_name = in_comment(&job.matrix_name);
     let matrix_dir = "/etc/cnnbench";
     let mut command = vec![
         job.program.clone(),
@@ -353,7 +362,6 @@ pub fn k8s_job(matrix: &Matrix, job: &JobCommand, k8s: &K8sOptions) -> Result<St
          \x20       - name: results\n\
          \x20         persistentVolumeClaim:\n\
          \x20           claimName: {claim_q}\n",
-        matrix_name = job.matrix_name,
         claim = k8s.volume_claim,
         image = yaml_str(&k8s.image),
         command = command.join(", "),
@@ -411,6 +419,42 @@ mod tests {
             ..Default::default()
         };
         assert!(slurm_script(&matrix(1), &job(), &bad).is_err());
+    }
+
+    /// A newline in the matrix's file name or the output folder ended the comment line it
+    /// was written into, and the rest ran as a command (`touch PWNED`).
+    #[test]
+    fn names_in_comments_cannot_end_the_comment() {
+        let mut j = job();
+        j.matrix_name = "m\ntouch PWNED\n.toml".into();
+        j.output = "out\rtouch PWNED2".into();
+        let k8s = K8sOptions {
+            job_name: "bench".into(),
+            image: "img".into(),
+            volume_claim: "results".into(),
+            ..Default::default()
+        };
+        let slurm = SlurmOptions {
+            job_name: "x".into(),
+            ..Default::default()
+        };
+        for text in [
+            slurm_script(&matrix(1), &j, &slurm).unwrap(),
+            shell_script(&matrix(1), &j).unwrap(),
+            k8s_job(&matrix(1), &j, &k8s).unwrap(),
+        ] {
+            for line in text.lines() {
+                assert!(
+                    !line.trim_start().starts_with("touch"),
+                    "{line:?} in\n{text}"
+                );
+            }
+            // (In the quoted command line a CR is a character of the folder's name.)
+            for comment in text.lines().filter(|l| l.starts_with('#')) {
+                assert!(!comment.contains('\r'), "{comment:?}");
+            }
+            assert!(text.contains("m\\ntouch PWNED\\n.toml"), "{text}");
+        }
     }
 
     #[test]

@@ -132,7 +132,9 @@ pub fn load_file(path: &Path) -> Result<Record, String> {
     };
     let text = read_bounded_to_string(path, MAX_RESULT_FILE_BYTES, "result files").map_err(why)?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("not valid JSON ({e})"))?;
-    parse_value(path, v)
+    let mut record = parse_value(path, v)?;
+    record.make_printable();
+    Ok(record)
 }
 
 /// Recognises a parsed document as ours or legacy.

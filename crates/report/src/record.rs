@@ -97,6 +97,43 @@ impl EngineDesc {
     }
 }
 
+impl Record {
+    /// Escapes the control characters of every name the file gave (a newline in a model
+    /// name would break a markdown table and start a heading; ESC and CR would reach the
+    /// terminal), once, so that every format prints them alike.
+    pub fn make_printable(&mut self) {
+        use cnnbench_results::printable;
+        for s in [
+            &mut self.model_label,
+            &mut self.model_id,
+            &mut self.device_name,
+            &mut self.device,
+            &mut self.engine.name,
+            &mut self.engine.framework,
+            &mut self.engine.framework_version,
+            &mut self.engine.backend,
+        ] {
+            *s = printable(s);
+        }
+        if let Some(l) = self.label.as_mut() {
+            *l = printable(l);
+        }
+        for map in [&mut self.engine.libraries, &mut self.engine.settings] {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, v)| (printable(&k), printable(&v)))
+                .collect();
+        }
+        for w in self
+            .warnings
+            .iter_mut()
+            .chain(self.disturbed.iter_mut().flatten())
+        {
+            *w = printable(w);
+        }
+    }
+}
+
 /// One run of one model in one configuration, with its raw samples.
 #[derive(Clone, Debug)]
 pub struct Record {

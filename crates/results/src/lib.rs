@@ -20,3 +20,18 @@ pub use result::{
 };
 pub use stats::{Percentiles, Summary};
 pub use validity::{ColdStart, Signals, Validity, Verdict};
+
+/// Text from a file or a user (a model, device or file name, a label) made safe to print
+/// on a terminal or write into a table, a heading or a comment line: control characters
+/// (ESC, CR, newlines) are shown escaped (`\n`, `\u{1b}`) instead of acting.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

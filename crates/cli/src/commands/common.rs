@@ -186,6 +186,40 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// The most threads an engine's pool may have here: 8 per logical core, at least 256.
+/// More only makes the kernel schedule thousands of threads (`--threads 10000` took
+/// minutes to start); set `CNNBENCH_MAX_THREADS` to lift it.
+pub fn max_threads() -> usize {
+    std::env::var("CNNBENCH_MAX_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or_else(|| (8 * cnnbench_host::logical_cores()).max(256))
+}
+
+/// `--threads N`: a whole number from 1 to [`max_threads`].
+pub fn thread_count(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s} is not a whole number of threads"))?;
+    check_thread_count(n, "--threads")
+}
+
+/// A thread count from a flag or a variable (`what`), within 1..=[`max_threads`].
+pub fn check_thread_count(n: usize, what: &str) -> Result<usize, String> {
+    let max = max_threads();
+    if n == 0 {
+        return Err(format!("{what} must be at least 1"));
+    }
+    if n > max {
+        return Err(format!(
+            "{what} {n} is more threads than this machine can use ({} logical cores; at most {max}: set CNNBENCH_MAX_THREADS to lift the limit)",
+            cnnbench_host::logical_cores()
+        ));
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ pub struct PeakArgs {
     #[arg(long, short = 'e', default_value = cnnbench_engine_burn::ENGINE_NAME)]
     pub engine: String,
     /// Size of the engine's thread pool (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,

@@ -52,7 +52,7 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Size of the engine's thread pool (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,

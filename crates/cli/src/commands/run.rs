@@ -74,7 +74,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Size of the engine's thread pool (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,
@@ -304,6 +304,16 @@ fn check_memory(
     force: bool,
     (available, of_what): (u64, &str),
 ) -> Result<()> {
+    for p in planned {
+        let need = memory::estimate_bytes(&p.graph, mode, batch);
+        if need >= memory::BEYOND_ANY_MACHINE {
+            return Err(anyhow!(
+                "{} at batch {batch} in {mode} mode would need about {}, more than any machine has (--force cannot help): use a smaller batch size",
+                p.graph.name(),
+                bytes(need)
+            ));
+        }
+    }
     if available == 0 || force {
         return Ok(());
     }
@@ -316,11 +326,14 @@ fn check_memory(
             } else {
                 "not even batch 1 fits".to_string()
             };
+            // Two sizes that round alike are told apart in bytes.
+            let (need_text, available_text) = match (bytes(need), bytes(available)) {
+                (n, a) if n == a => (format!("{need} bytes"), format!("{available} bytes")),
+                pair => pair,
+            };
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode needs about {} but {} ({of_what}) is available; {advice}, or pass --force to try anyway",
+                "{} at batch {batch} in {mode} mode needs about {need_text} but {available_text} ({of_what}) is available; {advice}, or pass --force to try anyway",
                 p.graph.name(),
-                bytes(need),
-                bytes(available)
             ));
         }
     }
@@ -500,6 +513,8 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     let peak = cnnbench_bench::peak::default_cache_dir()
         .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info()));
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
+    // Results that could not be written where asked (kept elsewhere).
+    let mut unwritten = 0usize;
     let points_per_model = match &args.batch_size {
         BatchSpec::List(b) => b.len(),
         BatchSpec::Max => 1,
@@ -639,9 +654,22 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
                 Ok(Ok(mut result)) => {
                     result.batch_search = search.clone();
                     result.peak_gflops_per_s = peak.as_ref().map(|p| p.matmul.gflops_per_s);
-                    let path = output::write_result(&args.output, &result)?;
+                    // A measurement that cannot be written where asked is kept elsewhere
+                    // (the error says where); the run goes on and ends with failure.
+                    let path = match output::write_result(&args.output, &result) {
+                        Ok(path) => {
+                            if !args.quiet {
+                                eprintln!("{}: wrote {}", p.graph.name(), path.display());
+                            }
+                            path
+                        }
+                        Err(e) => {
+                            bar.suspend(|| eprintln!("error: {}: {e:#}", p.graph.name()));
+                            unwritten += 1;
+                            PathBuf::new()
+                        }
+                    };
                     if !args.quiet {
-                        eprintln!("{}: wrote {}", p.graph.name(), path.display());
                         for w in &result.warnings {
                             eprintln!("warning: {}: {w}", p.graph.name());
                         }
@@ -670,6 +698,15 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     }
     if rank == 0 {
         print_validity(&results, args.quiet && !args.json);
+        if unwritten > 0 {
+            eprintln!(
+                "error: {unwritten} of {} result(s) could not be written under {} (where each was kept is said above)",
+                results.len(),
+                args.output.display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+
         let disturbed = results
             .iter()
             .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))

@@ -49,7 +49,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub json: bool,
     /// Thread-pool size of both engines.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,

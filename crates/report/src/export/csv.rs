@@ -10,12 +10,25 @@ use std::fmt::Write;
 
 pub struct CsvExporter;
 
-/// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
+/// Quotes a field when it holds a comma, a quote or a line break (RFC 4180), and puts a
+/// `'` before one that a spreadsheet would run as a formula (a model or device name
+/// beginning with `=`, `+`, `-`, `@`, a tab or CR; numbers are left alone), as OWASP's
+/// advice on CSV injection says.
 pub fn field(s: &str) -> String {
+    let formula = match s.chars().next() {
+        Some('=' | '@' | '\t' | '\r') => true,
+        Some('+' | '-') => s.parse::<f64>().is_err(),
+        _ => false,
+    };
+    let s = if formula {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -173,5 +186,21 @@ mod tests {
         assert_eq!(super::field("a,b"), "\"a,b\"");
         assert_eq!(super::field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(super::field("plain"), "plain");
+    }
+
+    #[test]
+    fn formulas_are_defused_and_numbers_kept() {
+        use super::field;
+        assert_eq!(
+            field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("+cmd|'/C calc'!A0"), "'+cmd|'/C calc'!A0");
+        assert_eq!(field("-2+3"), "'-2+3");
+        assert_eq!(field("\tx"), "'\tx");
+        assert_eq!(field("-12.500000"), "-12.500000");
+        assert_eq!(field("+3"), "+3");
+        assert_eq!(field("resnet-50"), "resnet-50");
     }
 }
