@@ -140,3 +140,33 @@ fn absurd_thread_counts_are_refused_at_once() {
         .assert()
         .success();
 }
+
+/// `verify … -b 100000`, `profile … -b 100000` and `peak --size 1000000` allocated until
+/// the process aborted (exit 134); `compare --resamples 1000000000000` too. Each is now
+/// refused at once, with the sizes in words.
+#[test]
+fn commands_that_allocate_check_the_memory_first() {
+    let started = std::time::Instant::now();
+    for args in [
+        &["verify", "resnet18", "--image-size", "64", "-b", "100000"][..],
+        &["profile", "resnet18", "--image-size", "64", "-b", "100000"],
+        &["peak", "--size", "1000000"],
+    ] {
+        cnnbench()
+            .args(args)
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains("use a smaller size"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    cnnbench()
+        .args(["compare", "--resamples", "1000000000000"])
+        .arg(dir.path())
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "--resamples 1000000000000 is more than",
+        ));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

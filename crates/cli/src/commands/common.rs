@@ -220,6 +220,28 @@ pub fn check_thread_count(n: usize, what: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// Refuses a command whose buffers cannot fit before it allocates them (`verify`,
+/// `profile` and `peak` allocated until the process aborted): `need` bytes (`what`
+/// says for what) against what the host can still hand out, and never past
+/// [`cnnbench_bench::memory::BEYOND_ANY_MACHINE`].
+pub fn check_fits(need: u64, what: &str) -> Result<()> {
+    let available = cnnbench_bench::env::available_memory();
+    if need >= cnnbench_bench::memory::BEYOND_ANY_MACHINE {
+        return Err(anyhow!(
+            "{what} would need about {}, more than any machine has: use a smaller size",
+            bytes(need)
+        ));
+    }
+    if available > 0 && need > available {
+        return Err(anyhow!(
+            "{what} needs about {} but {} (host memory available) is free: use a smaller size",
+            bytes(need),
+            bytes(available)
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,6 +109,9 @@ fn percent(name: &str, v: f64) -> anyhow::Result<f64> {
     Ok(v / 100.0)
 }
 
+/// The most bootstrap resamples per pair (`--resamples 1000000000000` aborted on memory).
+pub const MAX_RESAMPLES: usize = 1_000_000;
+
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let threshold = percent("--threshold", args.threshold)?;
     let fail = args
@@ -117,6 +120,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     if args.resamples < 100 {
         bail!("--resamples must be at least 100 (10000 is the default)");
+    }
+    if args.resamples > MAX_RESAMPLES {
+        bail!(
+            "--resamples {} is more than {MAX_RESAMPLES}: past 10⁶ the interval no longer changes, and the time and memory grow with it (10000 is the default)",
+            args.resamples
+        );
     }
     let aliases = aliases(args.aliases.as_deref())?;
     let catalog = Cached::new(&ZooCatalog);

@@ -51,6 +51,14 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
             "--size, --stream-mi, --passes and --fma-units must be at least 1"
         ));
     }
+    // Three f32 matrices of --size² for the matrix product, three --stream-mi Mi-element
+    // vectors for the stream.
+    let square = (args.size as u64).saturating_mul(args.size as u64);
+    let stream = (args.stream_mi as u64).saturating_mul(1 << 20);
+    super::common::check_fits(
+        square.saturating_add(stream).saturating_mul(3 * 4),
+        &format!("peak --size {} --stream-mi {}", args.size, args.stream_mi),
+    )?;
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     let cancel = Arc::new(AtomicBool::new(false));
     {

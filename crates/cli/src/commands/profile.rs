@@ -91,6 +91,14 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         ),
         _ => return Err(anyhow!("name a zoo model or give --model-file FILE")),
     };
+    super::common::check_fits(
+        cnnbench_bench::memory::estimate_bytes(&graph, mode, args.batch_size),
+        &format!(
+            "{} at batch {} in {mode} mode",
+            graph.name(),
+            args.batch_size
+        ),
+    )?;
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
     engine
         .capabilities()

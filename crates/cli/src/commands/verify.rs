@@ -75,6 +75,20 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     if args.tolerance.is_nan() || args.tolerance < 0.0 {
         return Err(anyhow!("--tolerance must be a number ≥ 0"));
     }
+    // Both engines train the batch in this process.
+    super::common::check_fits(
+        cnnbench_bench::memory::estimate_bytes(
+            &graph,
+            cnnbench_engine::Mode::Train,
+            args.batch_size,
+        )
+        .saturating_mul(2),
+        &format!(
+            "verifying {} at batch {} on two engines",
+            graph.name(),
+            args.batch_size
+        ),
+    )?;
     let options = args.gpu.engine_options(args.threads);
     let reference = engines::create(reference, &options)?;
     let candidate = engines::create(candidate, &options)?;
