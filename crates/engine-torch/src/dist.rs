@@ -194,6 +194,28 @@ impl Store {
         Ok(bytes)
     }
 
+    /// Waits for `key` (up to `timeout`) while watching for another rank's failure, which
+    /// ends the wait at once with that rank's message: a rank that failed will never
+    /// write the key, and a plain `get` would sit out the whole timeout.
+    fn wait_for(&self, key: &str, own_rank: usize, timeout: Duration) -> Result<Vec<u8>> {
+        let started = Instant::now();
+        loop {
+            if self.contains(key)? {
+                return self.get(key);
+            }
+            if let Some((other, message)) = self.failure_of_another(own_rank) {
+                return Err(anyhow!("rank {other} failed: {message}"));
+            }
+            if started.elapsed() >= timeout {
+                return Err(anyhow!(
+                    "no \"{key}\" after {} s (--dist-timeout)",
+                    timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Leaves this rank's failure for the others (the first failure stays).
     fn announce_failure(&self, rank: usize, message: &str) -> Result<()> {
         self.set_first(FAILED_KEY, format!("{rank}\n{message}").as_bytes())
@@ -262,11 +284,11 @@ impl FailureWatch {
 }
 
 impl Drop for FailureWatch {
+    /// Stops the watch; its thread ends at its next look (not waited for: it could be
+    /// inside a connection attempt that a joined rank need not sit through).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread.take();
     }
 }
 
@@ -319,6 +341,8 @@ pub struct TorchProcessGroup {
     backend: &'static str,
     transport: String,
     endpoint: Option<Endpoint>,
+    /// How long a rank waits for the others (`--dist-timeout`).
+    timeout: Duration,
 }
 
 impl TorchProcessGroup {
@@ -418,6 +442,7 @@ impl TorchProcessGroup {
             backend,
             transport,
             endpoint,
+            timeout: rendezvous.timeout,
         })
     }
 
@@ -471,15 +496,21 @@ impl TorchProcessGroup {
         .map_err(|e| self.explained(e))
     }
 
-    /// The store's answer, or its failure with the failing rank's message; the group is
-    /// then torn down by abort, not by a shutdown that would wait for that rank.
-    fn in_store<T>(&self, what: &str, answer: Result<T>) -> Result<T> {
+    /// The store's answer, or its failure (with the failing rank's message where
+    /// `explain`: an answer that did not watch for it itself); the group is then torn
+    /// down by abort, not by a shutdown that would wait for that rank.
+    fn in_store<T>(&self, what: &str, answer: Result<T>, explain: bool) -> Result<T> {
         answer.map_err(|e| {
             if let Ok(guard) = self.group.lock() {
                 // SAFETY: a live group (null only after drop).
                 unsafe { cnb_group_mark_failed(guard.0) };
             }
-            self.explained(e.context(format!("rank {}: {what}", self.rank)))
+            let e = e.context(format!("rank {}: {what}", self.rank));
+            if explain {
+                self.explained(e)
+            } else {
+                e
+            }
         })
     }
 }
@@ -500,13 +531,19 @@ impl ProcessGroup for TorchProcessGroup {
     fn gather_to_root(&self, key: &str, value: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
         if self.rank != 0 {
             let sent = self.store.set(&format!("{key}/{}", self.rank), value);
-            self.in_store(&format!("sending \"{key}\" to rank 0"), sent)?;
+            self.in_store(&format!("sending \"{key}\" to rank 0"), sent, true)?;
             return Ok(None);
         }
         let mut all = vec![value.to_vec()];
         for rank in 1..self.world_size {
-            let got = self.store.get(&format!("{key}/{rank}"));
-            all.push(self.in_store(&format!("waiting for \"{key}\" from rank {rank}"), got)?);
+            let got = self
+                .store
+                .wait_for(&format!("{key}/{rank}"), self.rank, self.timeout);
+            all.push(self.in_store(
+                &format!("waiting for \"{key}\" from rank {rank}"),
+                got,
+                false,
+            )?);
         }
         Ok(Some(all))
     }

@@ -362,4 +362,21 @@ fn a_collective_that_fails_names_the_rank_that_failed_and_why() {
         e.starts_with("rank 1 failed: out of memory preparing resnet50"),
         "{e}"
     );
+    // Waiting for a result that rank will never send ends at once too (the rendezvous
+    // timeout is 20 s), with its message once.
+    let started = std::time::Instant::now();
+    let e = match group.gather_to_root("result/0", b"rank 0's") {
+        Ok(_) => panic!("gathered from a rank that has gone"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        e.contains("rank 1 failed: out of memory preparing resnet50")
+            && e.matches("out of memory").count() == 1,
+        "{e}"
+    );
 }
