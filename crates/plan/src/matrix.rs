@@ -28,11 +28,12 @@ pub const MATRIX_VERSION: u32 = 1;
 /// Why a matrix file cannot be used. Each message names the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum MatrixError {
-    #[error("cannot read the matrix file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    /// Unreadable, not a regular file (a FIFO, `/dev/zero`), or larger than
+    /// [`MAX_MATRIX_BYTES`]; the message names the path.
+    #[error("the matrix file: {0}")]
+    Read(cnnbench_graph::ReadFileError),
+    #[error("the matrix has {cells} cells, more than {MAX_CELLS}: split it into several files (or narrow its axes)")]
+    TooManyCells { cells: u128 },
     /// Not TOML, an unknown key, or a value of the wrong type (toml names the key and line).
     #[error("{0}")]
     Toml(#[from] toml::de::Error),
@@ -237,14 +238,19 @@ pub struct Matrix {
     pub text: String,
 }
 
+/// The largest matrix file read: real ones are a few kilobytes.
+pub const MAX_MATRIX_BYTES: u64 = 1 << 20;
+
+/// The most cells a matrix may have (before exclusions): each is a benchmark run, and
+/// 10⁵ is already weeks of them; a million took over a minute and 1.75 GB to plan.
+pub const MAX_CELLS: usize = 100_000;
+
 impl Matrix {
     /// Reads and checks a matrix file; `known_engines` are the engine names cnnbench
     /// knows (built into this binary or not: the cluster's build may differ).
     pub fn load(path: &Path, known_engines: &[&str]) -> Result<Matrix, MatrixError> {
-        let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = cnnbench_graph::read_bounded_to_string(path, MAX_MATRIX_BYTES, "matrix files")
+            .map_err(MatrixError::Read)?;
         Matrix::parse(&text, known_engines)
     }
 
@@ -289,6 +295,22 @@ impl Matrix {
         check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
         let settings = settings(&file)?;
 
+        // Counted before they are made: 2×10⁹ cells took 23.6 GB before the kernel
+        // stopped it.
+        let cells: u128 = [
+            models.len(),
+            file.engines.len(),
+            image_sizes.len(),
+            file.batch_sizes.len(),
+            file.modes.len(),
+            file.precisions.len(),
+        ]
+        .iter()
+        .map(|&n| n as u128)
+        .product();
+        if cells > MAX_CELLS as u128 {
+            return Err(MatrixError::TooManyCells { cells });
+        }
         let excludes = file
             .exclude
             .iter()
@@ -571,6 +593,33 @@ mod tests {
             Ok(m) => panic!("expected an error, got {} cells", m.cells.len()),
             Err(e) => e.to_string(),
         }
+    }
+
+    /// 2×10⁹ cells were made until the kernel killed the process at 23.6 GB; they are
+    /// counted first now, and the file is read with the bounds the other readers have.
+    #[test]
+    fn huge_matrices_and_files_that_are_not_matrices_are_refused_at_once() {
+        let batches: Vec<String> = (1..=400).map(|b| b.to_string()).collect();
+        let sizes: Vec<String> = (32..132).map(|s| s.to_string()).collect();
+        let started = std::time::Instant::now();
+        let e = err(&format!(
+            "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nbatch_sizes = [{}]\nimage_sizes = [{}]\nmodes = [\"train\", \"infer\", \"step\"]",
+            batches.join(", "),
+            sizes.join(", ")
+        ));
+        assert!(e.contains("120000 cells") && e.contains("split"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        for path in ["/dev/zero", "/"] {
+            let e = Matrix::load(Path::new(path), ENGINES)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(path), "{e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; (MAX_MATRIX_BYTES + 1) as usize]).unwrap();
+        let e = Matrix::load(&big, ENGINES).unwrap_err().to_string();
+        assert!(e.contains("big.toml"), "{e}");
     }
 
     #[test]
