@@ -59,6 +59,11 @@ enum Command {
 
 fn main() -> ExitCode {
     die_quietly_when_the_output_is_closed();
+    // clap would blame `--allocator` for a bad CNNBENCH_ALLOCATOR the user never typed.
+    if let Err(e) = check_allocator_variable() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     if let Err(e) = set_heap_policy(cli.allocator) {
         eprintln!("error: {e}");
@@ -98,6 +103,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// CNNBENCH_ALLOCATOR, when set, must be a policy (clap reads it even beside the flag).
+fn check_allocator_variable() -> Result<(), String> {
+    let Some(value) = std::env::var_os("CNNBENCH_ALLOCATOR") else {
+        return Ok(());
+    };
+    let value = value.to_string_lossy();
+    if <AllocatorChoice as clap::ValueEnum>::from_str(&value, false).is_ok() {
+        return Ok(());
+    }
+    Err(format!(
+        "CNNBENCH_ALLOCATOR={} is not a heap policy: set it to keep or system, or unset it",
+        cnnbench_results::printable(&value)
+    ))
 }
 
 /// Sets the heap policy before anything large is allocated, and passes it on to the

@@ -170,3 +170,37 @@ fn commands_that_allocate_check_the_memory_first() {
         ));
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// A bad CNNBENCH_ALLOCATOR was reported as a bad `--allocator` value, a flag the user
+/// never typed.
+#[test]
+fn a_bad_allocator_variable_is_named_as_the_variable() {
+    cnnbench()
+        .args(["models"])
+        .env("CNNBENCH_ALLOCATOR", "bogus")
+        .assert()
+        .code(2)
+        .stderr(
+            predicates::str::contains("CNNBENCH_ALLOCATOR=bogus is not a heap policy")
+                .and(predicates::str::contains("--allocator").not()),
+        );
+    cnnbench()
+        .args(["models"])
+        .env("CNNBENCH_ALLOCATOR", "system")
+        .assert()
+        .success();
+}
+
+/// `--image-size 18446744073709551615` was called "too small" (the shape arithmetic had
+/// wrapped); sizes past any network are refused by name.
+#[test]
+fn an_absurd_image_size_is_called_too_large() {
+    cnnbench()
+        .args(["models", "resnet18", "--image-size", "18446744073709551615"])
+        .assert()
+        .failure()
+        .stderr(
+            predicates::str::contains("larger than any network takes")
+                .and(predicates::str::contains("too small").not()),
+        );
+}

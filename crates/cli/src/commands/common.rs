@@ -19,11 +19,19 @@ impl FromStr for ImageSize {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let parse = |v: &str| {
-            v.trim()
+            let n = v
+                .trim()
                 .parse::<usize>()
                 .ok()
                 .filter(|&n| n > 0)
-                .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))
+                .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))?;
+            if n > cnnbench_graph::ops::MAX_DIMENSION {
+                return Err(format!(
+                    "image size {n} is larger than any network takes (at most {})",
+                    cnnbench_graph::ops::MAX_DIMENSION
+                ));
+            }
+            Ok(n)
         };
         match s.split_once(['x', 'X', '×']) {
             Some((h, w)) => Ok(ImageSize {
