@@ -168,3 +168,36 @@ fn huge_files_pipes_and_devices_are_skipped_with_a_warning_before_reading() {
     let e = load_paths(&[d.join("big.json")], true).unwrap_err();
     assert!(e.to_string().contains("result files above 256 MiB"), "{e}");
 }
+
+/// A time that is not one (infinite, past f64, negative) must never reach a comparison:
+/// `compare --fail-on-regression` once read an infinite time as "no change". Such files
+/// are skipped with a warning naming them, in every form the number can take.
+#[test]
+fn times_that_are_not_times_are_refused_when_loading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let good = Run::new("tiny", "Test CPU", vec![1.0, 2.0]).json();
+    for (name, bad) in [
+        ("overflow.json", "1e999"),
+        ("negative.json", "-0.5"),
+        ("huge-negative.json", "-1e999"),
+    ] {
+        let text = serde_json::to_string(&good).unwrap();
+        let samples = serde_json::to_string(&good["samples"]["total"]).unwrap();
+        let first = samples.trim_start_matches('[').split(',').next().unwrap();
+        let text = text.replacen(
+            &format!("\"total\":{samples}"),
+            &format!("\"total\":{}", samples.replacen(first, bad, 1)),
+            1,
+        );
+        assert!(text.contains(bad), "{text}");
+        write(d, name, &text);
+    }
+    write(d, "good.json", &serde_json::to_string(&good).unwrap());
+    let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
+    assert_eq!(loaded.records.len(), 1, "only the good file");
+    let w = loaded.warnings.join("\n");
+    for name in ["overflow.json", "negative.json", "huge-negative.json"] {
+        assert!(w.contains(name), "{name}: {w}");
+    }
+}
