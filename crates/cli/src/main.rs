@@ -96,7 +96,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            let message = format!("{e:#}");
+            let message = error_message(&e);
             // A rank of a data-parallel job tells the others before it goes.
             commands::distributed::announce_failure(&message);
             eprintln!("error: {message}");
@@ -146,5 +146,57 @@ fn die_quietly_when_the_output_is_closed() {
     // valid disposition for SIGPIPE.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// The error and its causes, joined with ": " as anyhow's `{:#}` does, but without a cause
+/// whose text its parent already quotes (`cannot read X: Permission denied` over an I/O
+/// error would otherwise end "…: Permission denied: Permission denied").
+fn error_message(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+
+    /// An error that quotes its source, as thiserror's `#[error("…: {source}")]` does.
+    #[derive(Debug)]
+    struct Quoting {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read /r: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_said_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let said = io.to_string();
+        let e = anyhow::Error::new(Quoting { source: io }).context("report");
+        assert_eq!(error_message(&e), format!("report: cannot read /r: {said}"));
+        // Causes that add something are all kept, in order.
+        let e = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(error_message(&e), "outer: middle: inner");
     }
 }

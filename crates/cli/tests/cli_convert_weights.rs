@@ -44,7 +44,7 @@ fn convert_writes_the_weights_beside_the_json_and_never_overwrites() {
         .arg(&json)
         .assert()
         .failure()
-        .stderr(predicate::str::contains("must not exist yet"));
+        .stderr(predicate::str::contains("exists already"));
     std::fs::remove_file(&json).unwrap();
     cnnbench()
         .arg("convert")
@@ -53,7 +53,7 @@ fn convert_writes_the_weights_beside_the_json_and_never_overwrites() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("tiny.safetensors"))
-        .stderr(predicate::str::contains("must not exist yet"));
+        .stderr(predicate::str::contains("exists already"));
     assert!(
         !json.exists(),
         "nothing is written when the weights cannot be"

@@ -204,3 +204,141 @@ fn an_absurd_image_size_is_called_too_large() {
                 .and(predicates::str::contains("too small").not()),
         );
 }
+
+/// `convert` into a folder that does not exist said "(it must not exist yet)", which sent
+/// users looking for a file that was not there.
+#[test]
+fn writing_into_a_missing_folder_says_the_folder_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("no-such-folder/tiny.onnx");
+    cnnbench()
+        .args(["convert", "resnet18"])
+        .arg(&out)
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("does not exist (create it first)")
+                .and(predicate::str::contains("no-such-folder"))
+                .and(predicate::str::contains("must not exist").not()),
+        );
+}
+
+/// An I/O error's reason was printed twice ("…: File name too long (os error 36): File
+/// name too long (os error 36)"): the message quotes it and the error chain repeated it.
+#[test]
+fn an_io_error_is_said_once() {
+    let long = std::path::PathBuf::from(format!("/tmp/{}", "x/".repeat(2100)));
+    let out = cnnbench().arg("report").arg(&long).assert().failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert_eq!(stderr.matches("os error 36").count(), 1, "{stderr}");
+}
+
+/// One folder that cannot be read stopped `report` and `compare` altogether.
+#[test]
+fn a_folder_that_cannot_be_read_is_skipped_with_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    cnnbench()
+        .args(TINY)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .assert()
+        .success();
+    // Permissions do not stop root: the folder is one whose path is longer than the
+    // system allows, made one level at a time.
+    let name = "n".repeat(250);
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for i in $(seq 20); do mkdir {name} && cd -P {name} || exit 1; done"
+        ))
+        .current_dir(dir.path().join("results"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for args in [vec!["report"], vec!["compare"]] {
+        let mut cmd = cnnbench();
+        cmd.args(&args).arg(dir.path().join("results"));
+        if args[0] == "compare" {
+            cmd.arg(dir.path().join("results"));
+        }
+        let out = cmd.assert();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(
+            stderr.matches("cannot read it").count(),
+            if args[0] == "compare" { 2 } else { 1 },
+            "{args:?}: {stderr}"
+        );
+        out.success();
+    }
+    let _ = std::process::Command::new("rm")
+        .arg("-rf")
+        .arg(dir.path())
+        .status();
+}
+
+/// `--force` on a model needing terabytes ran into the allocator and aborted (exit 134).
+#[test]
+fn force_cannot_run_what_is_far_past_the_machine() {
+    cnnbench()
+        .args([
+            "run", "resnet18", "-b", "100000", "--passes", "1", "--force",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("more than twice this device's")
+                .and(predicate::str::contains("--force cannot help")),
+        );
+}
+
+/// A second Ctrl-C did nothing more than the first: a pass of minutes had to be sat out.
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_stops_at_once() {
+    use std::time::{Duration, Instant};
+    let signal = |pid: u32| {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    // The second signal can arrive just as a pass ends and the run stops by itself: then
+    // the stop was not the second signal's, and the test runs once more.
+    for attempt in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        // ResNet-50 training at batch 8: seconds per pass on a 2-core machine.
+        let child = common::cnnbench_process()
+            .args([
+                "run", "resnet50", "-b", "8", "--passes", "20", "--warmup", "0", "-q", "-o",
+            ])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+        signal(child.id());
+        std::thread::sleep(Duration::from_millis(100));
+        signal(child.id());
+        let second = Instant::now();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert_eq!(output.status.code(), Some(130), "{stderr}");
+        if !stderr.contains("stopping now") && stderr.contains("interrupted: kept") && attempt == 0
+        {
+            continue;
+        }
+        assert!(
+            stderr.contains("interrupted again: stopping now"),
+            "{stderr}"
+        );
+        assert!(
+            second.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            second.elapsed()
+        );
+        assert!(result_files(dir.path()).is_empty(), "no partial result");
+        return;
+    }
+}

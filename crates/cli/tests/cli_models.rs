@@ -81,7 +81,7 @@ fn exports_and_reloads_model_files_without_overwriting() {
         .arg(&file)
         .assert()
         .failure()
-        .stderr(predicate::str::contains("must not exist yet"));
+        .stderr(predicate::str::contains("exists already"));
 }
 
 #[test]
@@ -168,7 +168,7 @@ fn converts_caffe_prototxt_and_runs_it() {
         .arg(&json)
         .assert()
         .failure()
-        .stderr(predicate::str::contains("must not exist yet"));
+        .stderr(predicate::str::contains("exists already"));
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn a_zoo_model_exports_with_seeded_weights_that_import_back() {
     // The file exists now: never overwritten.
     export(&["mobilenet-v2", out_text])
         .failure()
-        .stderr(predicate::str::contains("must not exist"));
+        .stderr(predicate::str::contains("exists already"));
 }
 
 #[test]

@@ -76,12 +76,17 @@ pub fn check_gradients(engine: &dyn Engine, graph: &Graph) -> Result<()> {
     // One-sided differences on both sides of each element: where they disagree, a kink
     // (ReLU, max pooling, ReLU6) lies within the step and the element says nothing about
     // the gradient, so another is tried; where they agree, their mean (the central
-    // difference) is compared with the engine's gradient.
-    let step = 5e-3f32;
+    // difference) is compared with the engine's gradient. Where they disagree at the
+    // small step, a step four times larger is tried before the element is given up: the
+    // f32 forward pass's rounding, divided by the step, can look like a kink on its own
+    // (a layer norm's bias failed so about once in twenty runs, as the summation order of
+    // a parallel reduction changed), while a real kink stays within the larger step too.
     let base = loss(&weights)?;
+    let tolerance = |a: f64, b: f64| 2e-2 + 3e-2 * a.abs().max(b.abs());
     for (key, grad) in grads.iter() {
         let n = grad.data.len();
         let (mut smooth, mut tried) = (0, 0);
+        let mut widest_gap = 0.0f64;
         while smooth < 3.min(n) && tried < 12.min(n) {
             let i = (tried * 104_729 + 5) % n;
             tried += 1;
@@ -92,14 +97,21 @@ pub fn check_gradients(engine: &dyn Engine, graph: &Graph) -> Result<()> {
                 moved.insert(key.clone(), t);
                 loss(&moved)
             };
-            let forward = (at(step)? - base) / step as f64;
-            let backward = (base - at(-step)?) / step as f64;
-            let tolerance = |a: f64, b: f64| 2e-2 + 3e-2 * a.abs().max(b.abs());
-            if (forward - backward).abs() > tolerance(forward, backward) {
-                continue;
+            let mut central = None;
+            for step in [5e-3f32, 2e-2] {
+                let forward = (at(step)? - base) / step as f64;
+                let backward = (base - at(-step)?) / step as f64;
+                let gap = (forward - backward).abs() / tolerance(forward, backward);
+                if gap <= 1.0 {
+                    central = Some((forward + backward) / 2.0);
+                    break;
+                }
+                widest_gap = widest_gap.max(gap);
             }
+            let Some(numeric) = central else {
+                continue;
+            };
             smooth += 1;
-            let numeric = (forward + backward) / 2.0;
             let analytic = grad.data[i] as f64;
             if (analytic - numeric).abs() > tolerance(analytic, numeric) || !analytic.is_finite() {
                 bail!(
@@ -108,7 +120,7 @@ pub fn check_gradients(engine: &dyn Engine, graph: &Graph) -> Result<()> {
             }
         }
         if smooth == 0 {
-            bail!("{name}: {key}: no element of {tried} tried lies away from a kink; the check cannot judge it");
+            bail!("{name}: {key}: no element of {tried} tried lies away from a kink (the one-sided differences disagreed by up to {widest_gap:.1}× their tolerance); the check cannot judge it");
         }
     }
     Ok(())

@@ -358,6 +358,13 @@ fn external_data_beside_the_model_is_read_within_bounds_and_inside_its_folder() 
     data.extend(w.iter().flat_map(|v| v.to_le_bytes()));
     std::fs::create_dir_all(dir.0.join("sub")).unwrap();
     std::fs::write(dir.0.join("sub/weights.bin"), &data).unwrap();
+    // Links that lead out of the folder: to a file, and to a folder, beside it.
+    let outside = TempDir::new("external-outside");
+    std::fs::write(outside.0.join("weights.bin"), &data).unwrap();
+    std::os::unix::fs::symlink(outside.0.join("weights.bin"), dir.0.join("sub/leak.bin")).unwrap();
+    std::os::unix::fs::symlink(&outside.0, dir.0.join("linked")).unwrap();
+    // A link that stays inside is followed.
+    std::os::unix::fs::symlink("weights.bin", dir.0.join("sub/inside.bin")).unwrap();
 
     let load = |entries: &[(&str, &str)]| {
         let path = dir.0.join("net.onnx");
@@ -377,7 +384,12 @@ fn external_data_beside_the_model_is_read_within_bounds_and_inside_its_folder() 
     assert!(good.weights_complete());
     // Without a length, the shape says how much to read.
     let no_length = load(&[("location", "sub/weights.bin"), ("offset", "16")]);
-    assert_eq!(values(&no_length, "conv.weight").map(|v| v.1), Some(w));
+    assert_eq!(
+        values(&no_length, "conv.weight").map(|v| v.1),
+        Some(w.clone())
+    );
+    let linked_inside = load(&[("location", "sub/inside.bin"), ("offset", "16")]);
+    assert_eq!(values(&linked_inside, "conv.weight").map(|v| v.1), Some(w));
 
     let cases: &[(&[(&str, &str)], &str)] = &[
         (
@@ -404,6 +416,14 @@ fn external_data_beside_the_model_is_read_within_bounds_and_inside_its_folder() 
             "outside the model's folder",
         ),
         (&[("location", "/etc/passwd")], "outside the model's folder"),
+        (
+            &[("location", "sub/leak.bin")],
+            "a link that leads outside the model's folder",
+        ),
+        (
+            &[("location", "linked/weights.bin")],
+            "a link that leads outside the model's folder",
+        ),
         (&[("location", "sub")], "which is not a file"),
         (&[("offset", "0")], "without a file name"),
     ];

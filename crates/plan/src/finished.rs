@@ -60,8 +60,8 @@ fn find(
     dir: &Path,
     wanted: &dyn Fn(&BenchResult) -> bool,
 ) -> Result<Option<PathBuf>, FinishedError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
+    let found = match cnnbench_results::folders::json_files(dir) {
+        Ok(found) => found,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(FinishedError::ReadDir {
@@ -70,25 +70,30 @@ fn find(
             })
         }
     };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        if path.is_dir() {
-            if let Some(found) = find(&path, wanted)? {
-                return Ok(Some(found));
-            }
-        } else if path.extension().is_some_and(|e| e == "json") {
-            // Other JSON in the folder (profiles, the original suite's files, charts'
-            // data) is not a result of ours: not a finished cell either.
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(result) = serde_json::from_str::<BenchResult>(&text) else {
-                continue;
-            };
-            if result.format == cnnbench_results::RESULT_FORMAT && wanted(&result) {
-                return Ok(Some(path));
-            }
+    // A folder that cannot be read may hold the cell's result: running it again on a
+    // guess would spend the machine's time, so the user is told instead.
+    if let Some((path, source)) = found.unreadable.into_iter().next() {
+        return Err(FinishedError::ReadDir {
+            path: path.display().to_string(),
+            source,
+        });
+    }
+    for path in found.files {
+        // Other JSON in the folder (profiles, the original suite's files, charts' data)
+        // is not a result of ours: not a finished cell either. Pipes and huge files are
+        // not read.
+        let Ok(text) = cnnbench_graph::read_bounded_to_string(
+            &path,
+            cnnbench_results::folders::MAX_RESULT_FILE_BYTES,
+            "result files",
+        ) else {
+            continue;
+        };
+        let Ok(result) = serde_json::from_str::<BenchResult>(&text) else {
+            continue;
+        };
+        if result.format == cnnbench_results::RESULT_FORMAT && wanted(&result) {
+            return Ok(Some(path));
         }
     }
     Ok(None)

@@ -41,23 +41,30 @@ pub enum LoadError {
 /// files; files named directly are read whatever their extension.
 pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> {
     let mut files = Vec::new();
-    let mut seen_dirs = HashSet::new();
+    let mut out = Loaded::default();
+    let io = |path: &PathBuf, e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => LoadError::Missing(path.clone()),
+        _ => LoadError::Io {
+            path: path.clone(),
+            source: e,
+        },
+    };
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => LoadError::Missing(p.clone()),
-            _ => LoadError::Io {
-                path: p.clone(),
-                source: e,
-            },
-        })?;
+        let meta = std::fs::metadata(p).map_err(|e| io(p, e))?;
         if meta.is_dir() {
-            collect_dir(p, &mut files, &mut seen_dirs)?;
+            let found = cnnbench_results::folders::json_files(p).map_err(|e| io(p, e))?;
+            for skipped in found.skipped_folders() {
+                if strict {
+                    return Err(LoadError::Strict(skipped));
+                }
+                out.warnings.push(skipped);
+            }
+            files.extend(found.files);
         } else {
             files.push(p.clone());
         }
     }
     let mut seen_files = HashSet::new();
-    let mut out = Loaded::default();
     for f in files {
         // The same file reached twice (a folder and a file in it) counts once.
         let canon = std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone());
@@ -79,48 +86,7 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
     Ok(out)
 }
 
-fn collect_dir(
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    seen: &mut HashSet<PathBuf>,
-) -> Result<(), LoadError> {
-    let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    if !seen.insert(canon) {
-        return Ok(()); // a symlink loop
-    }
-    let io = |e| LoadError::Io {
-        path: dir.to_path_buf(),
-        source: e,
-    };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for e in entries {
-        let hidden = e
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
-        }
-        if e.is_dir() {
-            collect_dir(&e, out, seen)?;
-        } else if e
-            .extension()
-            .and_then(|x| x.to_str())
-            .is_some_and(|x| x.eq_ignore_ascii_case("json"))
-        {
-            out.push(e);
-        }
-    }
-    Ok(())
-}
-
-/// The largest result file read: ours are kilobytes (every raw sample of a long run is
-/// still well under a megabyte), so a larger `*.json` is something else.
-pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+pub use cnnbench_results::folders::MAX_RESULT_FILE_BYTES;
 
 /// Reads one file; the error is a short reason for the warning. What is not a regular
 /// file (a pipe, a device) or is over [`MAX_RESULT_FILE_BYTES`] is refused before reading.

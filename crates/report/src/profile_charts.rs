@@ -6,7 +6,7 @@
 
 use crate::fmt::slug;
 use crate::plot::{draw, ensure_font, FONT_NAME};
-use cnnbench_graph::{read_bounded_to_string, ReadProblem};
+use cnnbench_graph::read_bounded_to_string;
 use cnnbench_results::profile::{ProfileDoc, PROFILE_FORMAT, PROFILE_VERSION};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -34,10 +34,12 @@ pub struct LoadedProfile {
 /// parse is reported in the warnings.
 pub fn load_profiles(paths: &[PathBuf]) -> (Vec<LoadedProfile>, Vec<String>) {
     let mut files = Vec::new();
-    let mut seen = HashSet::new();
     for p in paths {
         if p.is_dir() {
-            collect(p, &mut files, &mut seen);
+            // Folders that cannot be read are the result loader's to report, as above.
+            if let Ok(found) = cnnbench_results::folders::json_files(p) {
+                files.extend(found.files);
+            }
         } else {
             files.push(p.clone());
         }
@@ -58,45 +60,12 @@ pub fn load_profiles(paths: &[PathBuf]) -> (Vec<LoadedProfile>, Vec<String>) {
     (out, warnings)
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) {
-    if !seen.insert(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())) {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for e in entries {
-        let hidden = e
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden {
-            continue;
-        }
-        if e.is_dir() {
-            collect(&e, out, seen);
-        } else if e
-            .extension()
-            .and_then(|x| x.to_str())
-            .is_some_and(|x| x.eq_ignore_ascii_case("json"))
-        {
-            out.push(e);
-        }
-    }
-}
-
 /// `Ok(None)` for a file that is not a profile (a result, anything else).
 pub fn load_profile(path: &Path) -> Result<Option<ProfileDoc>, String> {
-    let text = match read_bounded_to_string(path, MAX_PROFILE_BYTES, "profile files") {
-        Ok(t) => t,
-        Err(e) => {
-            return match e.problem {
-                ReadProblem::Io(e) => Err(format!("cannot read it ({e})")),
-                _ => Ok(None),
-            }
-        }
+    // A file that cannot be read is the result loader's to report (it reads every file
+    // this one does): said here as well, its warning came twice.
+    let Ok(text) = read_bounded_to_string(path, MAX_PROFILE_BYTES, "profile files") else {
+        return Ok(None);
     };
     // Cheap test before parsing a large result file a second time.
     if !text.contains(PROFILE_FORMAT) {

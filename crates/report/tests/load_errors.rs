@@ -201,3 +201,59 @@ fn times_that_are_not_times_are_refused_when_loading() {
         assert!(w.contains(name), "{name}: {w}");
     }
 }
+
+#[test]
+fn a_folder_that_cannot_be_read_is_a_warning_not_the_end_of_the_report() {
+    // Permissions do not stop root, so the folder is one whose path is longer than the
+    // system allows (4096 bytes), made one level at a time.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    Run::new("tiny", "Test CPU", vec![1.0, 2.0]).write(d, "good.json");
+    let name = "n".repeat(250);
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for i in $(seq 20); do mkdir {name} && cd -P {name} || exit 1; done"
+        ))
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
+    assert_eq!(loaded.records.len(), 1);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(
+        loaded.warnings[0].starts_with("skipping ")
+            && loaded.warnings[0].contains("cannot read it"),
+        "{}",
+        loaded.warnings[0]
+    );
+    // The profile loader reads the same folders and leaves the warning to this one.
+    let (profiles, warnings) = cnnbench_report::profile_charts::load_profiles(&[d.to_path_buf()]);
+    assert!(profiles.is_empty() && warnings.is_empty(), "{warnings:?}");
+    let e = load_paths(&[d.to_path_buf()], true).unwrap_err();
+    assert!(e.to_string().contains("cannot read it"), "{e}");
+    let _ = std::process::Command::new("rm").arg("-rf").arg(d).status();
+}
+
+#[test]
+fn a_deeply_nested_tree_is_walked_quickly_to_the_depth_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dir = tmp.path().to_path_buf();
+    for _ in 0..1000 {
+        dir.push("a");
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    Run::new("tiny", "Test CPU", vec![1.0]).write(tmp.path().join("a").as_path(), "top.json");
+    let started = std::time::Instant::now();
+    let loaded = load_paths(&[tmp.path().to_path_buf()], false).unwrap();
+    // 800 levels took 10 s before the limit.
+    assert!(
+        started.elapsed().as_secs_f64() < 2.0,
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(loaded.records.len(), 1);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(loaded.warnings[0].contains("more than 64 levels down"));
+}

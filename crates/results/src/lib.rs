@@ -5,6 +5,7 @@
 //! The harness (`cnnbench-bench`) fills these types in and the report
 //! (`cnnbench-report`) reads them; neither needs the other.
 
+pub mod folders;
 pub mod peak;
 pub mod profile;
 pub mod quantity;

@@ -250,6 +250,62 @@ pub fn check_fits(need: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Creates a file that must not exist yet (cnnbench never replaces a model or weights
+/// file), with an error that says which of the usual reasons stopped it.
+pub fn create_new_file(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            let shown = path.display();
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            match e.kind() {
+                std::io::ErrorKind::AlreadyExists => anyhow!(
+                    "cannot create {shown}: it exists already, and cnnbench does not replace files (pick another name, or remove it)"
+                ),
+                std::io::ErrorKind::NotFound => anyhow!(
+                    "cannot create {shown}: the folder {} does not exist (create it first)",
+                    parent.display()
+                ),
+                _ => anyhow!("cannot create {shown}: {e}"),
+            }
+        })
+}
+
+/// Writes a new file whole (see [`create_new_file`]); a failed write names the file.
+pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = create_new_file(path)?;
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))
+}
+
+/// Ctrl-C asks the command to stop after the current pass: the flag returned is set, and
+/// what has finished is kept. A second Ctrl-C stops at once (exit status 130) for a pass
+/// that would take minutes: result files are written under a temporary name and renamed,
+/// so stopping mid-write leaves no partial file, and every finished one is on disk.
+pub fn stop_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancel = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    // Only one handler per process (a second call fails, as in tests): the first stays.
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: stopping now; finished results are kept");
+            // SAFETY: `_exit` ends the process without running atexit handlers, which
+            // (libtorch's among them) may wait on threads that are mid-pass.
+            unsafe { libc::_exit(130) };
+        }
+        eprintln!("\ninterrupting after the current pass (Ctrl-C again to stop now)");
+    });
+    cancel
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

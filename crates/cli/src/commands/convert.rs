@@ -57,7 +57,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     let weights_path = (!weights.is_empty()).then(|| args.output.with_extension("safetensors"));
     if args.output.exists() {
         return Err(anyhow!(
-            "cannot create {} (it must not exist yet)",
+            "cannot create {}: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
             args.output.display()
         ));
     }
@@ -70,7 +70,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         }
         if path.exists() {
             return Err(anyhow!(
-                "cannot create {} for the weights (it must not exist yet)",
+                "cannot create {} for the weights: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
                 path.display()
             ));
         }
@@ -118,13 +118,5 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
 
 /// Writes a new binary file; an existing one is an error rather than silently replaced.
 pub(crate) fn write_new_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    super::common::write_new_file(path, bytes)
 }

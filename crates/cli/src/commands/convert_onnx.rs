@@ -17,7 +17,7 @@ const DEFAULT_SEED: u64 = 1;
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     if args.output.exists() {
         return Err(anyhow!(
-            "cannot create {} (it must not exist yet)",
+            "cannot create {}: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
             args.output.display()
         ));
     }

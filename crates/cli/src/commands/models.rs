@@ -192,15 +192,7 @@ fn print_layers(graph: &Graph) {
     );
 }
 
-/// Writes a new file; an existing one is an error rather than silently replaced.
+/// Writes a new model JSON; an existing file is an error rather than silently replaced.
 pub fn write_new(path: &std::path::Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
-    file.write_all(text.as_bytes())?;
-    file.write_all(b"\n")?;
-    Ok(())
+    super::common::write_new_file(path, format!("{text}\n").as_bytes())
 }

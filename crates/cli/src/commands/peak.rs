@@ -11,8 +11,6 @@ use cnnbench_bench::result::ToolInfo;
 use cnnbench_bench::HarnessError;
 use cnnbench_results::peak::PeakDoc;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct PeakArgs {
@@ -60,11 +58,7 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
         &format!("peak --size {} --stream-mi {}", args.size, args.stream_mi),
     )?;
     let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
+    let cancel = super::common::stop_on_ctrl_c();
     let mut request = PeakRequest::new(ToolInfo {
         name: "cnnbench".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -16,8 +16,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
@@ -105,11 +103,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         .check(&args.engine, mode, cnnbench_engine::Precision::F32)
         .map_err(|e| anyhow!("{e}: choose another --mode or engine"))?;
     let peak = peak::default_cache_dir().and_then(|dir| peak::load(&dir, &engine.info()));
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
+    let cancel = super::common::stop_on_ctrl_c();
     let request = ProfileRequest {
         mode,
         batch_size: args.batch_size,

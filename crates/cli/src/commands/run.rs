@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -303,6 +302,7 @@ fn check_memory(
     batch: usize,
     force: bool,
     (available, of_what): (u64, &str),
+    device_total: Option<u64>,
 ) -> Result<()> {
     for p in planned {
         let need = memory::estimate_bytes(&p.graph, mode, batch);
@@ -311,6 +311,16 @@ fn check_memory(
                 "{} at batch {batch} in {mode} mode would need about {}, more than any machine has (--force cannot help): use a smaller batch size",
                 p.graph.name(),
                 bytes(need)
+            ));
+        }
+        // --force is for an estimate near the edge; past twice the device's whole memory
+        // the run can only end in an allocation abort (exit 134) or the OOM killer.
+        if let Some(total) = device_total.filter(|&t| force && t > 0 && need / 2 > t) {
+            return Err(anyhow!(
+                "{} at batch {batch} in {mode} mode would need about {}, more than twice this device's {} of memory (--force cannot help): use a smaller batch size",
+                p.graph.name(),
+                bytes(need),
+                bytes(total)
             ));
         }
     }
@@ -489,21 +499,20 @@ pub fn run(mut args: RunArgs) -> Result<ExitCode> {
     caps.check(&args.engine, mode, args.precision.into())
         .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
     let available = available_memory(&args, &caps);
+    let device_total = match caps.device {
+        DeviceKind::Cpu => cnnbench_host::memory_bytes(),
+        DeviceKind::Gpu => caps.device_memory,
+    };
     if args.probe_memory {
         return probe_memory(&args, engine.as_ref(), &planned);
     }
     if let BatchSpec::List(batches) = &args.batch_size {
         for &batch in batches {
-            check_memory(&planned, mode, batch, args.force, available)?;
+            check_memory(&planned, mode, batch, args.force, available, device_total)?;
         }
     }
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        // A second handler cannot be installed in the same process (only in tests).
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
+    let cancel = super::common::stop_on_ctrl_c();
     let tool = ToolInfo {
         name: "cnnbench".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -868,11 +877,7 @@ fn launch_ranks(args: &RunArgs, nproc: usize) -> Result<ExitCode> {
             eprintln!("starting {nproc} ranks with --threads {share} each (their share of this machine's cores; give --threads to choose)");
         }
     }
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
+    let cancel = super::common::stop_on_ctrl_c();
     let port = distributed::free_port()?;
     match distributed::launch_local(&program, &child_args, nproc, port, &cancel)? {
         distributed::Outcome::Success => Ok(ExitCode::SUCCESS),

@@ -303,6 +303,16 @@ fn read_external(
         ));
     }
     let path: PathBuf = dir.join(relative);
+    // The name stays inside the folder, but a link on the way may lead out of it (to
+    // `/etc/shadow`, to another user's files): the real path must be inside the real folder.
+    if let (Ok(real), Ok(real_dir)) = (path.canonicalize(), dir.canonicalize()) {
+        if !real.starts_with(&real_dir) {
+            return Err(format!(
+                "in external file \"{location}\", a link that leads outside the model's folder (to {}): not read, shapes only",
+                real.display()
+            ));
+        }
+    }
     let size = match std::fs::metadata(&path) {
         Ok(m) if m.is_file() => m.len(),
         Ok(_) => {
