@@ -3,6 +3,7 @@
 //! training and in inference mode) and every weight's gradient are compared.
 
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::kit::NodeOutput;
 use cnnbench_engine::{Engine, Mode, Precision, Session, SessionConfig};
 use cnnbench_graph::{max_relative_error, relative_l2_error, Graph, HostTensor, Weights};
 use serde::Serialize;
@@ -31,6 +32,9 @@ pub struct VerifyRequest {
     pub tolerance: f64,
     /// Weights to load into both engines; `None`: the reference engine's random ones.
     pub weights: Option<Weights>,
+    /// Also compare every node's output, in graph order, to find the first node where
+    /// the engines part (`verify --localize`).
+    pub localize: bool,
 }
 
 /// One compared tensor.
@@ -59,6 +63,19 @@ impl Comparison {
     }
 }
 
+/// One node's output compared, for `verify --localize`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct NodeComparison {
+    /// `train` (batch statistics) or `infer` (running statistics).
+    pub mode: String,
+    pub node: String,
+    /// The op's tag (`conv2d`, `batch_norm2d`, …).
+    pub op: String,
+    pub shape: Vec<usize>,
+    #[serde(flatten)]
+    pub comparison: Comparison,
+}
+
 /// The outcome of one verification.
 #[derive(Clone, Debug, Serialize)]
 pub struct VerifyReport {
@@ -73,6 +90,13 @@ pub struct VerifyReport {
     /// output alone when an engine cannot train.
     pub compared: String,
     pub comparisons: Vec<Comparison>,
+    /// With `localize`: every node's output in graph order, per mode compared.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeComparison>,
+    /// With `localize`: per mode, the first node over the tolerance (and its noise floor),
+    /// where the two engines first compute something different.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_departures: Vec<NodeComparison>,
 }
 
 impl VerifyReport {
@@ -132,6 +156,8 @@ struct Computed {
     train_output: Option<HostTensor>,
     gradients: Weights,
     infer_output: HostTensor,
+    /// Every node's output per mode (`train`, `infer`), when localizing.
+    nodes: Vec<(&'static str, Vec<NodeOutput>)>,
 }
 
 /// Runs one engine on the given weights and input. The upstream gradient is drawn from
@@ -147,12 +173,20 @@ fn compute(
 ) -> Result<Computed> {
     let name = engine.info().name;
     // A session of `mode` with the weights and input loaded, after one forward pass.
-    let forward = |mode: Mode| -> Result<Box<dyn Session>> {
+    let mut nodes = Vec::new();
+    let mut forward = |mode: Mode| -> Result<Box<dyn Session>> {
         let mut s = session(engine, graph, mode, request)?;
         s.import_weights(weights)
             .with_context(|| format!("loading the weights into {name}"))?;
         s.set_input(input)?;
+        if request.localize {
+            s.keep_node_outputs()
+                .with_context(|| format!("{name} cannot be localized"))?;
+        }
         s.forward().with_context(|| format!("{name}: forward"))?;
+        if request.localize {
+            nodes.push((mode.as_str(), s.node_outputs()?));
+        }
         Ok(s)
     };
     let (mut train_output, mut gradients) = (None, Weights::new());
@@ -167,10 +201,12 @@ fn compute(
         gradients = train.weight_gradients()?;
         train_output = Some(output);
     }
+    let infer_output = forward(Mode::Infer)?.output()?;
     Ok(Computed {
         train_output,
         gradients,
-        infer_output: forward(Mode::Infer)?.output()?,
+        infer_output,
+        nodes,
     })
 }
 
@@ -295,6 +331,20 @@ pub fn verify(
     comparisons.push(compare("output (infer)".into(), &|c| {
         Ok(c.infer_output.clone())
     })?);
+    let nodes = if request.localize {
+        compare_nodes(graph, &base, &cand, &shaken)?
+    } else {
+        Vec::new()
+    };
+    let mut first_departures = Vec::new();
+    for (mode, _) in &base.nodes {
+        if let Some(first) = nodes
+            .iter()
+            .find(|n| n.mode == *mode && !n.comparison.passes(request.tolerance))
+        {
+            first_departures.push(first.clone());
+        }
+    }
 
     Ok(VerifyReport {
         model: graph.name().to_string(),
@@ -305,7 +355,59 @@ pub fn verify(
         weights: source,
         compared,
         comparisons,
+        nodes,
+        first_departures,
     })
+}
+
+/// Every node's output compared in graph order, per mode, with the noise floor of each.
+fn compare_nodes(
+    graph: &Graph,
+    base: &Computed,
+    cand: &Computed,
+    shaken: &[Computed],
+) -> Result<Vec<NodeComparison>> {
+    let mut out = Vec::new();
+    for (i, (mode, reference)) in base.nodes.iter().enumerate() {
+        let candidate = cand
+            .nodes
+            .get(i)
+            .filter(|(m, n)| m == mode && n.len() == reference.len())
+            .map(|(_, n)| n)
+            .ok_or_else(|| {
+                anyhow!("the candidate kept other node outputs than the reference in {mode} mode")
+            })?;
+        for (j, (r, c)) in reference.iter().zip(candidate).enumerate() {
+            let what = format!("node \"{}\" ({mode})", r.node);
+            let mut noise_floor = 0.0f64;
+            for s in shaken {
+                if let Some(shaken_value) = s.nodes.get(i).and_then(|(_, n)| n.get(j)) {
+                    noise_floor =
+                        noise_floor.max(max_relative_error(&shaken_value.value, &r.value)?);
+                }
+            }
+            let op = graph
+                .nodes()
+                .get(j)
+                .map(|n| n.op.tag().to_string())
+                .unwrap_or_default();
+            out.push(NodeComparison {
+                mode: mode.to_string(),
+                node: r.node.clone(),
+                op,
+                shape: r.value.shape.clone(),
+                comparison: Comparison {
+                    max_relative_error: max_relative_error(&c.value, &r.value)
+                        .with_context(|| format!("comparing {what}"))?,
+                    relative_l2_error: relative_l2_error(&c.value, &r.value)?,
+                    reference_scale: r.value.max_abs() as f64,
+                    noise_floor,
+                    name: what,
+                },
+            });
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -454,6 +556,7 @@ mod tests {
             seed: 3,
             tolerance: DEFAULT_TOLERANCE,
             weights: None,
+            localize: false,
         };
         verify(&graph(), &reference, &candidate, &request).unwrap()
     }
@@ -508,6 +611,7 @@ mod tests {
             seed: 0,
             tolerance: DEFAULT_TOLERANCE,
             weights: Some(weights),
+            localize: false,
         };
         let e = verify(&graph(), &engine, &engine, &request)
             .unwrap_err()

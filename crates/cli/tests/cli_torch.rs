@@ -167,3 +167,33 @@ fn channels_last_is_recorded_and_batch_max_probes_torch() {
         .iter()
         .any(|p| p["batch_size"].as_u64() == Some(chosen + 1) && p["outcome"] != "fits"));
 }
+
+/// torch-cpu keeps its nodes' outputs like burn-flex does: `--localize` compares the two
+/// node by node, under the same names, in both modes.
+#[test]
+fn localize_compares_torch_with_burn_node_by_node() {
+    let out = cnnbench()
+        .args(["verify", "resnet18", "--engines", "burn-flex,torch-cpu"])
+        .args(["--image-size", "32", "-b", "2", "--localize", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let nodes = report["nodes"].as_array().unwrap();
+    for mode in ["train", "infer"] {
+        let names: Vec<&str> = nodes
+            .iter()
+            .filter(|n| n["mode"] == mode)
+            .map(|n| n["node"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.first(), Some(&"conv1"), "{mode}");
+        assert_eq!(names.last(), Some(&"fc"), "{mode}");
+    }
+    // Their forward passes agree at every node (weight gradients are another matter on
+    // an AVX2-only CPU: docs/src/commands/verify.md).
+    for n in nodes {
+        let error = n["max_relative_error"].as_f64().unwrap();
+        let floor = n["noise_floor"].as_f64().unwrap();
+        assert!(error <= 1e-4 || error <= 10.0 * floor, "{n}");
+    }
+}

@@ -30,3 +30,17 @@ fn verify_against_burn_flex_compares_the_inference_output() {
 fn training_is_refused_with_what_tract_runs() {
     assert_training_refused("tract");
 }
+
+/// tract runs the model as a whole: `--localize` says it cannot look inside, not
+/// something vaguer.
+#[test]
+fn localize_is_refused_for_a_whole_model_engine() {
+    cnnbench()
+        .args(["verify", "resnet18", "--engines", "burn-flex,tract"])
+        .args(["--image-size", "32", "-b", "1", "--localize"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "tract cannot be localized: this engine cannot show its nodes' outputs",
+        ));
+}

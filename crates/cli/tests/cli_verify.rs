@@ -79,3 +79,54 @@ fn an_engine_against_itself_agrees_exactly() {
         assert_eq!(c["max_relative_error"].as_f64(), Some(0.0), "{c}");
     }
 }
+
+/// `--localize` compares every node's output, in both modes, and says where the engines
+/// part (nowhere, for an engine against itself); the JSON lists every node.
+#[test]
+fn localize_compares_every_node_in_both_modes() {
+    let args = [
+        "verify",
+        "resnet18",
+        "--engines",
+        "burn-flex,burn-flex",
+        "--image-size",
+        "32",
+        "-b",
+        "1",
+        "--localize",
+    ];
+    cnnbench().args(args).assert().success().stdout(
+        predicate::str::contains("train: every node's output agrees")
+            .and(predicate::str::contains(
+                "infer: every node's output agrees",
+            ))
+            .and(predicate::str::contains(
+                "node outputs shown: --all lists every one",
+            )),
+    );
+    let out = cnnbench().args(args).arg("--json").assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let nodes = report["nodes"].as_array().unwrap();
+    let train: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["mode"] == "train")
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    let infer = nodes.iter().filter(|n| n["mode"] == "infer").count();
+    assert_eq!(train.len(), infer);
+    assert_eq!(train.first(), Some(&"conv1"));
+    assert_eq!(train.last(), Some(&"fc"));
+    assert!(
+        nodes.iter().all(|n| n["max_relative_error"] == 0.0),
+        "{nodes:?}"
+    );
+    assert!(report.get("first_departures").is_none());
+    // Without the flag, no node is compared.
+    let plain = cnnbench()
+        .args(&args[..args.len() - 1])
+        .arg("--json")
+        .assert()
+        .success();
+    let plain: serde_json::Value = serde_json::from_slice(&plain.get_output().stdout).unwrap();
+    assert!(plain.get("nodes").is_none());
+}

@@ -150,6 +150,7 @@ fn check_seeded(
         seed,
         tolerance: DEFAULT_TOLERANCE,
         weights: None,
+        localize: false,
     };
     let report = verify(graph, reference, candidate, &request)?;
     let failures: Vec<String> = report

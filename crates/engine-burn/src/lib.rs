@@ -322,6 +322,15 @@ impl Session for BurnSession {
         Ok(())
     }
 
+    fn keep_node_outputs(&mut self) -> Result<()> {
+        self.network.program().keep_node_outputs();
+        Ok(())
+    }
+
+    fn node_outputs(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.network.program().node_outputs()
+    }
+
     fn output(&self) -> Result<HostTensor> {
         self.output
             .as_ref()

@@ -238,6 +238,12 @@ pub struct Network {
 }
 
 impl Network {
+    /// The interpreter this network runs on (for the node outputs `verify --localize`
+    /// compares).
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
     /// Lowers `graph` and creates its weights on `device` as PyTorch initialises them.
     pub fn lower(graph: &Graph, device: &Device) -> Result<(Network, NetParams)> {
         let program = Program::new(graph);
@@ -413,6 +419,10 @@ fn pad_pairs(p: Pad2d) -> [(usize, usize); 2] {
 
 impl Kernels for BurnKernels<'_> {
     type Value = Value;
+
+    fn to_host(&self, value: &Value) -> Result<HostTensor> {
+        value.to_host()
+    }
 
     fn conv2d(&self, x: Value, c: &Conv2d, w: ConvWeights) -> Result<Value> {
         let weight = self.kernel(w.weight)?;

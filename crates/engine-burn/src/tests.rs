@@ -105,6 +105,7 @@ fn an_inference_only_engine_runs_the_forward_half_of_the_suite() {
             seed: 0,
             tolerance: 1e-4,
             weights: None,
+            localize: false,
         },
     )
     .unwrap();
@@ -118,6 +119,67 @@ fn an_inference_only_engine_runs_the_forward_half_of_the_suite() {
     let mut bad = BurnFlexEngine::new(None).unwrap();
     bad.fault = Some(Fault::TransposedConvKernel);
     assert!(cnnbench_conformance::ops_against(&InferOnly(bad), &*burn()).is_err());
+}
+
+/// `verify --localize` names the first node whose kernel is wrong: a transposed kernel
+/// leaves a 1×1 convolution as it was, so the first to part is the 3×3 one after it, in
+/// both modes, and every node before it agrees.
+#[test]
+fn localize_names_the_first_node_that_runs_a_planted_bug() {
+    let graph = single("planted", [3, 12, 12], |b, x| {
+        let a = b.conv("pointwise", x, Conv2d::new(4, 1));
+        let r = b.relu("relu", &a);
+        let c = b.conv("spatial", &r, Conv2d::new(4, 3).padding(1));
+        let f = b.flatten("flat", &c);
+        b.linear("fc", &f, 5)
+    });
+    let mut bad = BurnFlexEngine::new(None).unwrap();
+    bad.fault = Some(Fault::TransposedConvKernel);
+    let report = cnnbench_bench::verify::verify(
+        &graph,
+        &*burn(),
+        &bad,
+        &cnnbench_bench::verify::VerifyRequest {
+            batch_size: 2,
+            seed: 0,
+            tolerance: 1e-4,
+            weights: None,
+            localize: true,
+        },
+    )
+    .unwrap();
+    assert!(!report.passed());
+    let firsts: Vec<(&str, &str)> = report
+        .first_departures
+        .iter()
+        .map(|n| (n.mode.as_str(), n.node.as_str()))
+        .collect();
+    assert_eq!(firsts, [("train", "spatial"), ("infer", "spatial")]);
+    assert_eq!(report.nodes.len(), 2 * graph.nodes().len());
+    for n in report
+        .nodes
+        .iter()
+        .filter(|n| ["pointwise", "relu"].contains(&n.node.as_str()))
+    {
+        assert!(n.comparison.max_relative_error < 1e-5, "{n:?}");
+    }
+    assert_eq!(report.first_departures[0].op, "conv2d");
+    assert_eq!(report.first_departures[0].shape, [2, 4, 12, 12]);
+    // The same engine against itself parts nowhere.
+    let clean = cnnbench_bench::verify::verify(
+        &graph,
+        &*burn(),
+        &*burn(),
+        &cnnbench_bench::verify::VerifyRequest {
+            batch_size: 2,
+            seed: 0,
+            tolerance: 1e-4,
+            weights: None,
+            localize: true,
+        },
+    )
+    .unwrap();
+    assert!(clean.passed() && clean.first_departures.is_empty());
 }
 
 #[test]

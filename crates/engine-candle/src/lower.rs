@@ -31,6 +31,12 @@ pub struct Network {
 }
 
 impl Network {
+    /// The interpreter this network runs on (for the node outputs `verify --localize`
+    /// compares).
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
     /// Lowers `graph` and creates its weights as PyTorch initialises them, drawn from
     /// `seed` on the host (candle's CPU generator cannot be seeded).
     pub fn lower(graph: &Graph, seed: u64) -> Result<Network> {
@@ -140,6 +146,10 @@ impl CandleKernels<'_> {
 
 impl Kernels for CandleKernels<'_> {
     type Value = Tensor;
+
+    fn to_host(&self, value: &Tensor) -> Result<HostTensor> {
+        to_host(value)
+    }
 
     /// candle's conv2d takes one padding, stride and dilation for both axes; others are
     /// composed: padding done explicitly, a kernel dilated with zeros, a stride-1

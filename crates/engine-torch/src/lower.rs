@@ -77,6 +77,12 @@ pub struct Network {
 }
 
 impl Network {
+    /// The interpreter this network runs on (for the node outputs `verify --localize`
+    /// compares).
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
     /// Lowers `graph` and initialises its weights as PyTorch's layers do (the kit's
     /// [`WeightInit`]).
     pub fn lower(graph: &Graph, device: Device, precision: Precision) -> Result<Network> {
@@ -212,6 +218,10 @@ impl TorchKernels<'_> {
 
 impl Kernels for TorchKernels<'_> {
     type Value = Shared;
+
+    fn to_host(&self, value: &Shared) -> Result<HostTensor> {
+        to_host(&value.0)
+    }
 
     fn conv2d(&self, x: Shared, c: &Conv2d, w: ConvWeights) -> Result<Shared> {
         let (x, pad) = Padding::of(c.padding).apply(self.reduce(&x.0)?, 0.0)?;

@@ -421,6 +421,15 @@ impl Session for TorchSession {
         Ok(())
     }
 
+    fn keep_node_outputs(&mut self) -> Result<()> {
+        self.network.program().keep_node_outputs();
+        Ok(())
+    }
+
+    fn node_outputs(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.network.program().node_outputs()
+    }
+
     fn output(&self) -> Result<HostTensor> {
         to_host(
             self.output

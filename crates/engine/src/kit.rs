@@ -109,6 +109,8 @@ pub trait Kernels {
     fn settle(&self, value: Self::Value) -> Result<Self::Value> {
         Ok(value)
     }
+    /// Copies a value to the host, for `verify --localize` (never on the timed path).
+    fn to_host(&self, value: &Self::Value) -> Result<HostTensor>;
 }
 
 /// An engine's weights seen as host tensors in PyTorch's layout, indexed like
@@ -149,6 +151,16 @@ pub struct Program {
     graph: Graph,
     steps: Vec<Step>,
     weights: Vec<WeightSpec>,
+    /// Every node's output of the last forward pass, as host tensors, when asked for
+    /// ([`Program::keep_node_outputs`]); `None` otherwise, and then nothing is copied.
+    kept: std::sync::Mutex<Option<Vec<NodeOutput>>>,
+}
+
+/// One node's output, copied to the host by [`Program::keep_node_outputs`].
+#[derive(Clone, Debug)]
+pub struct NodeOutput {
+    pub node: String,
+    pub value: HostTensor,
 }
 
 impl Program {
@@ -191,6 +203,32 @@ impl Program {
             graph: graph.clone(),
             steps,
             weights,
+            kept: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// From the next forward pass on, copies every node's output to the host (for
+    /// `verify --localize`: which node is the first where two engines part). It costs a
+    /// copy of every activation, so only verify asks for it, never a timed run.
+    pub fn keep_node_outputs(&self) {
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(Vec::new);
+    }
+
+    /// The outputs of the last forward pass, in node order; an error unless
+    /// [`Program::keep_node_outputs`] was called before it.
+    pub fn node_outputs(&self) -> Result<Vec<NodeOutput>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        match kept.as_ref() {
+            Some(outputs) if !outputs.is_empty() => Ok(outputs.clone()),
+            Some(_) => Err(anyhow!(
+                "no forward pass has run since node outputs were asked for"
+            )),
+            None => Err(anyhow!(
+                "node outputs were not kept: ask before the forward pass"
+            )),
         }
     }
 
@@ -232,6 +270,11 @@ impl Program {
     ) -> Result<K::Value> {
         let nodes = self.graph.nodes();
         let mut values: Vec<Option<K::Value>> = vec![None; nodes.len()];
+        // A pass that panicked left the lock poisoned; what it kept is cleared below.
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(outputs) = kept.as_mut() {
+            outputs.clear();
+        }
         for step in &self.steps {
             let node = &nodes[step.node];
             let mut xs = Vec::with_capacity(node.inputs.len());
@@ -249,6 +292,15 @@ impl Program {
                 .apply(kernels, step, &node.op, xs, pass)
                 .and_then(|out| kernels.settle(out))
                 .with_context(|| format!("node \"{}\" ({})", node.name, node.op.tag()))?;
+            if let Some(outputs) = kept.as_mut() {
+                let value = kernels
+                    .to_host(&out)
+                    .with_context(|| format!("copying node \"{}\"'s output", node.name))?;
+                outputs.push(NodeOutput {
+                    node: node.name.clone(),
+                    value,
+                });
+            }
             values[step.node] = Some(out);
             for &j in &step.frees {
                 values[j] = None;

@@ -282,6 +282,19 @@ pub trait Session {
         Err(no_weight_exchange())
     }
     /// Untimed: use this upstream gradient instead of a random one (train mode).
+    /// From the next forward pass on, keep every node's output on the host (for
+    /// `verify --localize`); engines that run the kit's interpreter support it.
+    fn keep_node_outputs(&mut self) -> anyhow::Result<()> {
+        Err(anyhow::anyhow!(
+            "this engine cannot show its nodes' outputs (it runs the model as a whole), so `verify --localize` cannot look inside it"
+        ))
+    }
+    /// Every node's output of the last forward pass, in node order.
+    fn node_outputs(&self) -> anyhow::Result<Vec<kit::NodeOutput>> {
+        Err(anyhow::anyhow!(
+            "this engine does not keep its nodes' outputs"
+        ))
+    }
     fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
         Err(no_weight_exchange())
     }

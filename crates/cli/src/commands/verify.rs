@@ -45,6 +45,11 @@ pub struct VerifyArgs {
     /// List every gradient, not only the worst.
     #[arg(long)]
     pub all: bool,
+    /// Also compare every node's output in graph order (train and infer) and name the
+    /// first node where the engines part: where a wrong kernel or lowering is. Engines
+    /// that run a model as a whole (tract, ort-cpu) cannot be looked inside.
+    #[arg(long)]
+    pub localize: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -75,14 +80,17 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     if args.tolerance.is_nan() || args.tolerance < 0.0 {
         return Err(anyhow!("--tolerance must be a number ≥ 0"));
     }
-    // Both engines train the batch in this process.
+    // Both engines train the batch in this process; with --localize every node's output
+    // of four runs (the reference, its two perturbed runs, the candidate) in two modes is
+    // kept on the host too: about the activations of eight passes, counted as four more
+    // training estimates.
     super::common::check_fits(
         cnnbench_bench::memory::estimate_bytes(
             &graph,
             cnnbench_engine::Mode::Train,
             args.batch_size,
         )
-        .saturating_mul(2),
+        .saturating_mul(if args.localize { 6 } else { 2 }),
         &format!(
             "verifying {} at batch {} on two engines",
             graph.name(),
@@ -105,6 +113,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         seed: args.seed,
         tolerance: args.tolerance,
         weights,
+        localize: args.localize,
     };
     let mut report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
     if let (true, Some(path)) = (weights_from_file, &args.model_file) {
@@ -177,6 +186,9 @@ fn print_report(report: &VerifyReport, all: bool) {
     println!(
         "errors are relative to the reference tensor's largest magnitude; the noise floor is the reference against itself with input and weights perturbed by {PERTURBATION:.0e} (its own rounding sensitivity)"
     );
+    if !report.nodes.is_empty() {
+        print_nodes(report, all);
+    }
     let failures = report.failures();
     if failures.is_empty() {
         println!(
@@ -193,5 +205,81 @@ fn print_report(report: &VerifyReport, all: bool) {
             names.join(", "),
             if failures.len() > names.len() { ", …" } else { "" }
         );
+    }
+}
+
+/// The node-by-node table of `--localize`: around each mode's first departure, the
+/// nodes just before it (which agree) and just after (which differ too); every node
+/// with `--all`. Then where each mode first parts.
+fn print_nodes(report: &VerifyReport, all: bool) {
+    let mut table = new_table(&[
+        "Mode",
+        "Node",
+        "Op",
+        "Shape",
+        "Max relative error",
+        "Noise floor",
+        "Passes",
+    ]);
+    const BEFORE: usize = 3;
+    const AFTER: usize = 2;
+    let mut shown = 0;
+    for mode in ["train", "infer"] {
+        let nodes: Vec<_> = report.nodes.iter().filter(|n| n.mode == mode).collect();
+        let first = report
+            .first_departures
+            .iter()
+            .find(|n| n.mode == mode)
+            .and_then(|f| nodes.iter().position(|n| n.node == f.node));
+        for (i, n) in nodes.iter().enumerate() {
+            let near_first = first.is_some_and(|f| i + BEFORE >= f && i <= f + AFTER);
+            if !all && !near_first {
+                continue;
+            }
+            shown += 1;
+            let shape: Vec<String> = n.shape.iter().map(|d| d.to_string()).collect();
+            table.add_row(vec![
+                n.mode.clone(),
+                cnnbench_results::printable(&n.node),
+                n.op.clone(),
+                shape.join("×"),
+                format!("{:.2e}", n.comparison.max_relative_error),
+                format!("{:.2e}", n.comparison.noise_floor),
+                if n.comparison.passes(report.tolerance) {
+                    "yes"
+                } else {
+                    "NO"
+                }
+                .to_string(),
+            ]);
+        }
+    }
+    if shown > 0 {
+        align_right(&mut table, &[4, 5]);
+        println!("{table}");
+    }
+    if shown < report.nodes.len() {
+        println!(
+            "({} of {} node outputs shown: --all lists every one)",
+            shown,
+            report.nodes.len()
+        );
+    }
+    let modes: Vec<&str> = {
+        let mut m: Vec<&str> = report.nodes.iter().map(|n| n.mode.as_str()).collect();
+        m.dedup();
+        m
+    };
+    for mode in modes {
+        match report.first_departures.iter().find(|n| n.mode == mode) {
+            Some(n) => println!(
+                "{mode}: the engines first part at node \"{}\" ({}): error {:.2e}, noise floor {:.2e}; every node before it agrees",
+                cnnbench_results::printable(&n.node),
+                n.op,
+                n.comparison.max_relative_error,
+                n.comparison.noise_floor
+            ),
+            None => println!("{mode}: every node's output agrees"),
+        }
     }
 }

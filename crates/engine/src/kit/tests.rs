@@ -97,6 +97,11 @@ impl Kernels for Trace {
     fn slice_channels(&self, x: Expr, s: &SliceChannels) -> Result<Expr> {
         self.unary(&format!("slice{}..{}", s.start, s.end), x)
     }
+    /// The expression's bytes, so a test can read back which value was kept.
+    fn to_host(&self, value: &Expr) -> Result<HostTensor> {
+        let data: Vec<f32> = value.0.bytes().map(f32::from).collect();
+        Ok(HostTensor::new(vec![data.len()], data)?)
+    }
     fn settle(&self, value: Expr) -> Result<Expr> {
         Ok(if self.settles {
             Expr(Rc::new(format!("s({})", value.0)))
@@ -180,6 +185,44 @@ fn every_node_output_is_settled_before_a_later_node_reads_it() {
             "s(fc[8,Some(9)](s(dropout0.5(s(flat(s(gap(s(ReLU(s(add({block},{stem}))))))))))))"
         )
     );
+}
+
+#[test]
+fn node_outputs_are_kept_in_node_order_only_when_asked() {
+    let program = Program::new(&residual());
+    let trace = Trace {
+        settles: true,
+        ..Trace::default()
+    };
+    let pass = Pass {
+        training: false,
+        dropout: false,
+    };
+    program.forward(&trace, input(), pass).unwrap();
+    let not_asked = program.node_outputs().unwrap_err().to_string();
+    assert!(
+        not_asked.contains("ask before the forward pass"),
+        "{not_asked}"
+    );
+    program.keep_node_outputs();
+    assert!(program.node_outputs().is_err(), "no pass yet");
+    for _ in 0..2 {
+        // A second pass replaces the first pass's outputs rather than adding to them.
+        program.forward(&trace, input(), pass).unwrap();
+        let kept = program.node_outputs().unwrap();
+        let names: Vec<&str> = kept.iter().map(|k| k.node.as_str()).collect();
+        let graph = residual();
+        let expected: Vec<&str> = graph.nodes().iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, expected);
+        // What is kept is the value later nodes read: after `settle`.
+        let text: String = kept[0]
+            .value
+            .data
+            .iter()
+            .map(|&b| b as u8 as char)
+            .collect();
+        assert_eq!(text, "s(conv[0,Some(1)](x))");
+    }
 }
 
 #[test]
