@@ -6,7 +6,9 @@
 #   3. resnet50 and vgg16 at batch 16 on torch-cuda (with and without cuDNN autotuning)
 #      and torch-cuda-nocudnn, 10 timed passes each,
 #   4. when torchvision is importable, PyTorch itself on the same GPU by the same method
-#      (scripts/pytorch_reference.py --device cuda) as an independent check.
+#      (scripts/pytorch_reference.py --device cuda) as an independent check,
+#   5. what NVML said of the GPU during each run's timed passes (clocks, throttle
+#      reasons, violation counters: the `validity.timed.gpu` of each result).
 # Usage: scripts/gpu-check.sh [path/to/cnnbench] [OUT folder, default gpu-check-results]
 # The binary finds libtorch through LD_LIBRARY_PATH, set here from this machine's torch.
 set -euo pipefail
@@ -50,6 +52,14 @@ if python3 -c 'import torchvision' 2>/dev/null; then
 else
   log "4. skipped: torchvision is not installed here"
 fi
+
+log "5. the GPU as NVML saw it during the timed passes (validity.timed.gpu of each result)"
+python3 - "$OUT/results" <<'PY' 2>&1 | tee -a "$OUT/log.txt"
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).rglob("*.json")):
+    v = json.loads(f.read_text()).get("validity") or {}
+    print(f.name, v.get("verdict"), json.dumps((v.get("timed") or {}).get("gpu")), v.get("notes"))
+PY
 
 log "report"
 "$BIN" report "$OUT/results" 2>&1 | tee -a "$OUT/log.txt"

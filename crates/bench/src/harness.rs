@@ -165,7 +165,13 @@ pub fn run(
     let mut totals: Vec<f64> = Vec::new();
     let mut stopper = Stopper::new(request.stop_rule());
     let process_to_first_timed_pass_s = cnnbench_host::process_age_s();
-    let mut watch = Watch::new(request.process_tree_root);
+    // `cuda:N` engines compute on CUDA device N: its clocks are watched through NVML.
+    let cuda_device = engine
+        .info()
+        .device
+        .strip_prefix("cuda:")
+        .and_then(|n| n.parse().ok());
+    let mut watch = Watch::new(request.process_tree_root, cuda_device);
     let stop_reason = loop {
         check_cancel()?;
         watch.pass_begins();

@@ -4,6 +4,7 @@
 
 pub mod allocator;
 pub mod contention;
+pub mod gpu;
 pub mod network;
 
 use sysinfo::{CpuRefreshKind, System};

@@ -20,7 +20,7 @@ pub use result::{
     ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
 pub use stats::{Percentiles, Summary};
-pub use validity::{ColdStart, Signals, Validity, Verdict};
+pub use validity::{ColdStart, GpuSignals, Signals, Validity, Verdict};
 
 /// Text from a file or a user (a model, device or file name, a label) made safe to print
 /// on a terminal or write into a table, a heading or a comment line: control characters

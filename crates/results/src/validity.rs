@@ -55,6 +55,30 @@ pub struct Signals {
     pub major_faults: Option<u64>,
     /// CPU thermal throttling events (`thermal_throttle/core_throttle_count`).
     pub throttle_events: Option<u64>,
+    /// The NVIDIA GPU the engine computed on, through NVML; absent for CPU engines and
+    /// where NVML is not available (a note says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuSignals>,
+}
+
+/// An NVIDIA GPU over one stretch of time, from NVML snapshots at its start and end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSignals {
+    /// NVML's name for the device and its UUID, so a reader can tell which GPU it was.
+    pub device: String,
+    pub uuid: String,
+    /// Lowest and highest SM clock seen at the snapshots, MHz.
+    pub sm_clock_mhz: Option<[u32; 2]>,
+    /// NVML's throttle reasons seen at either snapshot (`sw_power_cap`,
+    /// `hw_thermal_slowdown`, …).
+    pub throttle_reasons: Vec<String>,
+    /// Time a thermal limit held the clocks below the application clocks, from NVML's
+    /// violation counter (so a throttle between the snapshots counts too), ms.
+    pub thermal_violation_ms: Option<f64>,
+    /// The same for the power limit, ms.
+    pub power_violation_ms: Option<f64>,
+    /// Lowest and highest GPU temperature seen, °C.
+    pub temperature_c: Option<[u32; 2]>,
 }
 
 /// The limits a run's signals were judged against, recorded beside the verdict so that a
@@ -69,6 +93,10 @@ pub struct Limits {
     /// Fewer ticks than this and the tick-based shares (steal, other processes) are
     /// recorded but not judged.
     pub min_ticks: u64,
+    /// Share of the time a thermal limit may hold an NVIDIA GPU's clocks down (NVML's
+    /// violation counter), percent. Absent in files written before GPUs were watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_thermal_violation_pct: Option<f64>,
 }
 
 /// The CPUs' clocks at the start and end of the timed passes, where cpufreq says.
