@@ -289,20 +289,8 @@ pub fn verify(
 
     let compare =
         |name: String, pick: &dyn Fn(&Computed) -> Result<HostTensor>| -> Result<Comparison> {
-            let reference = pick(&base)?;
-            let candidate = pick(&cand)?;
-            let mut noise_floor = 0.0f64;
-            for s in &shaken {
-                noise_floor = noise_floor.max(max_relative_error(&pick(s)?, &reference)?);
-            }
-            Ok(Comparison {
-                max_relative_error: max_relative_error(&candidate, &reference)
-                    .with_context(|| format!("comparing {name}"))?,
-                relative_l2_error: relative_l2_error(&candidate, &reference)?,
-                reference_scale: reference.max_abs() as f64,
-                noise_floor,
-                name,
-            })
+            let shaken: Vec<HostTensor> = shaken.iter().map(pick).collect::<Result<_>>()?;
+            comparison(name, &pick(&base)?, &pick(&cand)?, &shaken)
         };
     if cand.gradients.len() != base.gradients.len() {
         return Err(anyhow!(
@@ -378,14 +366,11 @@ fn compare_nodes(
                 anyhow!("the candidate kept other node outputs than the reference in {mode} mode")
             })?;
         for (j, (r, c)) in reference.iter().zip(candidate).enumerate() {
+            let shaken_values = shaken
+                .iter()
+                .filter_map(|s| s.nodes.get(i).and_then(|(_, n)| n.get(j)))
+                .map(|n| &n.value);
             let what = format!("node \"{}\" ({mode})", r.node);
-            let mut noise_floor = 0.0f64;
-            for s in shaken {
-                if let Some(shaken_value) = s.nodes.get(i).and_then(|(_, n)| n.get(j)) {
-                    noise_floor =
-                        noise_floor.max(max_relative_error(&shaken_value.value, &r.value)?);
-                }
-            }
             let op = graph
                 .nodes()
                 .get(j)
@@ -396,18 +381,33 @@ fn compare_nodes(
                 node: r.node.clone(),
                 op,
                 shape: r.value.shape.clone(),
-                comparison: Comparison {
-                    max_relative_error: max_relative_error(&c.value, &r.value)
-                        .with_context(|| format!("comparing {what}"))?,
-                    relative_l2_error: relative_l2_error(&c.value, &r.value)?,
-                    reference_scale: r.value.max_abs() as f64,
-                    noise_floor,
-                    name: what,
-                },
+                comparison: comparison(what, &r.value, &c.value, shaken_values)?,
             });
         }
     }
     Ok(out)
+}
+
+/// One tensor compared: the candidate's errors against the reference, and the noise
+/// floor, the largest error of the reference's perturbed runs of the same tensor.
+fn comparison<'a>(
+    name: String,
+    reference: &HostTensor,
+    candidate: &HostTensor,
+    shaken: impl IntoIterator<Item = &'a HostTensor>,
+) -> Result<Comparison> {
+    let mut noise_floor = 0.0f64;
+    for s in shaken {
+        noise_floor = noise_floor.max(max_relative_error(s, reference)?);
+    }
+    Ok(Comparison {
+        max_relative_error: max_relative_error(candidate, reference)
+            .with_context(|| format!("comparing {name}"))?,
+        relative_l2_error: relative_l2_error(candidate, reference)?,
+        reference_scale: reference.max_abs() as f64,
+        noise_floor,
+        name,
+    })
 }
 
 #[cfg(test)]

@@ -135,19 +135,14 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
     });
     let mut bad = BurnFlexEngine::new(None).unwrap();
     bad.fault = Some(Fault::TransposedConvKernel);
-    let report = cnnbench_bench::verify::verify(
-        &graph,
-        &*burn(),
-        &bad,
-        &cnnbench_bench::verify::VerifyRequest {
-            batch_size: 2,
-            seed: 0,
-            tolerance: 1e-4,
-            weights: None,
-            localize: true,
-        },
-    )
-    .unwrap();
+    let request = cnnbench_bench::verify::VerifyRequest {
+        batch_size: 2,
+        seed: 0,
+        tolerance: 1e-4,
+        weights: None,
+        localize: true,
+    };
+    let report = cnnbench_bench::verify::verify(&graph, &*burn(), &bad, &request).unwrap();
     assert!(!report.passed());
     let firsts: Vec<(&str, &str)> = report
         .first_departures
@@ -166,19 +161,7 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
     assert_eq!(report.first_departures[0].op, "conv2d");
     assert_eq!(report.first_departures[0].shape, [2, 4, 12, 12]);
     // The same engine against itself parts nowhere.
-    let clean = cnnbench_bench::verify::verify(
-        &graph,
-        &*burn(),
-        &*burn(),
-        &cnnbench_bench::verify::VerifyRequest {
-            batch_size: 2,
-            seed: 0,
-            tolerance: 1e-4,
-            weights: None,
-            localize: true,
-        },
-    )
-    .unwrap();
+    let clean = cnnbench_bench::verify::verify(&graph, &*burn(), &*burn(), &request).unwrap();
     assert!(clean.passed() && clean.first_departures.is_empty());
 }
 

@@ -281,7 +281,6 @@ pub trait Session {
     fn output(&self) -> anyhow::Result<HostTensor> {
         Err(no_weight_exchange())
     }
-    /// Untimed: use this upstream gradient instead of a random one (train mode).
     /// From the next forward pass on, keep every node's output on the host (for
     /// `verify --localize`); engines that run the kit's interpreter support it.
     fn keep_node_outputs(&mut self) -> anyhow::Result<()> {
@@ -295,6 +294,7 @@ pub trait Session {
             "this engine does not keep its nodes' outputs"
         ))
     }
+    /// Untimed: use this upstream gradient instead of a random one (train mode).
     fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
         Err(no_weight_exchange())
     }

@@ -114,27 +114,9 @@ fn walk(
 mod tests {
     use super::*;
 
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(tag: &str) -> Self {
-            let dir =
-                std::env::temp_dir().join(format!("cnnbench-folders-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Self(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
     #[test]
     fn finds_json_in_order_skips_hidden_and_visits_a_looped_folder_once() {
-        let s = Scratch::new("order");
+        let s = tempfile::tempdir().unwrap();
         for f in [
             "b/2.json",
             "a/1.JSON",
@@ -142,32 +124,35 @@ mod tests {
             ".hidden/3.json",
             "b/.4.json",
         ] {
-            let p = s.0.join(f);
+            let p = s.path().join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "{}").unwrap();
         }
-        std::os::unix::fs::symlink("..", s.0.join("a/up")).unwrap();
-        std::os::unix::fs::symlink("missing", s.0.join("a/dangling.json")).unwrap();
-        let found = json_files(&s.0).unwrap();
-        assert_eq!(found.files, [s.0.join("a/1.JSON"), s.0.join("b/2.json")]);
+        std::os::unix::fs::symlink("..", s.path().join("a/up")).unwrap();
+        std::os::unix::fs::symlink("missing", s.path().join("a/dangling.json")).unwrap();
+        let found = json_files(s.path()).unwrap();
+        assert_eq!(
+            found.files,
+            [s.path().join("a/1.JSON"), s.path().join("b/2.json")]
+        );
         assert!(found.skipped_folders().is_empty());
     }
 
     #[test]
     fn a_deep_tree_stops_at_the_limit_and_says_where() {
-        let s = Scratch::new("deep");
-        let mut dir = s.0.clone();
+        let s = tempfile::tempdir().unwrap();
+        let mut dir = s.path().to_path_buf();
         for _ in 0..MAX_FOLDER_DEPTH + 5 {
             dir.push("d");
         }
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("r.json"), "{}").unwrap();
-        let mut at_limit = s.0.clone();
+        let mut at_limit = s.path().to_path_buf();
         for _ in 0..MAX_FOLDER_DEPTH {
             at_limit.push("d");
         }
         std::fs::write(at_limit.join("r.json"), "{}").unwrap();
-        let found = json_files(&s.0).unwrap();
+        let found = json_files(s.path()).unwrap();
         assert_eq!(found.files, [at_limit.join("r.json")]);
         assert_eq!(found.too_deep, [at_limit.join("d")]);
         assert!(found.skipped_folders()[0].contains("more than 64 levels down"));
@@ -179,36 +164,36 @@ mod tests {
     fn a_folder_that_cannot_be_read_is_reported_and_the_rest_still_found() {
         // Permissions do not stop root, so the unreadable folder is one whose path is
         // longer than the system allows (PATH_MAX, 4096 bytes): made one level at a time.
-        let s = Scratch::new("unreadable");
-        std::fs::create_dir_all(s.0.join("ok")).unwrap();
-        std::fs::write(s.0.join("ok/r.json"), "{}").unwrap();
+        let s = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(s.path().join("ok")).unwrap();
+        std::fs::write(s.path().join("ok/r.json"), "{}").unwrap();
         let name = "n".repeat(250);
         let made = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!(
                 "for i in $(seq 20); do mkdir {name} && cd -P {name} || exit 1; done"
             ))
-            .current_dir(&s.0)
+            .current_dir(s.path())
             .status()
             .unwrap();
         assert!(made.success());
-        let found = json_files(&s.0).unwrap();
-        assert_eq!(found.files, [s.0.join("ok/r.json")]);
+        let found = json_files(s.path()).unwrap();
+        assert_eq!(found.files, [s.path().join("ok/r.json")]);
         assert_eq!(found.unreadable.len(), 1, "{:?}", found.unreadable);
         let warning = &found.skipped_folders()[0];
         assert!(warning.contains("cannot read it"), "{warning}");
-        // The scratch folder's own removal cannot reach that deep either.
+        // tempfile's own removal cannot reach that deep either.
         let _ = std::process::Command::new("rm")
             .arg("-rf")
-            .arg(&s.0)
+            .arg(s.path())
             .status();
     }
 
     #[test]
     fn the_folder_named_must_exist() {
-        let s = Scratch::new("named");
+        let s = tempfile::tempdir().unwrap();
         assert_eq!(
-            json_files(&s.0.join("nope")).unwrap_err().kind(),
+            json_files(&s.path().join("nope")).unwrap_err().kind(),
             std::io::ErrorKind::NotFound
         );
     }

@@ -264,9 +264,7 @@ pub fn create_new_file(path: &Path) -> Result<std::fs::File> {
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             match e.kind() {
-                std::io::ErrorKind::AlreadyExists => anyhow!(
-                    "cannot create {shown}: it exists already, and cnnbench does not replace files (pick another name, or remove it)"
-                ),
+                std::io::ErrorKind::AlreadyExists => exists_already(path, ""),
                 std::io::ErrorKind::NotFound => anyhow!(
                     "cannot create {shown}: the folder {} does not exist (create it first)",
                     parent.display()
@@ -274,6 +272,15 @@ pub fn create_new_file(path: &Path) -> Result<std::fs::File> {
                 _ => anyhow!("cannot create {shown}: {e}"),
             }
         })
+}
+
+/// The refusal to replace `path` (`what` says what it was for, e.g. " for the weights"),
+/// for a check made before anything is written as well as for the create itself.
+pub fn exists_already(path: &Path, what: &str) -> anyhow::Error {
+    anyhow!(
+        "cannot create {}{what}: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
+        path.display()
+    )
 }
 
 /// Writes a new file whole (see [`create_new_file`]); a failed write names the file.

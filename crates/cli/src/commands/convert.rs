@@ -3,10 +3,10 @@
 //! carries (ONNX initializers) go beside it, to OUT.safetensors, for `cnnbench verify`.
 //! An OUT ending in `.onnx` writes a standard ONNX model instead (see `convert_onnx`).
 
-use super::common::file_model_with_weights;
+use super::common::{exists_already, file_model_with_weights, write_new_file};
 use super::models::write_new;
 use anyhow::{anyhow, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -56,10 +56,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     // Weights go beside the JSON; both are checked before either is written.
     let weights_path = (!weights.is_empty()).then(|| args.output.with_extension("safetensors"));
     if args.output.exists() {
-        return Err(anyhow!(
-            "cannot create {}: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
-            args.output.display()
-        ));
+        return Err(exists_already(&args.output, ""));
     }
     if let Some(path) = &weights_path {
         if *path == args.output {
@@ -69,10 +66,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             ));
         }
         if path.exists() {
-            return Err(anyhow!(
-                "cannot create {} for the weights: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
-                path.display()
-            ));
+            return Err(exists_already(path, " for the weights"));
         }
     }
     let encoded = weights_path
@@ -82,7 +76,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         .context("cannot encode the weights")?;
     write_new(&args.output, &graph.to_json())?;
     if let (Some(path), Some(bytes)) = (&weights_path, &encoded) {
-        write_new_bytes(path, bytes)?;
+        write_new_file(path, bytes)?;
     }
     eprintln!(
         "converted {} → {}: {} nodes, {} params, {:.3} GMACs at {}",
@@ -114,9 +108,4 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         eprintln!("note: {note}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes a new binary file; an existing one is an error rather than silently replaced.
-pub(crate) fn write_new_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    super::common::write_new_file(path, bytes)
 }

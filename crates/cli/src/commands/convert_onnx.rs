@@ -4,8 +4,9 @@
 //! The weights: `--weights FILE`, else the complete set the input carries, else seeded
 //! random ones (`--seed`) drawn from PyTorch's initial distributions.
 
+use super::common::{exists_already, write_new_file};
 use super::common::{file_model_and_weights, thousands, zoo_model};
-use super::convert::{write_new_bytes, ConvertArgs};
+use super::convert::ConvertArgs;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_graph::Weights;
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
@@ -16,10 +17,7 @@ const DEFAULT_SEED: u64 = 1;
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     if args.output.exists() {
-        return Err(anyhow!(
-            "cannot create {}: it exists already, and cnnbench does not replace files (pick another name, or remove it)",
-            args.output.display()
-        ));
+        return Err(exists_already(&args.output, ""));
     }
     let input_text = args.input.to_string_lossy().to_string();
     let (mut graph, carried) = if !args.input.exists() && cnnbench_zoo::find(&input_text).is_some()
@@ -61,7 +59,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     };
     let bytes = to_onnx(&graph, &weights)
         .with_context(|| format!("cannot write {} as ONNX", graph.name()))?;
-    write_new_bytes(&args.output, &bytes)?;
+    write_new_file(&args.output, &bytes)?;
     let [c, h, w] = graph.input_shape();
     eprintln!(
         "converted {} → {}: ONNX opset {EXPORT_OPSET}, {} nodes, {} params, {:.3} GMACs at {c}×{h}×{w}, batch dimension free",
