@@ -48,9 +48,42 @@ pub struct RunRequest {
     /// (a data-parallel rank's launcher: the other ranks are no neighbours); `None`: this
     /// process and its children.
     pub process_tree_root: Option<u32>,
+    /// What the result records as its configuration, for `run --again` (the point's
+    /// spec); `None` for runs that are parts of another command (profile, tests).
+    pub spec: Option<cnnbench_results::RunSpec>,
+    /// How `-b max` chose this batch size, recorded with the result.
+    pub batch_search: Option<BatchSearch>,
+    /// The engine's matrix-product rate from `cnnbench peak`, for "% of peak".
+    pub peak_gflops_per_s: Option<f64>,
 }
 
 impl RunRequest {
+    /// A request for a fixed number of passes (1 warm-up, 10 timed, seed 0, f32, the
+    /// engine's threads, a zoo model) with nothing decided by time and nothing extra to
+    /// record; callers change what they need with `RunRequest { passes, ..new(…) }`.
+    pub fn new(mode: Mode, batch_size: usize, tool: ToolInfo) -> RunRequest {
+        RunRequest {
+            mode,
+            batch_size,
+            warmup: 1,
+            passes: 10,
+            seed: 0,
+            threads_requested: None,
+            precision: Precision::F32,
+            model_source: "zoo".into(),
+            label: None,
+            tool,
+            min_time: None,
+            max_time: None,
+            target_ci_pct: None,
+            warmup_time: None,
+            process_tree_root: None,
+            spec: None,
+            batch_search: None,
+            peak_gflops_per_s: None,
+        }
+    }
+
     fn stop_rule(&self) -> StopRule {
         StopRule {
             passes: self.passes,
@@ -281,6 +314,7 @@ pub fn run(
             depth: graph.depth(),
             input: [c, h, w],
         },
+        spec: request.spec.clone(),
         config: RunConfig {
             mode: request.mode,
             batch_size: request.batch_size,
@@ -302,7 +336,7 @@ pub fn run(
         started_at,
         duration_s: run_clock.elapsed().as_secs_f64(),
         stop: Some(stop),
-        batch_search: None,
+        batch_search: request.batch_search.clone(),
         samples: by_quantity,
         summary,
         throughput,
@@ -312,7 +346,7 @@ pub fn run(
             device_peak_bytes: device_peak,
             estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
         },
-        peak_gflops_per_s: None,
+        peak_gflops_per_s: request.peak_gflops_per_s,
         warnings,
         distributed,
         validity: Some(validity),
@@ -515,26 +549,15 @@ mod tests {
     }
 
     fn request(mode: Mode) -> RunRequest {
+        let tool = ToolInfo {
+            name: "cnnbench".into(),
+            version: "0".into(),
+            git_commit: None,
+        };
         RunRequest {
-            mode,
-            batch_size: 2,
-            warmup: 1,
             passes: 3,
-            seed: 0,
-            threads_requested: None,
-            precision: Precision::F32,
             model_source: "test".into(),
-            label: None,
-            tool: ToolInfo {
-                name: "cnnbench".into(),
-                version: "0".into(),
-                git_commit: None,
-            },
-            min_time: None,
-            max_time: None,
-            target_ci_pct: None,
-            warmup_time: None,
-            process_tree_root: None,
+            ..RunRequest::new(mode, 2, tool)
         }
     }
 

@@ -421,23 +421,14 @@ pub fn profile(
         of,
         next: "end to end".into(),
     });
+    // The end-to-end figure is a fixed number of passes, like the nodes'.
     let run_request = RunRequest {
-        mode: request.mode,
-        batch_size: request.batch_size,
         warmup: request.warmup,
         passes: request.passes,
         seed: request.seed,
         threads_requested: request.threads_requested,
-        precision: Precision::F32,
         model_source: request.model_source.clone(),
-        label: None,
-        tool: request.tool.clone(),
-        // The end-to-end figure is a fixed number of passes, like the nodes'.
-        min_time: None,
-        max_time: None,
-        target_ci_pct: None,
-        warmup_time: None,
-        process_tree_root: None,
+        ..RunRequest::new(request.mode, request.batch_size, request.tool.clone())
     };
     let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
     let summary = |q: Quantity| whole.summary.get(&q).cloned();

@@ -4,10 +4,10 @@
 
 mod commands;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use std::process::ExitCode;
 
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(name = "cnnbench", version, about = "Benchmark convolutional networks: forward, backward and training-step times on CPUs and GPUs", long_about = None)]
 struct Cli {
     #[command(subcommand)]
@@ -64,7 +64,11 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     if let Err(e) = set_heap_policy(cli.allocator) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
@@ -83,7 +87,10 @@ fn main() -> ExitCode {
     cnnbench_engine_burn_gpu::quiet_mesa_device_select();
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),
-        Command::Run(args) => commands::run::run(args),
+        Command::Run(args) => {
+            let given = commands::run::Given::of(matches.subcommand_matches("run"));
+            commands::run::run(args, &given)
+        }
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Convert(args) => commands::convert::run(args),

@@ -248,6 +248,15 @@ fn batch_max_picks_the_largest_batch_under_a_memory_limit_and_records_how() {
     assert_eq!(r.config.batch_size, search.chosen);
     assert!(search.chosen > 1, "{search:?}");
     assert_eq!(search.available_bytes, limit);
+    // The probes received the run's spec; the result's records the batch chosen, so
+    // `run --again` measures that batch.
+    let spec = r.spec.as_ref().expect("the spec is recorded");
+    assert_eq!(
+        spec.batch,
+        cnnbench_results::Batches::Sizes(vec![search.chosen])
+    );
+    assert_eq!(spec.memory_limit_bytes, Some(limit));
+    assert_eq!(spec.allocator, "system");
     assert_eq!(search.available_from, "--memory-limit");
     assert!(search.estimated_batch >= 1);
     assert_eq!(

@@ -19,6 +19,8 @@ mod engine;
 mod wgpu;
 
 pub mod adapters;
+mod provider;
+pub use provider::providers;
 
 pub use adapters::{AdapterKind, GpuAdapter, Unavailable};
 pub use engine::BurnGpuEngine;

@@ -6,6 +6,8 @@
 //! the session plumbing.
 
 mod lower;
+mod provider;
+pub use provider::providers;
 pub mod target;
 
 pub use lower::{GeluForm, NetParams, Network, UnitMapLayout, Value};

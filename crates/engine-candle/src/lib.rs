@@ -8,6 +8,8 @@
 //! an SGD step with momentum written as PyTorch defines it, and the session plumbing.
 
 mod lower;
+mod provider;
+pub use provider::providers;
 
 pub use lower::Network;
 

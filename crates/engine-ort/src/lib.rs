@@ -15,8 +15,10 @@ use cnnbench_engine::Capabilities;
 
 #[cfg(feature = "ort")]
 pub mod library;
+mod provider;
 #[cfg(feature = "ort")]
 mod session;
+pub use provider::providers;
 
 #[cfg(feature = "ort")]
 pub use session::{onnxruntime_version, OrtEngine};
@@ -44,7 +46,7 @@ pub fn availability() -> Result<(), String> {
     }
     #[cfg(not(feature = "ort"))]
     {
-        Err(format!("not in this build: {SETUP_HINT}"))
+        Err(cnnbench_engine::provider::not_in_this_build(SETUP_HINT))
     }
 }
 

@@ -11,6 +11,8 @@ use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 
 #[cfg(all(feature = "torch", cnnbench_c10d))]
 mod dist;
+mod provider;
+pub use provider::providers;
 #[cfg(feature = "torch")]
 mod info;
 #[cfg(feature = "torch")]
@@ -120,7 +122,7 @@ pub fn availability(backend: TorchBackend) -> Result<(), String> {
     #[cfg(not(feature = "torch"))]
     {
         let _ = backend;
-        Err(format!("not in this build: {SETUP_HINT}"))
+        Err(cnnbench_engine::provider::not_in_this_build(SETUP_HINT))
     }
 }
 
@@ -149,8 +151,9 @@ pub fn engine(
     {
         let _ = options;
         Err(anyhow::anyhow!(
-            "engine {} is not in this build of cnnbench: {SETUP_HINT}",
-            backend.engine_name()
+            "engine {} cannot run: {}",
+            backend.engine_name(),
+            cnnbench_engine::provider::not_in_this_build(SETUP_HINT)
         ))
     }
 }
@@ -182,7 +185,10 @@ pub fn data_parallel_refusal(backend: TorchBackend) -> Option<String> {
     }
     let name = backend.engine_name();
     Some(if !BUILT {
-        format!("engine {name} is not in this build of cnnbench: {SETUP_HINT}")
+        format!(
+            "engine {name} cannot run: {}",
+            cnnbench_engine::provider::not_in_this_build(SETUP_HINT)
+        )
     } else if backends.is_empty() {
         format!("this build of {name} has no c10d: the libtorch it was built against had no distributed headers")
     } else {

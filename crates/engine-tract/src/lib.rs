@@ -9,8 +9,10 @@
 
 use cnnbench_engine::Capabilities;
 
+mod provider;
 #[cfg(feature = "tract")]
 mod session;
+pub use provider::providers;
 
 #[cfg(feature = "tract")]
 pub use session::TractEngine;
@@ -35,7 +37,7 @@ pub fn availability() -> Result<(), String> {
     if BUILT {
         Ok(())
     } else {
-        Err(format!("not in this build: {SETUP_HINT}"))
+        Err(cnnbench_engine::provider::not_in_this_build(SETUP_HINT))
     }
 }
 

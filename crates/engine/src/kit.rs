@@ -444,7 +444,22 @@ fn may_overwrite(graph: &Graph, index: usize, readers: &[usize]) -> bool {
     let in_place_op = match &node.op {
         Op::Activation(a) => a.may_run_in_place(),
         Op::Add(_) => true,
-        _ => false,
+        Op::Conv2d(_)
+        | Op::BatchNorm2d(_)
+        | Op::LocalResponseNorm(_)
+        | Op::MaxPool2d(_)
+        | Op::AvgPool2d(_)
+        | Op::AdaptiveAvgPool2d(_)
+        | Op::Dropout(_)
+        | Op::Flatten(_)
+        | Op::Linear(_)
+        | Op::Concat(_)
+        | Op::Mul(_)
+        | Op::LayerNorm2d(_)
+        | Op::LayerScale(_)
+        | Op::ChannelShuffle(_)
+        | Op::SliceChannels(_)
+        | Op::StochasticDepth(_) => false,
     };
     let Some(Source::Node(producer)) = node.inputs.first().copied() else {
         return false;

@@ -603,7 +603,21 @@ impl Op {
         match self {
             Op::Concat(_) | Op::Add(_) => (2, usize::MAX),
             Op::Mul(_) => (2, 2),
-            _ => (1, 1),
+            Op::Conv2d(_)
+            | Op::BatchNorm2d(_)
+            | Op::Activation(_)
+            | Op::LocalResponseNorm(_)
+            | Op::MaxPool2d(_)
+            | Op::AvgPool2d(_)
+            | Op::AdaptiveAvgPool2d(_)
+            | Op::Dropout(_)
+            | Op::Flatten(_)
+            | Op::Linear(_)
+            | Op::LayerNorm2d(_)
+            | Op::LayerScale(_)
+            | Op::ChannelShuffle(_)
+            | Op::SliceChannels(_)
+            | Op::StochasticDepth(_) => (1, 1),
         }
     }
 
@@ -620,7 +634,24 @@ impl Op {
                     l.in_features = f;
                 }
             }
-            _ => {}
+            // Their fields are all the user's (or checked against the input, like batch
+            // norm's features): nothing to derive.
+            Op::BatchNorm2d(_)
+            | Op::Activation(_)
+            | Op::LocalResponseNorm(_)
+            | Op::MaxPool2d(_)
+            | Op::AvgPool2d(_)
+            | Op::AdaptiveAvgPool2d(_)
+            | Op::Dropout(_)
+            | Op::Flatten(_)
+            | Op::Concat(_)
+            | Op::Add(_)
+            | Op::Mul(_)
+            | Op::LayerNorm2d(_)
+            | Op::LayerScale(_)
+            | Op::ChannelShuffle(_)
+            | Op::SliceChannels(_)
+            | Op::StochasticDepth(_) => {}
         }
     }
 

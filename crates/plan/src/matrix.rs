@@ -68,18 +68,9 @@ pub enum MatrixError {
     NoSuchCell { index: usize, count: usize },
 }
 
-/// An image size of the matrix: `224` or `"299x299"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ImageSize {
-    pub height: usize,
-    pub width: usize,
-}
-
-impl std::fmt::Display for ImageSize {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.height, self.width)
-    }
-}
+/// An image size of the matrix: `224` or `"299x299"` (the run spec's type).
+pub use cnnbench_results::ImageSize;
+use cnnbench_results::{Batches, ModelRef, RunSpec};
 
 /// An image size as written: a number or a `HxW` string.
 #[derive(Clone, Debug, Deserialize)]
@@ -359,6 +350,35 @@ impl Matrix {
             index,
             count: self.cells.len(),
         })
+    }
+
+    /// What a cell runs: its run spec, with the matrix's settings and `cnnbench run`'s
+    /// defaults for everything the matrix does not set. The task that runs the cell
+    /// receives this spec itself, so no setting is lost on the way.
+    pub fn spec(&self, cell: &Cell) -> RunSpec {
+        let s = &self.settings;
+        let mut spec = RunSpec::new(
+            vec![ModelRef::Zoo {
+                name: cell.model.clone(),
+            }],
+            &cell.engine,
+        );
+        spec.mode = cell.mode;
+        spec.precision = cell.precision;
+        spec.batch = Batches::Sizes(vec![cell.batch_size]);
+        spec.image_sizes = cell.image_size.map(|size| vec![size]);
+        spec.warmup = s.warmup;
+        spec.passes = s.passes;
+        spec.seed = s.seed;
+        spec.threads = s.threads;
+        spec.min_time_s = s.min_time;
+        spec.max_time_s = s.max_time;
+        spec.target_ci_pct = s.target_ci;
+        spec.warmup_time_s = s.warmup_time;
+        spec.engine_options.cudnn_benchmark = s.cudnn_benchmark;
+        spec.engine_options.tf32 = s.tf32;
+        spec.engine_options.channels_last = s.channels_last;
+        spec
     }
 }
 

@@ -10,6 +10,7 @@ pub mod peak;
 pub mod profile;
 pub mod quantity;
 pub mod result;
+pub mod spec;
 pub mod stats;
 pub mod validity;
 
@@ -19,6 +20,7 @@ pub use result::{
     MemoryRecord, ModelRecord, ProbeOutcome, RunConfig, StopReason, StopRecord, Throughput,
     ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
+pub use spec::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 pub use stats::{Percentiles, Summary};
 pub use validity::{ColdStart, GpuSignals, Signals, Validity, Verdict};
 

@@ -33,6 +33,10 @@ pub struct BenchResult {
     pub label: Option<String>,
     pub model: ModelRecord,
     pub config: RunConfig,
+    /// Everything that determined this measurement, as `cnnbench run --again` reads it
+    /// back (absent in results written before cnnbench recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<crate::spec::RunSpec>,
     pub engine: EngineInfo,
     pub machine: MachineInfo,
     /// UTC time at which the first warm-up pass started.

@@ -6,48 +6,9 @@ use cnnbench_import::Imported;
 use comfy_table::{presets, ContentArrangement, Table};
 use std::io::IsTerminal;
 use std::path::Path;
-use std::str::FromStr;
 
-/// `224` or `HxW` (e.g. `299x299`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ImageSize {
-    pub height: usize,
-    pub width: usize,
-}
-
-impl FromStr for ImageSize {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let parse = |v: &str| {
-            let n = v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))?;
-            if n > cnnbench_graph::ops::MAX_DIMENSION {
-                return Err(format!(
-                    "image size {n} is larger than any network takes (at most {})",
-                    cnnbench_graph::ops::MAX_DIMENSION
-                ));
-            }
-            Ok(n)
-        };
-        match s.split_once(['x', 'X', '×']) {
-            Some((h, w)) => Ok(ImageSize {
-                height: parse(h)?,
-                width: parse(w)?,
-            }),
-            None => {
-                let n = parse(s)?;
-                Ok(ImageSize {
-                    height: n,
-                    width: n,
-                })
-            }
-        }
-    }
-}
+/// `224` or `HxW` (e.g. `299x299`): the one image-size type, the run spec's.
+pub use cnnbench_results::ImageSize;
 
 /// A zoo model by name (any alias), at `size` if given, else its default input.
 pub fn zoo_model(name: &str, size: Option<ImageSize>) -> Result<Graph> {

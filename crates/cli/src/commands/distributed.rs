@@ -6,6 +6,7 @@
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::distributed::{ProcessGroup, Rendezvous};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -40,25 +41,6 @@ pub fn announce_failure(message: &str) {
 
 /// torchrun's and PyTorch's default rendezvous port.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
-
-/// The engines that train across processes in this build, for refusals and
-/// `cnnbench engines`: torch-cpu on c10d's Gloo, torch-cuda on NCCL where it was
-/// compiled in.
-pub fn engines_that_can() -> String {
-    let backends = cnnbench_engine_torch::distributed_backends();
-    let mut can = Vec::new();
-    if backends.contains(&"gloo") {
-        can.push("torch-cpu (c10d's Gloo backend)");
-    }
-    if backends.contains(&"nccl") {
-        can.push("torch-cuda and torch-cuda-nocudnn (c10d's NCCL backend)");
-    }
-    if can.is_empty() {
-        // What a build with the torch feature offers.
-        return "none in this build (torch-cpu on c10d's Gloo backend, and torch-cuda on NCCL, need the torch feature)".to_string();
-    }
-    can.join("; ")
-}
 
 /// The rendezvous of this rank, from the launcher's variables in `env`: torchrun's and
 /// PyTorchJob's `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`, else
@@ -177,6 +159,7 @@ pub enum Outcome {
 pub fn launch_local(
     program: &std::path::Path,
     args: &[String],
+    stdin: &[u8],
     nproc: usize,
     port: u16,
     cancel: &AtomicBool,
@@ -196,9 +179,18 @@ pub fn launch_local(
             .env("MASTER_ADDR", "127.0.0.1")
             .env("MASTER_PORT", port.to_string())
             .env_remove("TORCHELASTIC_USE_AGENT_STORE")
+            .stdin(std::process::Stdio::piped())
             .spawn();
         match child {
-            Ok(c) => children.push(c),
+            Ok(mut c) => {
+                // The job is small (a pipe holds it whole), and the pipe closes after it.
+                let written = c.stdin.take().map(|mut pipe| pipe.write_all(stdin));
+                children.push(c);
+                if let Some(Err(e)) = written {
+                    kill_all(&mut children);
+                    return Err(anyhow!("could not give rank {rank} its job: {e}"));
+                }
+            }
             Err(e) => {
                 kill_all(&mut children);
                 return Err(anyhow!(
@@ -383,7 +375,7 @@ mod tests {
     #[test]
     fn ranks_that_all_succeed_succeed() {
         let (program, args) = sh("test \"$WORLD_SIZE\" = 3 && test \"$MASTER_PORT\" = 1234");
-        let outcome = launch_local(&program, &args, 3, 1234, &AtomicBool::new(false)).unwrap();
+        let outcome = launch_local(&program, &args, b"", 3, 1234, &AtomicBool::new(false)).unwrap();
         assert_eq!(outcome, Outcome::Success);
     }
 
@@ -392,7 +384,7 @@ mod tests {
         // Rank 1 fails at once; the others would run for a minute.
         let (program, args) = sh("if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 60");
         let started = std::time::Instant::now();
-        let e = launch_local(&program, &args, 3, 1, &AtomicBool::new(false))
+        let e = launch_local(&program, &args, b"", 3, 1, &AtomicBool::new(false))
             .unwrap_err()
             .to_string();
         assert!(
@@ -407,7 +399,7 @@ mod tests {
     fn cancelling_kills_every_rank() {
         let (program, args) = sh("sleep 60");
         let started = std::time::Instant::now();
-        let outcome = launch_local(&program, &args, 2, 1, &AtomicBool::new(true)).unwrap();
+        let outcome = launch_local(&program, &args, b"", 2, 1, &AtomicBool::new(true)).unwrap();
         assert_eq!(outcome, Outcome::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(10));
     }

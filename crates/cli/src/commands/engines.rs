@@ -1,13 +1,42 @@
-//! `cnnbench engines`, and the one place that maps engine names to engines.
+//! `cnnbench engines`, and the registry: the one list of every engine's provider. No
+//! engine is named here but candle, whose crate is an optional dependency and so is
+//! listed from here when left out.
 
 use anyhow::{anyhow, Result};
+pub use cnnbench_engine::provider::EngineOptions;
+use cnnbench_engine::provider::Provider;
 use cnnbench_engine::{Capabilities, Engine};
-use cnnbench_engine_burn_gpu::{BurnGpu, BurnGpuOptions, Unavailable};
-use cnnbench_engine_torch::{TorchBackend, TorchOptions};
 use std::process::ExitCode;
 
-/// The candle engine's name (known to every build, runnable in `--features candle` ones).
-const CANDLE: &str = "candle";
+/// Every engine cnnbench knows, built into this binary or not, in the order
+/// `cnnbench engines` lists them. Adding an engine is its crate and one line here.
+pub fn registry() -> Vec<Box<dyn Provider>> {
+    let mut all = Vec::new();
+    all.extend(cnnbench_engine_burn::providers());
+    all.extend(candle());
+    all.extend(cnnbench_engine_tract::providers());
+    all.extend(cnnbench_engine_burn_gpu::providers());
+    all.extend(cnnbench_engine_ort::providers());
+    all.extend(cnnbench_engine_torch::providers());
+    all
+}
+
+#[cfg(feature = "candle")]
+fn candle() -> Vec<Box<dyn Provider>> {
+    cnnbench_engine_candle::providers()
+}
+
+/// candle when its crate is left out of the build (its words as the crate's own
+/// `provider.rs` has them).
+#[cfg(not(feature = "candle"))]
+fn candle() -> Vec<Box<dyn Provider>> {
+    vec![Box::new(cnnbench_engine::provider::NotBuilt {
+        name: "candle",
+        description: "candle 0.11 CPU backend with its autograd (pure Rust, feature `candle`)",
+        capabilities: Capabilities::cpu_f32(cnnbench_host::memory_bytes()),
+        hint: "build with `--features candle` (pure Rust, nothing to install)",
+    })]
+}
 
 /// Whether an engine can run here, and if not, why and what to do.
 pub struct EngineStatus {
@@ -18,162 +47,70 @@ pub struct EngineStatus {
     pub capabilities: Capabilities,
 }
 
-/// Every engine cnnbench knows, built into this binary or not.
+/// Every engine cnnbench knows, each asked whether it can run here.
 pub fn statuses() -> Vec<EngineStatus> {
-    statuses_where(|_| true)
+    registry()
+        .iter()
+        .map(|p| EngineStatus {
+            name: p.name(),
+            description: p.description(),
+            available: p.listing_availability(),
+            capabilities: p.capabilities(),
+        })
+        .collect()
 }
 
-/// The engines `wanted` names, each asked whether it can run here. The GPU engines (burn's
-/// and libtorch's) are asked only when wanted, so that a run does not open CUDA or list
-/// Vulkan adapters for nothing; the CPU engines answer without opening a device.
-fn statuses_where(wanted: impl Fn(&str) -> bool) -> Vec<EngineStatus> {
-    let mut all = vec![EngineStatus {
-        name: cnnbench_engine_burn::ENGINE_NAME,
-        description: if cfg!(feature = "burn-x86-v4") {
-            "burn 0.22 flex CPU backend with autodiff, x86-v4 build (gemm's AVX-512 kernels)"
-        } else {
-            "burn 0.22 flex CPU backend with autodiff (pure Rust, always built)"
-        },
-        available: cnnbench_engine_burn::availability(),
-        capabilities: cnnbench_engine_burn::capabilities(),
-    }];
-    all.push(EngineStatus {
-        name: CANDLE,
-        description: "candle 0.11 CPU backend with its autograd (pure Rust, feature `candle`)",
-        available: if cfg!(feature = "candle") {
-            Ok(())
-        } else {
-            Err(
-                "not in this build: build with `--features candle` (pure Rust, nothing to install)"
-                    .into(),
-            )
-        },
-        capabilities: Capabilities::cpu_f32(cnnbench_host::memory_bytes()),
-    });
-    all.push(EngineStatus {
-        name: cnnbench_engine_tract::ENGINE_NAME,
-        description: "tract 0.23 (Sonos' pure-Rust ONNX inference) on cnnbench's ONNX export",
-        available: cnnbench_engine_tract::availability(),
-        capabilities: cnnbench_engine_tract::capabilities(),
-    });
-    for backend in BurnGpu::ALL.into_iter().filter(|b| wanted(b.engine_name())) {
-        all.push(EngineStatus {
-            name: backend.engine_name(),
-            description: backend.describe(),
-            available: cnnbench_engine_burn_gpu::availability(backend, &BurnGpuOptions::default())
-                .map_err(|why| match why {
-                    // The adapter itself is listed under the table.
-                    Unavailable::CpuAdapterOnly { .. } => {
-                        "only a CPU software renderer (listed below); --allow-cpu-adapter runs on it"
-                            .to_string()
-                    }
-                    other => other.to_string(),
-                }),
-            capabilities: cnnbench_engine_burn_gpu::capabilities(),
-        });
+/// The engine options of a run spec's engine settings and thread count.
+pub fn options(
+    settings: &cnnbench_results::EngineSettings,
+    threads: Option<usize>,
+) -> EngineOptions {
+    EngineOptions {
+        threads,
+        device: settings.device,
+        allow_cpu_adapter: settings.allow_cpu_adapter,
+        cudnn_benchmark: settings.cudnn_benchmark,
+        tf32: settings.tf32,
+        channels_last: settings.channels_last,
     }
-    all.push(EngineStatus {
-        name: cnnbench_engine_ort::ENGINE_NAME,
-        description: "ONNX Runtime's CPU provider (PyPI wheel, loaded at run time) on cnnbench's ONNX export",
-        available: cnnbench_engine_ort::availability(),
-        capabilities: cnnbench_engine_ort::capabilities(),
-    });
-    for backend in TorchBackend::ALL
-        .into_iter()
-        .filter(|b| wanted(b.engine_name()))
-    {
-        all.push(EngineStatus {
-            name: backend.engine_name(),
-            description: backend.describe(),
-            available: cnnbench_engine_torch::availability(backend),
-            capabilities: backend.capabilities(),
-        });
-    }
-    all.retain(|s| wanted(s.name));
-    all
 }
 
-/// Engine settings from the command line; each engine uses the ones that apply to it.
-#[derive(Clone, Debug, Default)]
-pub struct EngineOptions {
-    /// Thread-pool size (None: the engine's default, all cores).
-    pub threads: Option<usize>,
-    pub torch: TorchOptions,
-    pub burn_gpu: BurnGpuOptions,
+/// The provider of the engine named `name`, or the engines there are.
+pub fn find(name: &str) -> Result<Box<dyn Provider>> {
+    let all = registry();
+    let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+    let names = names.join(", ");
+    all.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+        anyhow!(
+            "unknown engine \"{}\"; cnnbench knows: {names}",
+            cnnbench_results::printable(name)
+        )
+    })
 }
 
 /// Creates the engine named `name`, or says why it cannot run here.
 pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    let Some(status) = statuses_where(|known| known == name).into_iter().next() else {
-        let all = statuses();
-        let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+    let provider = find(name)?;
+    provider
+        .availability(options)
+        .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
+    if options.channels_last && !provider.channels_last() {
+        let can: Vec<&str> = registry()
+            .iter()
+            .filter(|p| p.channels_last())
+            .map(|p| p.name())
+            .collect();
         return Err(anyhow!(
-            "unknown engine \"{name}\"; cnnbench knows: {}",
-            names.join(", ")
-        ));
-    };
-    // The burn GPU engines answer for the options given (a CPU adapter may be allowed).
-    let burn_gpu = BurnGpu::from_engine_name(name);
-    if let (Err(why), None) = (&status.available, burn_gpu) {
-        return Err(anyhow!("engine {name} cannot run: {why}"));
-    }
-    if options.torch.channels_last && TorchBackend::from_engine_name(name).is_none() {
-        return Err(anyhow!(
-            "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use a torch engine"
+            "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use {}",
+            or_list(&can)
         ));
     }
-    if let Some(backend) = burn_gpu {
-        return burn_gpu_engine(backend, &options.burn_gpu);
-    }
-    if name == cnnbench_engine_burn::ENGINE_NAME {
-        return Ok(Box::new(cnnbench_engine_burn::BurnFlexEngine::new(
-            options.threads,
-        )?));
-    }
-    #[cfg(feature = "candle")]
-    if name == CANDLE {
-        return Ok(Box::new(cnnbench_engine_candle::CandleEngine::new(
-            options.threads,
-        )?));
-    }
-    if name == cnnbench_engine_tract::ENGINE_NAME {
-        return tract_engine(options);
-    }
-    if name == cnnbench_engine_ort::ENGINE_NAME {
-        return ort_engine(options);
-    }
-    let backend = TorchBackend::from_engine_name(name)
-        .ok_or_else(|| anyhow!("engine {name} is not built into this binary"))?;
-    let torch = TorchOptions {
-        threads: options.threads,
-        ..options.torch.clone()
-    };
-    cnnbench_engine_torch::engine(backend, &torch)
-}
-
-/// A burn GPU engine, warning on stderr when it runs on a CPU software renderer.
-fn burn_gpu_engine(backend: BurnGpu, options: &BurnGpuOptions) -> Result<Box<dyn Engine>> {
-    let engine = cnnbench_engine_burn_gpu::engine(backend, options).map_err(|why| {
-        anyhow!(
-            "engine {} cannot run: {}",
-            backend.engine_name(),
-            burn_gpu_why(&why)
-        )
-    })?;
+    let engine = provider.create(options)?;
+    // An engine's caveat about its numbers (a GPU engine on a CPU renderer) is said now.
     if let Some(warning) = engine.info().settings.get("warning") {
         eprintln!("warning: {warning}");
     }
     Ok(engine)
-}
-
-/// Why a burn GPU engine cannot run, with the flag that accepts a CPU renderer.
-fn burn_gpu_why(why: &Unavailable) -> String {
-    match why {
-        Unavailable::CpuAdapterOnly { .. } => format!(
-            "{why}: pass --allow-cpu-adapter to run on it anyway (to test, not to measure a GPU)"
-        ),
-        _ => why.to_string(),
-    }
 }
 
 /// The engine of one rank of a data-parallel job, joined to the others through the
@@ -187,64 +124,108 @@ pub fn create_data_parallel(
     Box<dyn Engine>,
     std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
 )> {
-    let Some(backend) = TorchBackend::from_engine_name(name) else {
-        // Known engines first get their own "unknown"/"cannot run" answers.
-        create(name, options)?;
-        return Err(anyhow!(
-            "engine {name} cannot train across processes; the engines that can: {}",
-            super::distributed::engines_that_can()
-        ));
+    let provider = data_parallel_provider(name)?;
+    provider
+        .availability(options)
+        .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
+    let Some(data_parallel) = provider.data_parallel() else {
+        return Err(cannot_train_across_processes(name));
     };
-    if let Err(why) = cnnbench_engine_torch::availability(backend) {
-        return Err(anyhow!("engine {name} cannot run: {why}"));
+    data_parallel.create(options, rendezvous)
+}
+
+/// The provider of `name` if it trains data-parallel; "unknown engine", "cannot run" and
+/// "cannot train across processes" otherwise, in that order.
+pub fn data_parallel_provider(name: &str) -> Result<Box<dyn Provider>> {
+    let provider = find(name)?;
+    if provider.data_parallel().is_none() {
+        return Err(cannot_train_across_processes(name));
     }
-    let torch = TorchOptions {
-        threads: options.threads,
-        ..options.torch.clone()
-    };
-    cnnbench_engine_torch::data_parallel_engine(backend, &torch, rendezvous)
+    Ok(provider)
 }
 
-#[cfg(feature = "tract")]
-fn tract_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    Ok(Box::new(cnnbench_engine_tract::TractEngine::new(
-        options.threads,
-    )?))
+fn cannot_train_across_processes(name: &str) -> anyhow::Error {
+    anyhow!(
+        "engine {name} cannot train across processes; the engines that can: {}",
+        engines_that_can()
+    )
 }
 
-#[cfg(not(feature = "tract"))]
-fn tract_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    Err(anyhow!(
-        "engine tract is not built into this binary: {}",
-        cnnbench_engine_tract::SETUP_HINT
-    ))
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(names: &[&str]) -> String {
+    joined(names, "or")
 }
 
-#[cfg(feature = "ort")]
-fn ort_engine(options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    Ok(Box::new(cnnbench_engine_ort::OrtEngine::new(
-        options.threads,
-    )?))
+fn joined(names: &[&str], word: &str) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} {word} {last}", rest.join(", ")),
+    }
 }
 
-#[cfg(not(feature = "ort"))]
-fn ort_engine(_options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    Err(anyhow!(
-        "engine ort-cpu is not built into this binary: {}",
-        cnnbench_engine_ort::SETUP_HINT
-    ))
+/// The engines that train data-parallel, grouped by collective backend: those this
+/// build can (`can`), or those it cannot.
+fn data_parallel_groups(can: bool) -> Vec<(String, &'static str)> {
+    let all = registry();
+    let mut groups: Vec<(Vec<&'static str>, &'static str)> = Vec::new();
+    for p in &all {
+        let Some(dp) = p.data_parallel() else {
+            continue;
+        };
+        if dp.refusal().is_none() != can {
+            continue;
+        }
+        match groups
+            .iter_mut()
+            .find(|(_, backend)| *backend == dp.backend())
+        {
+            Some((names, _)) => names.push(p.name()),
+            None => groups.push((vec![p.name()], dp.backend())),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(names, backend)| (joined(&names, "and"), backend))
+        .collect()
 }
 
 /// Which engines can train across processes (`run --distributed`/`--nproc`) with this
-/// build, and on which of PyTorch's c10d backends.
+/// build, and on which collective backend, for refusals and `cnnbench engines`.
+pub fn engines_that_can() -> String {
+    let can = data_parallel_groups(true);
+    if can.is_empty() {
+        let would: Vec<String> = data_parallel_groups(false)
+            .into_iter()
+            .map(|(names, backend)| format!("{names} on {backend}"))
+            .collect();
+        return format!(
+            "none in this build ({}, in a build with them)",
+            would.join("; ")
+        );
+    }
+    let can: Vec<String> = can
+        .into_iter()
+        .map(|(names, backend)| format!("{names} ({backend})"))
+        .collect();
+    can.join("; ")
+}
+
+/// The line under `cnnbench engines`' table: which engines train data-parallel, and
+/// why the others of a build that has some cannot.
 fn data_parallel_line() -> String {
-    let backends = cnnbench_engine_torch::distributed_backends();
     let mut line = format!(
         "Data-parallel training (run --distributed, --nproc): {}",
-        super::distributed::engines_that_can()
+        engines_that_can()
     );
-    if backends.contains(&"gloo") && !backends.contains(&"nccl") {
-        line.push_str("; not torch-cuda: c10d's NCCL backend is not compiled in (see the guide, \"NCCL on GPU machines\")");
+    if !data_parallel_groups(true).is_empty() {
+        for p in registry().iter() {
+            if let Some(why) = p.data_parallel().and_then(|dp| dp.refusal()) {
+                line.push_str(&format!("; not {}: {why}", p.name()));
+                // The first says it for the engines on the same backend.
+                break;
+            }
+        }
     }
     line
 }
@@ -267,18 +248,117 @@ pub fn run() -> Result<ExitCode> {
     }
     println!("{table}");
     println!("{}", data_parallel_line());
-    for (backend, adapters) in cnnbench_engine_burn_gpu::adapters::listing() {
-        let api = match backend {
-            BurnGpu::Wgpu => "Vulkan adapters",
-            BurnGpu::Cuda => "CUDA devices",
+    for provider in registry().iter().filter(|p| p.asks_a_device()) {
+        let Some((heading, devices)) = provider.listed_devices() else {
+            continue;
         };
-        println!("\n{api} ({}):", backend.engine_name());
-        if adapters.is_empty() {
+        println!("\n{heading} ({}):", provider.name());
+        if devices.is_empty() {
             println!("  none");
         }
-        for (i, adapter) in adapters.iter().enumerate() {
-            println!("  {i}: {adapter}");
+        for (i, device) in devices.iter().enumerate() {
+            println!("  {i}: {device}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_names_each_engine_once_and_finds_each_by_name() {
+        let all = registry();
+        let mut names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+        for expected in [
+            "burn-flex",
+            "candle",
+            "tract",
+            "ort-cpu",
+            "torch-cpu",
+            "torch-cuda",
+        ] {
+            assert!(names.contains(&expected), "{names:?}");
+        }
+        let count = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "a name twice: {names:?}");
+        for name in &names {
+            assert_eq!(find(name).map(|p| p.name()).ok(), Some(*name));
+        }
+        let e = find("burn_flex")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("unknown engine \"burn_flex\"; cnnbench knows: burn-flex"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_engine_out_of_this_build_says_so_in_one_wording() {
+        let all = statuses();
+        for (name, built) in [
+            ("tract", cfg!(feature = "tract")),
+            ("ort-cpu", cfg!(feature = "ort")),
+            ("torch-cpu", cfg!(feature = "torch")),
+            ("candle", cfg!(feature = "candle")),
+        ] {
+            let status = all.iter().find(|s| s.name == name);
+            let Some(status) = status else {
+                panic!("{name} is not in the registry")
+            };
+            if !built {
+                let why = status.available.clone().err().unwrap_or_default();
+                assert!(
+                    why.starts_with("not in this build: build with `"),
+                    "{name}: {why}"
+                );
+                // Creating it says which engine, then why.
+                let e = create(name, &EngineOptions::default())
+                    .err()
+                    .map(|e| e.to_string());
+                assert_eq!(e, Some(format!("engine {name} cannot run: {why}")));
+            }
+        }
+    }
+
+    #[test]
+    fn channels_last_is_refused_naming_the_engines_that_have_it() {
+        let options = EngineOptions {
+            channels_last: true,
+            ..EngineOptions::default()
+        };
+        let e = create("burn-flex", &options)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.starts_with("engine burn-flex cannot use channels-last memory"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("or use torch-cpu, torch-cuda or torch-cuda-nocudnn"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn engines_that_cannot_train_data_parallel_are_refused_with_those_that_can() {
+        let e = data_parallel_provider("burn-flex")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("engine burn-flex cannot train across processes; the engines that can: "),
+            "{e}"
+        );
+        assert!(e.contains("torch-cpu"), "{e}");
+        assert!(data_parallel_provider("torch-cpu").is_ok());
+        assert_eq!(joined(&["a", "b", "c"], "and"), "a, b and c");
+        assert_eq!(or_list(&["a"]), "a");
+    }
 }

@@ -1,5 +1,6 @@
 //! One file per subcommand.
 
+pub mod args;
 pub mod common;
 pub mod compare;
 pub mod convert;

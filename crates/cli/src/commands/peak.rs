@@ -2,9 +2,9 @@
 //! on this machine, beside the CPU's theoretical rate; cached so that `run` and
 //! `profile` can show "% of peak".
 
+use super::args::GpuArgs;
 use super::common::{align_right, new_table};
 use super::engines;
-use super::run::GpuArgs;
 use anyhow::{anyhow, Result};
 use cnnbench_bench::peak::{self, PeakRequest};
 use cnnbench_bench::result::ToolInfo;

@@ -1,14 +1,12 @@
 //! `cnnbench plan`: a matrix file's cells, and the Slurm, Kubernetes or shell job that
-//! runs them; `cnnbench run --plan MATRIX --cell I`: one cell, as every task of that job
-//! runs it. The matrix itself lives in `cnnbench-plan`; this file only wires it to `run`.
+//! runs them (each task runs `cnnbench run --plan MATRIX --cell I`: see `run/cell.rs`).
+//! The matrix itself lives in `cnnbench-plan`.
 
 use super::common::{align_right, new_table};
 use super::engines;
-use super::run::RunArgs;
 use anyhow::{anyhow, Context, Result};
-use clap::Parser;
 use cnnbench_plan::{
-    finished_result, k8s_job, shell_script, slurm_script, Cell, JobCommand, K8sOptions, Matrix,
+    finished_result, k8s_job, shell_script, slurm_script, JobCommand, K8sOptions, Matrix,
     SlurmOptions,
 };
 use std::path::{Path, PathBuf};
@@ -98,7 +96,7 @@ pub struct PlanArgs {
 
 /// Reads a matrix and checks, beyond the file itself, that each engine can run its
 /// cells' modes and precisions.
-fn load(path: &Path) -> Result<Matrix> {
+pub fn load(path: &Path) -> Result<Matrix> {
     let statuses = engines::statuses();
     let known: Vec<&str> = statuses.iter().map(|s| s.name).collect();
     let matrix = Matrix::load(path, &known).with_context(|| format!("{}", path.display()))?;
@@ -230,128 +228,4 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
         n - 1
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `run --plan` parses the cell's settings with `run`'s own options, so a cell runs
-/// exactly as the same `cnnbench run` command line would.
-#[derive(Parser)]
-#[command(name = "cnnbench run")]
-struct RunCommand {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
-/// The cell to run: `--cell`, else the array index Slurm or Kubernetes gives the task.
-fn cell_index(given: Option<usize>) -> Result<usize> {
-    if let Some(i) = given {
-        return Ok(i);
-    }
-    for var in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
-        if let Ok(value) = std::env::var(var) {
-            return value
-                .trim()
-                .parse()
-                .map_err(|_| anyhow!("{var} is \"{value}\", not a cell number"));
-        }
-    }
-    Err(anyhow!(
-        "which cell? give --cell I (`cnnbench plan MATRIX --list` numbers them); in a Slurm array or a Kubernetes Indexed Job the task's index is read from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX"
-    ))
-}
-
-/// The `run` command line of a cell.
-fn cell_command(cell: &Cell, matrix: &Matrix, args: &RunArgs, label: Option<&str>) -> Vec<String> {
-    let s = &matrix.settings;
-    let mut a: Vec<String> = vec![
-        "cnnbench run".into(),
-        cell.model.clone(),
-        "--engine".into(),
-        cell.engine.clone(),
-        "--batch-size".into(),
-        cell.batch_size.to_string(),
-        "--mode".into(),
-        cell.mode.to_string(),
-        "--precision".into(),
-        cell.precision.as_str().into(),
-        "--passes".into(),
-        s.passes.to_string(),
-        "--warmup".into(),
-        s.warmup.to_string(),
-        "--seed".into(),
-        s.seed.to_string(),
-        "--output".into(),
-        args.output.display().to_string(),
-    ];
-    if let Some(size) = cell.image_size {
-        a.extend(["--image-size".into(), size.to_string()]);
-    }
-    if let Some(t) = s.threads {
-        a.extend(["--threads".into(), t.to_string()]);
-    }
-    for (flag, value) in [
-        ("--min-time", s.min_time),
-        ("--max-time", s.max_time),
-        ("--target-ci", s.target_ci),
-        ("--warmup-time", s.warmup_time),
-    ] {
-        if let Some(v) = value {
-            a.extend([flag.into(), v.to_string()]);
-        }
-    }
-    for (flag, on) in [
-        ("--cudnn-benchmark", s.cudnn_benchmark),
-        ("--tf32", s.tf32),
-        ("--channels-last", s.channels_last),
-        ("--quiet", args.quiet),
-        ("--json", args.json),
-        ("--force", args.force),
-        ("--require-clean", args.require_clean),
-    ] {
-        if on {
-            a.push(flag.into());
-        }
-    }
-    if args.retries > 0 {
-        a.extend(["--retries".into(), args.retries.to_string()]);
-    }
-    if let Some(l) = label {
-        a.extend(["--label".into(), l.into()]);
-    }
-    a
-}
-
-/// `cnnbench run --plan MATRIX [--cell I]`: one cell, skipped when the output folder
-/// already holds its result (unless `--rerun`).
-pub fn run_cell(matrix_path: &Path, args: RunArgs) -> Result<ExitCode> {
-    let matrix = load(matrix_path)?;
-    let index = cell_index(args.cell)?;
-    let cell = matrix
-        .cell(index)
-        .with_context(|| format!("{}", matrix_path.display()))?;
-    let n = matrix.cells.len();
-    if !args.rerun {
-        if let Some(path) =
-            finished_result(&args.output, cell, &matrix.settings, args.label.as_deref())?
-        {
-            eprintln!(
-                "cell {index} of {n} ({}) already has a result: {}; skipped (--rerun runs it again)",
-                cell.describe(),
-                path.display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-    }
-    // Results from many hosts must stay apart in the report: label them with the host.
-    let label = args.label.clone().or_else(cnnbench_host::host_name);
-    if !args.quiet {
-        eprintln!("cell {index} of {n}: {}", cell.describe());
-    }
-    let command = cell_command(cell, &matrix, &args, label.as_deref());
-    let parsed = RunCommand::try_parse_from(&command).map_err(|e| {
-        anyhow!(
-            "cell {index} does not make a valid run ({}): {e}",
-            command.join(" ")
-        )
-    })?;
-    super::run::run(parsed.run)
 }

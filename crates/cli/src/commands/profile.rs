@@ -2,9 +2,9 @@
 //! share of MACs, achieved GFLOP/s and "% of peak", beside the end-to-end time of the
 //! same run. The measuring is `cnnbench_bench::profile`; this file prints it.
 
+use super::args::{GpuArgs, ModeArg};
 use super::common::{align_right, file_model, new_table, zoo_model, ImageSize};
 use super::engines;
-use super::run::{GpuArgs, ModeArg};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::peak;
 use cnnbench_bench::profile::{self, ProfileRequest};

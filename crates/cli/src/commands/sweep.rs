@@ -1,14 +1,14 @@
 //! Sweeps for `cnnbench run`: batch sizes and image sizes as lists and ranges
 //! (`-b 1,2,4,8`, `-b 1..64`, `--image-size 128,224,320`), and `-b max`, which finds the
 //! largest batch that fits on the device: an estimate from the graph first, then child
-//! processes (`cnnbench run … --probe-memory`) that run one pass at a candidate batch and
+//! processes (`cnnbench run --job -`, given a probe job) that run one pass at a candidate batch and
 //! report the memory they used. A child that runs out of memory (burn-flex aborts the
 //! process when an allocation fails) is caught, reported and recorded; the parent goes on.
 
 use super::common::ImageSize;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::result::{BatchProbe, BatchSearch, ProbeOutcome};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::str::FromStr;
 
 /// Largest batch `-b max` tries: past this, something is wrong with the estimate.
@@ -128,7 +128,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     }
 }
 
-/// What a probe child measured, printed by `cnnbench run --probe-memory` as one JSON line.
+/// What a probe child measured, printed as one JSON line.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ProbeReport {
     pub peak_rss_bytes: Option<u64>,
@@ -217,15 +217,27 @@ fn killed_by(_: &Output) -> Option<i32> {
     None
 }
 
-/// Runs `cnnbench` again with these arguments (a probe) and classifies how it ended.
-pub fn run_probe(args: &[String], batch: usize, available: u64) -> Result<BatchProbe> {
+/// Runs `cnnbench` again as a probe, its job (JSON, see `run::job`) on standard input,
+/// and classifies how it ended.
+pub fn run_probe(job: &str, batch: usize, available: u64) -> Result<BatchProbe> {
+    use std::io::Write;
     let exe =
         std::env::current_exe().context("cannot find the cnnbench executable to probe with")?;
-    let output = Command::new(&exe)
-        .args(args)
-        .args(["--batch-size".to_string(), batch.to_string()])
-        .output()
+    let mut child = Command::new(&exe)
+        .args(["run", "--job", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot start {} for a memory probe", exe.display()))?;
+    // A job is a few kilobytes: the pipe holds it whole, then closes.
+    if let Some(mut pipe) = child.stdin.take() {
+        pipe.write_all(job.as_bytes())
+            .context("cannot give the memory probe its job")?;
+    }
+    let output = child
+        .wait_with_output()
+        .context("waiting for the memory probe")?;
     classify_probe(batch, &output, available)
 }
 

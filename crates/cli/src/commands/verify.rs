@@ -2,11 +2,11 @@
 //! inputs on two engines and compare outputs and gradients, so a benchmark compares
 //! engines computing the same thing.
 
+use super::args::GpuArgs;
 use super::common::{
     align_right, file_model, file_model_and_weights, new_table, zoo_model, ImageSize,
 };
 use super::engines;
-use super::run::GpuArgs;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::verify::{
     self, Comparison, VerifyReport, VerifyRequest, DEFAULT_TOLERANCE, FLOOR_FACTOR, PERTURBATION,

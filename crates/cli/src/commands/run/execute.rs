@@ -1,0 +1,454 @@
+//! Measuring a job: the models resolved first (a typo fails in a second, not an hour
+//! in), the memory checked, then every point in order, each result written as it
+//! finishes; Ctrl-C keeps what finished and says what did not run.
+
+use super::job::{Job, Role};
+use super::table::{print_table, print_validity, progress_bar};
+use super::{probe, REQUIRE_CLEAN_FAILED};
+use crate::commands::common::{bytes, file_model, zoo_model, ImageSize};
+use crate::commands::{distributed, engines};
+use anyhow::{anyhow, Result};
+use cnnbench_bench::harness::{self, RunRequest};
+use cnnbench_bench::result::{BenchResult, ToolInfo};
+use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
+use cnnbench_engine::{Capabilities, DeviceKind, Mode};
+use cnnbench_graph::Graph;
+use cnnbench_results::{Batches, ModelRef, RunSpec};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// A model resolved before anything runs, at one image size.
+pub struct Planned {
+    pub graph: Graph,
+    /// `zoo` or the model file, as the result records it.
+    pub source: String,
+    pub model: ModelRef,
+    /// The size asked for; `None`: the model's own.
+    pub size: Option<ImageSize>,
+}
+
+/// Every model at every requested image size, model by model (in the order given),
+/// each at every size in the order given.
+fn plan(spec: &RunSpec) -> Result<Vec<Planned>> {
+    let sizes: Vec<Option<ImageSize>> = match &spec.image_sizes {
+        Some(list) => list.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    // Resolved size by size, as a typo in a model or a size it cannot take should fail
+    // before anything runs.
+    let mut by_size: Vec<std::vec::IntoIter<Planned>> = Vec::new();
+    for size in sizes {
+        let mut at_size = Vec::new();
+        for model in &spec.models {
+            let (graph, source) = match model {
+                ModelRef::Zoo { name } => (zoo_model(name, size)?, "zoo".to_string()),
+                ModelRef::File { path, .. } => {
+                    (file_model(path, size)?, path.display().to_string())
+                }
+            };
+            at_size.push(Planned {
+                graph,
+                source,
+                model: model.clone(),
+                size,
+            });
+        }
+        by_size.push(at_size.into_iter());
+    }
+    let mut planned = Vec::new();
+    loop {
+        let round: Vec<Planned> = by_size.iter_mut().filter_map(Iterator::next).collect();
+        if round.is_empty() {
+            return Ok(planned);
+        }
+        planned.extend(round);
+    }
+}
+
+/// Compares the memory estimate with the memory of the engine's device: what the host
+/// can still hand out for a CPU engine, the GPU's memory for a GPU engine.
+fn check_memory(
+    planned: &[Planned],
+    mode: Mode,
+    batch: usize,
+    force: bool,
+    (available, of_what): (u64, &str),
+    device_total: Option<u64>,
+) -> Result<()> {
+    for p in planned {
+        let need = memory::estimate_bytes(&p.graph, mode, batch);
+        if need >= memory::BEYOND_ANY_MACHINE {
+            return Err(anyhow!(
+                "{} at batch {batch} in {mode} mode would need about {}, more than any machine has (--force cannot help): use a smaller batch size",
+                p.graph.name(),
+                bytes(need)
+            ));
+        }
+        // --force is for an estimate near the edge; past twice the device's whole memory
+        // the run can only end in an allocation abort (exit 134) or the OOM killer.
+        if let Some(total) = device_total.filter(|&t| force && t > 0 && need / 2 > t) {
+            return Err(anyhow!(
+                "{} at batch {batch} in {mode} mode would need about {}, more than twice this device's {} of memory (--force cannot help): use a smaller batch size",
+                p.graph.name(),
+                bytes(need),
+                bytes(total)
+            ));
+        }
+    }
+    if available == 0 || force {
+        return Ok(());
+    }
+    for p in planned {
+        let need = memory::estimate_bytes(&p.graph, mode, batch);
+        if need > available {
+            let fits = memory::largest_batch_that_fits(&p.graph, mode, available);
+            let advice = if fits > 0 {
+                format!("--batch-size {fits} fits")
+            } else {
+                "not even batch 1 fits".to_string()
+            };
+            // Two sizes that round alike are told apart in bytes.
+            let (need_text, available_text) = match (bytes(need), bytes(available)) {
+                (n, a) if n == a => (format!("{need} bytes"), format!("{available} bytes")),
+                pair => pair,
+            };
+            return Err(anyhow!(
+                "{} at batch {batch} in {mode} mode needs about {need_text} but {available_text} ({of_what}) is available; {advice}, or pass --force to try anyway",
+                p.graph.name(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The memory a batch must fit in, and where that number comes from: `--memory-limit`,
+/// else what the host can still hand out (CPU engines) or the GPU's memory.
+fn available_memory(spec: &RunSpec, caps: &Capabilities) -> (u64, &'static str) {
+    match (spec.memory_limit_bytes, caps.device) {
+        (Some(limit), _) => (limit, "--memory-limit"),
+        (None, DeviceKind::Cpu) => (env::available_memory(), "host memory available"),
+        (None, DeviceKind::Gpu) => (caps.device_memory.unwrap_or(0), "GPU memory"),
+    }
+}
+
+fn duration(seconds: Option<f64>) -> Option<Duration> {
+    seconds.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// Measures a job (the spec is valid: [`RunSpec::validate`] ran).
+pub fn execute(job: Job) -> Result<ExitCode> {
+    let Job {
+        spec,
+        role,
+        mut delivery,
+    } = job;
+    let mode = spec.mode;
+    let planned = plan(&spec)?;
+    let mut options = engines::options(&spec.engine_options, spec.threads);
+    let data_parallel = spec.data_parallel.as_ref().filter(|_| role == Role::Rank);
+    let (engine, group) = match data_parallel {
+        Some(dp) => {
+            let env: BTreeMap<String, String> = std::env::vars().collect();
+            let timeout = duration(Some(dp.timeout_s)).unwrap_or(Duration::from_secs(300));
+            let rendezvous = distributed::rendezvous_from_env(&env, timeout)?;
+            // As torchrun's users do: each rank of a machine on its own GPU.
+            if spec.engine_options.device.is_none() {
+                options.device = Some(rendezvous.local_rank);
+            }
+            let (engine, group) =
+                engines::create_data_parallel(&spec.engine, &options, &rendezvous)?;
+            distributed::hold_for_failure(&group);
+            (engine, Some(group))
+        }
+        None => (engines::create(&spec.engine, &options)?, None),
+    };
+    // Rank 0 speaks for the job: the others write and print nothing but their errors.
+    let rank = group.as_ref().map_or(0, |g| g.info().rank);
+    if rank != 0 {
+        delivery.quiet = true;
+        delivery.json = false;
+    } else {
+        output::check_writable(&delivery.output)?;
+    }
+    let caps = engine.capabilities();
+    caps.check(&spec.engine, mode, spec.precision)
+        .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
+    let available = available_memory(&spec, &caps);
+    let device_total = match caps.device {
+        DeviceKind::Cpu => cnnbench_host::memory_bytes(),
+        DeviceKind::Gpu => caps.device_memory,
+    };
+    let job = Job {
+        spec,
+        role,
+        delivery,
+    };
+    if role == Role::Probe {
+        return probe::probe_memory(&job, engine.as_ref(), &planned);
+    }
+    let Job {
+        spec,
+        role: _,
+        delivery,
+    } = &job;
+    if let Batches::Sizes(batches) = &spec.batch {
+        for &batch in batches {
+            check_memory(
+                &planned,
+                mode,
+                batch,
+                delivery.force,
+                available,
+                device_total,
+            )?;
+        }
+    }
+
+    let cancel = crate::commands::common::stop_on_ctrl_c();
+    let tool = tool();
+    // The matrix-product rate `cnnbench peak` cached for this engine, for "% of peak".
+    let peak = cnnbench_bench::peak::default_cache_dir()
+        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info()));
+    let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
+    // Results that could not be written where asked (kept elsewhere).
+    let mut unwritten = 0usize;
+    let points_per_model = match &spec.batch {
+        Batches::Sizes(b) => b.len(),
+        Batches::Max => 1,
+    };
+    let points = planned.len() * points_per_model;
+    let mut point = 0;
+    // What a Ctrl-C leaves undone: the points after `done` of model `i`, and every
+    // later model.
+    let one_point_per_model =
+        points_per_model == 1 && spec.image_sizes.as_ref().is_none_or(|s| s.len() == 1);
+    let not_run = |i: usize, done: usize| -> String {
+        if one_point_per_model {
+            let names: Vec<&str> = planned[i..].iter().map(|p| p.graph.name()).collect();
+            return names.join(", ");
+        }
+        let mut left = Vec::new();
+        for (k, p) in planned.iter().enumerate().skip(i) {
+            let [_, h, w] = p.graph.input_shape();
+            match &spec.batch {
+                Batches::Sizes(b) => {
+                    let skip = if k == i { done } else { 0 };
+                    left.extend(
+                        b.iter()
+                            .skip(skip)
+                            .map(|b| format!("{} ({h}×{w}, batch {b})", p.graph.name())),
+                    );
+                }
+                Batches::Max => left.push(format!("{} ({h}×{w}, batch max)", p.graph.name())),
+            }
+        }
+        left.join(", ")
+    };
+    let interrupted = |results: &[(BenchResult, PathBuf)], left: String| {
+        if !delivery.json {
+            print_table(results);
+        }
+        eprintln!(
+            "interrupted: kept {} finished result(s); not run: {left}",
+            results.len()
+        );
+        ExitCode::from(130)
+    };
+    for (i, p) in planned.iter().enumerate() {
+        let (batches, search) = match &spec.batch {
+            Batches::Sizes(b) => (b.clone(), None),
+            Batches::Max => match probe::find_max_batch(&job, p, available, &cancel) {
+                Ok(search) => (vec![search.chosen], Some(search)),
+                Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+                    return Ok(interrupted(&results, not_run(i, 0)));
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        for (done, batch_size) in batches.into_iter().enumerate() {
+            let request = RunRequest {
+                batch_search: search.clone(),
+                peak_gflops_per_s: peak.as_ref().map(|p| p.matmul.gflops_per_s),
+                ..point_request(&job, p, batch_size, tool.clone())
+            };
+            let bar = progress_bar(
+                delivery.quiet,
+                &p.graph,
+                point,
+                points,
+                spec.warmup + spec.passes,
+            );
+            point += 1;
+            let mut retried = Vec::new();
+            let outcome = loop {
+                let outcome = harness::run(
+                    engine.as_ref(),
+                    &p.graph,
+                    &request,
+                    &cancel,
+                    &mut |progress| {
+                        bar.set_length(progress.of as u64);
+                        bar.set_position(progress.pass as u64);
+                        if progress.warmup {
+                            bar.set_message("warm-up");
+                        } else if retried.is_empty() {
+                            bar.set_message("");
+                        } else {
+                            bar.set_message(format!("retry {}", retried.len()));
+                        }
+                    },
+                );
+                match outcome {
+                    Ok(mut result) => match retry_record(&result) {
+                        Some(attempt) if retried.len() < delivery.retries => {
+                            bar.suspend(|| {
+                                eprintln!(
+                                    "{}: attempt {} was disturbed ({}); running it again",
+                                    p.graph.name(),
+                                    retried.len() + 1,
+                                    attempt.reasons.join("; ")
+                                )
+                            });
+                            retried.push(attempt);
+                            bar.reset();
+                        }
+                        _ => {
+                            if let Some(v) = result.validity.as_mut() {
+                                v.retried = std::mem::take(&mut retried);
+                            }
+                            break Ok(result);
+                        }
+                    },
+                    Err(e) => break Err(e),
+                }
+            };
+            bar.finish_and_clear();
+            // A rank's result goes to rank 0, which writes the job's.
+            let outcome = match (outcome, &group) {
+                (Ok(result), Some(group)) => cnnbench_bench::distributed::gather_ranks(
+                    group.as_ref(),
+                    &format!("result/{point}"),
+                    result,
+                )
+                .map(|merged| merged.ok_or(())),
+                (outcome, _) => outcome.map(Ok),
+            };
+            match outcome {
+                Ok(Err(())) => {}
+                Ok(Ok(result)) => {
+                    // A measurement that cannot be written where asked is kept elsewhere
+                    // (the error says where); the run goes on and ends with failure.
+                    let path = match output::write_result(&delivery.output, &result) {
+                        Ok(path) => {
+                            if !delivery.quiet {
+                                eprintln!("{}: wrote {}", p.graph.name(), path.display());
+                            }
+                            path
+                        }
+                        Err(e) => {
+                            bar.suspend(|| eprintln!("error: {}: {e:#}", p.graph.name()));
+                            unwritten += 1;
+                            PathBuf::new()
+                        }
+                    };
+                    if !delivery.quiet {
+                        for w in &result.warnings {
+                            eprintln!("warning: {}: {w}", p.graph.name());
+                        }
+                    }
+                    if delivery.json {
+                        println!("{}", serde_json::to_string_pretty(&result)?);
+                    }
+                    results.push((result, path));
+                }
+                Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
+                    return Ok(interrupted(&results, not_run(i, done)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if let Some(group) = group {
+        // Every rank leaves together, then the process group goes before the store.
+        group.barrier()?;
+        distributed::leave();
+        drop(engine);
+        drop(group);
+    }
+    if !delivery.json && rank == 0 {
+        print_table(&results);
+    }
+    if rank == 0 {
+        print_validity(&results, delivery.quiet && !delivery.json);
+        if unwritten > 0 {
+            eprintln!(
+                "error: {unwritten} of {} result(s) could not be written under {} (where each was kept is said above)",
+                results.len(),
+                delivery.output.display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+
+        let disturbed = results
+            .iter()
+            .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
+            .count();
+        if delivery.require_clean && disturbed > 0 {
+            eprintln!(
+                "error: {disturbed} of {} result(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
+                results.len()
+            );
+            return Ok(ExitCode::from(REQUIRE_CLEAN_FAILED));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This build, as results record it.
+pub fn tool() -> ToolInfo {
+    ToolInfo {
+        name: "cnnbench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
+    }
+}
+
+/// The harness's request for one point of a job: its spec's settings, the point's spec
+/// to record, the job's label.
+pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) -> RunRequest {
+    let spec = &job.spec;
+    RunRequest {
+        mode: spec.mode,
+        batch_size,
+        warmup: spec.warmup,
+        passes: spec.passes,
+        seed: spec.seed,
+        threads_requested: spec.threads,
+        precision: spec.precision,
+        model_source: p.source.clone(),
+        label: job.delivery.label.clone(),
+        tool,
+        min_time: duration(spec.min_time_s),
+        max_time: duration(spec.effective_max_time_s()),
+        target_ci_pct: spec.target_ci_pct,
+        warmup_time: duration(spec.warmup_time_s),
+        // A rank's siblings, started by the same launcher, are part of the job.
+        process_tree_root: (job.role == Role::Rank).then(std::os::unix::process::parent_id),
+        spec: Some(spec.point(&p.model, p.size, batch_size)),
+        batch_search: None,
+        peak_gflops_per_s: None,
+    }
+}
+
+/// The record of a disturbed attempt, to run it again; `None` for a clean one.
+fn retry_record(result: &BenchResult) -> Option<cnnbench_results::validity::RetriedAttempt> {
+    let v = result.validity.as_ref().filter(|v| v.is_disturbed())?;
+    let total = result.summary.get(&Quantity::Total)?;
+    Some(cnnbench_results::validity::RetriedAttempt {
+        reasons: v.reasons.clone(),
+        median_total_s: total.median,
+        passes: total.count,
+    })
+}

@@ -1,0 +1,200 @@
+//! `cnnbench run`: benchmark models on an engine, print a table, write one result file
+//! per model and point of a sweep (batch sizes × image sizes).
+//!
+//! The command line becomes a [`RunSpec`] once ([`spec`]); what runs is a [`job::Job`]:
+//! the spec, the process's role (the run itself, a data-parallel rank, a `-b max`
+//! probe) and where results go. Ranks and probes are this same program, given their job
+//! on standard input ([`ranks`], [`probe`]); [`execute`] measures; [`table`] prints.
+
+mod cell;
+mod execute;
+pub mod job;
+mod probe;
+mod ranks;
+pub mod spec;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use super::args::{GpuArgs, ModeArg, PrecisionArg};
+use super::sweep::{self, BatchSpec, ImageSizes};
+use anyhow::{anyhow, Result};
+use cnnbench_results::RunSpec;
+use job::{Delivery, Job, Role};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub use spec::Given;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Zoo models to run (default: the original suite's ten models).
+    pub models: Vec<String>,
+    /// A model file to run (model JSON, .onnx, Caffe .prototxt); may be repeated.
+    #[arg(long, value_name = "FILE")]
+    pub model_file: Vec<PathBuf>,
+    /// Run again exactly what produced this result file (its recorded spec); any other
+    /// option given beside it changes that one setting.
+    #[arg(long, value_name = "RESULT.json", conflicts_with = "plan")]
+    pub again: Option<PathBuf>,
+    /// train: forward + backward from a random gradient (the original method);
+    /// infer: evaluation mode, forward only; step: forward + loss, backward, SGD update.
+    #[arg(long, value_enum, default_value = "train")]
+    pub mode: ModeArg,
+    /// Images per pass (the original suite used 16); a list (1,2,4,8), a range of powers
+    /// of two (1..64) or `max`: the largest batch that fits on the device, found by
+    /// running (see --memory-limit). One result file per batch size.
+    #[arg(long, short = 'b', default_value = "16", value_name = "SIZES")]
+    pub batch_size: BatchSpec,
+    /// Input image size: N or HxW, or a list (128,224,320) (default: each model's own,
+    /// 224 for the classics). One result file per size.
+    #[arg(long, value_name = "SIZES")]
+    pub image_size: Option<ImageSizes>,
+    /// Engine to run on (see `cnnbench engines`).
+    #[arg(long, short = 'e', default_value = cnnbench_engine_burn::ENGINE_NAME)]
+    pub engine: String,
+    /// Warm-up passes, run and dropped.
+    #[arg(long, default_value_t = cnnbench_results::spec::DEFAULT_WARMUP)]
+    pub warmup: usize,
+    /// Timed passes (at least this many when --min-time or --target-ci is given).
+    #[arg(long, short = 'n', default_value_t = cnnbench_results::spec::DEFAULT_PASSES)]
+    pub passes: usize,
+    /// Keep passing until this many seconds of timed work (and at least --passes).
+    #[arg(long, value_name = "S")]
+    pub min_time: Option<f64>,
+    /// Start no timed pass after this many seconds of timed work (default 60 with
+    /// --target-ci).
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// Stop as soon as the 95% confidence interval of the median total is within ± PCT
+    /// percent of it (a bootstrap; at least 10 passes), or at --max-time.
+    #[arg(long, value_name = "PCT")]
+    pub target_ci: Option<f64>,
+    /// Warm up for at least this many seconds (after --warmup passes), for GPUs whose
+    /// clocks and autotuners settle over seconds.
+    #[arg(long, value_name = "S")]
+    pub warmup_time: Option<f64>,
+    /// Take the device to have this much memory (e.g. 512MiB): for the memory check and
+    /// for `-b max`, whose probes must then peak below it.
+    #[arg(long, value_name = "BYTES", value_parser = sweep::parse_bytes)]
+    pub memory_limit: Option<u64>,
+    /// Internal: the job of a rank or a `-b max` probe, as JSON on standard input (`-`).
+    #[arg(long, hide = true, value_name = "-")]
+    pub job: Option<String>,
+    /// Seed for weights, inputs, gradients and labels.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Size of the engine's thread pool (default: all cores).
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// Numeric precision.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
+    /// Folder for result files.
+    #[arg(long, short = 'o', default_value = "results")]
+    pub output: PathBuf,
+    /// Print each result JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// A label stored in the results and their folder name (e.g. the host's name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Run even when the memory estimate exceeds the available memory.
+    #[arg(long)]
+    pub force: bool,
+    /// Train as one rank of a data-parallel job whose launcher (torchrun, Slurm's srun, a
+    /// Kubernetes PyTorchJob) set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT: each
+    /// rank trains its own --batch-size images and the gradients are averaged after
+    /// backward (timed as `allreduce`); rank 0 writes the result.
+    #[arg(long)]
+    pub distributed: bool,
+    /// Start N ranks of this run on this machine and train data-parallel, as
+    /// `torchrun --nproc-per-node N … --distributed` would.
+    #[arg(long, value_name = "N", conflicts_with = "distributed")]
+    pub nproc: Option<usize>,
+    /// Seconds a rank waits for the others (to start, or in an all-reduce) before it
+    /// gives up with an error.
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub dist_timeout: f64,
+    /// Run one cell of a matrix file (see `cnnbench plan`): its model, engine and
+    /// settings come from the file. Results are labelled with the host's name unless
+    /// --label is given.
+    #[arg(long, value_name = "MATRIX")]
+    pub plan: Option<PathBuf>,
+    /// The matrix cell to run (default: $SLURM_ARRAY_TASK_ID, else $JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "I", requires = "plan")]
+    pub cell: Option<usize>,
+    /// Run the cell even when the output folder already holds its result.
+    #[arg(long, requires = "plan")]
+    pub rerun: bool,
+    /// Exit with status 3 when a result was measured on a disturbed machine (other
+    /// processes, steal, pressure: see `validity` in the result); its file is kept,
+    /// marked disturbed.
+    #[arg(long)]
+    pub require_clean: bool,
+    /// Run a disturbed measurement again, up to N more times, keeping the first clean
+    /// one (the disturbed attempts are recorded in its `validity.retried`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: usize,
+}
+
+/// The largest `--retries`: past it, the machine is not going to be quiet.
+pub const MAX_RETRIES: usize = 20;
+
+/// The exit status of `run --require-clean` when a result came out disturbed.
+pub const REQUIRE_CLEAN_FAILED: u8 = 3;
+
+/// `cnnbench run`, with the options `given` on the command line (for `--again` and
+/// `--plan`, whose files set the others).
+pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
+    if let Some(source) = &args.job {
+        return execute::execute(job::read(source)?);
+    }
+    let mut delivery = Delivery::of(&args);
+    if delivery.retries > MAX_RETRIES {
+        return Err(anyhow!(
+            "--retries {} is more than {MAX_RETRIES}: a machine that is still busy after that many attempts needs the neighbour found (`top`, /proc/pressure/cpu), not more retries",
+            delivery.retries
+        ));
+    }
+    if let Some(matrix) = &args.plan {
+        return cell::run_cell(matrix, &args, given, delivery);
+    }
+    let spec: RunSpec = match &args.again {
+        Some(result) => {
+            let (spec, label) = spec::again(result, &args, given)?;
+            delivery.label = delivery.label.or(label);
+            spec
+        }
+        None => spec::from_args(&args)?,
+    };
+    start(spec, delivery)
+}
+
+/// Runs a spec as the user's own run: checked, then measured here or by the ranks it
+/// asks for.
+pub fn start(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
+    spec.validate().map_err(|e| anyhow!(e))?;
+    if delivery.retries > 0 && spec.data_parallel.is_some() {
+        return Err(anyhow!(
+            "--retries cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"
+        ));
+    }
+    let role = match &spec.data_parallel {
+        Some(dp) => match dp.local_ranks {
+            Some(n) => return ranks::launch(spec.clone(), delivery, n),
+            None => Role::Rank,
+        },
+        None => Role::Main,
+    };
+    execute::execute(Job {
+        spec,
+        role,
+        delivery,
+    })
+}

@@ -1,0 +1,421 @@
+//! From the command line to a [`RunSpec`], once. One table, [`SPEC_OPTIONS`], says
+//! which options set which part of the spec; a fresh run takes every one, `--again`
+//! takes those given on top of the recorded spec, `--plan` refuses those the matrix sets
+//! and takes the rest.
+
+use super::RunArgs;
+use crate::commands::sweep::{BatchSpec, ImageSizes};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+/// The options given on the command line (clap's argument ids), as opposed to those at
+/// their defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Given(BTreeSet<String>);
+
+impl Given {
+    /// The options of a parsed command that came from the command line.
+    pub fn of(matches: Option<&clap::ArgMatches>) -> Given {
+        let Some(m) = matches else {
+            return Given::default();
+        };
+        Given(
+            m.ids()
+                .filter(|id| {
+                    m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+                })
+                .map(|id| id.as_str().to_string())
+                .collect(),
+        )
+    }
+
+    pub fn has(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+}
+
+/// An option (or options) of `run` and the part of the spec it sets.
+pub struct SpecOption {
+    /// clap's ids: the field names of [`RunArgs`].
+    pub ids: &'static [&'static str],
+    /// The flag as the user writes it, for messages.
+    pub flag: &'static str,
+    /// A matrix file sets this for its cells: refused beside `--plan`.
+    pub matrix_sets: bool,
+    pub take: fn(&mut RunSpec, &RunArgs) -> Result<()>,
+}
+
+/// Every option that changes what is measured. A new one goes here, and reaches fresh
+/// runs, reruns, matrix cells, ranks and probes alike.
+pub const SPEC_OPTIONS: &[SpecOption] = &[
+    SpecOption {
+        ids: &["models", "model_file"],
+        flag: "MODELS / --model-file",
+        matrix_sets: true,
+        take: |s, a| {
+            s.models = models_of(a)?;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["engine"],
+        flag: "--engine",
+        matrix_sets: true,
+        take: |s, a| {
+            s.engine = a.engine.clone();
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["mode"],
+        flag: "--mode",
+        matrix_sets: true,
+        take: |s, a| {
+            s.mode = a.mode.into();
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["precision"],
+        flag: "--precision",
+        matrix_sets: true,
+        take: |s, a| {
+            s.precision = a.precision.into();
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["batch_size"],
+        flag: "--batch-size",
+        matrix_sets: true,
+        take: |s, a| {
+            s.batch = match &a.batch_size {
+                BatchSpec::List(sizes) => Batches::Sizes(sizes.clone()),
+                BatchSpec::Max => Batches::Max,
+            };
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["image_size"],
+        flag: "--image-size",
+        matrix_sets: true,
+        take: |s, a| {
+            s.image_sizes = a.image_size.as_ref().map(|ImageSizes(v)| v.clone());
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["warmup"],
+        flag: "--warmup",
+        matrix_sets: true,
+        take: |s, a| {
+            s.warmup = a.warmup;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["passes"],
+        flag: "--passes",
+        matrix_sets: true,
+        take: |s, a| {
+            s.passes = a.passes;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["min_time"],
+        flag: "--min-time",
+        matrix_sets: true,
+        take: |s, a| {
+            s.min_time_s = a.min_time;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["max_time"],
+        flag: "--max-time",
+        matrix_sets: true,
+        take: |s, a| {
+            s.max_time_s = a.max_time;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["target_ci"],
+        flag: "--target-ci",
+        matrix_sets: true,
+        take: |s, a| {
+            s.target_ci_pct = a.target_ci;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["warmup_time"],
+        flag: "--warmup-time",
+        matrix_sets: true,
+        take: |s, a| {
+            s.warmup_time_s = a.warmup_time;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["memory_limit"],
+        flag: "--memory-limit",
+        matrix_sets: true,
+        take: |s, a| {
+            s.memory_limit_bytes = a.memory_limit;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["seed"],
+        flag: "--seed",
+        matrix_sets: true,
+        take: |s, a| {
+            s.seed = a.seed;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["threads"],
+        flag: "--threads",
+        matrix_sets: true,
+        take: |s, a| {
+            s.threads = a.threads;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["cudnn_benchmark"],
+        flag: "--cudnn-benchmark",
+        matrix_sets: true,
+        take: |s, a| {
+            s.engine_options.cudnn_benchmark = a.gpu.cudnn_benchmark;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["tf32"],
+        flag: "--tf32",
+        matrix_sets: true,
+        take: |s, a| {
+            s.engine_options.tf32 = a.gpu.tf32;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["channels_last"],
+        flag: "--channels-last",
+        matrix_sets: true,
+        take: |s, a| {
+            s.engine_options.channels_last = a.gpu.channels_last;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["device"],
+        flag: "--device",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.device = a.gpu.device;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["allow_cpu_adapter"],
+        flag: "--allow-cpu-adapter",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.allow_cpu_adapter = a.gpu.allow_cpu_adapter;
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["nproc", "distributed"],
+        flag: "--nproc / --distributed",
+        matrix_sets: false,
+        take: |s, a| {
+            let timeout_s = s
+                .data_parallel
+                .as_ref()
+                .map_or(a.dist_timeout, |d| d.timeout_s);
+            s.data_parallel = match (a.nproc, a.distributed) {
+                (Some(n), _) => Some(DataParallel {
+                    local_ranks: Some(n),
+                    timeout_s,
+                }),
+                (None, true) => Some(DataParallel {
+                    local_ranks: None,
+                    timeout_s,
+                }),
+                (None, false) => None,
+            };
+            Ok(())
+        },
+    },
+    // After --nproc/--distributed, whose data-parallel settings it changes.
+    SpecOption {
+        ids: &["dist_timeout"],
+        flag: "--dist-timeout",
+        matrix_sets: false,
+        take: |s, a| {
+            if let Some(d) = s.data_parallel.as_mut() {
+                d.timeout_s = a.dist_timeout;
+            }
+            Ok(())
+        },
+    },
+];
+
+/// The heap policy this process runs under (set by `--allocator` before anything else).
+pub fn current_allocator() -> String {
+    cnnbench_host::allocator::current()
+        .policy
+        .as_str()
+        .to_string()
+}
+
+/// A fresh run's spec: every option, given or at its default.
+pub fn from_args(args: &RunArgs) -> Result<RunSpec> {
+    let mut spec = RunSpec::new(Vec::new(), &args.engine);
+    for option in SPEC_OPTIONS {
+        (option.take)(&mut spec, args)?;
+    }
+    spec.allocator = current_allocator();
+    Ok(spec)
+}
+
+/// The options given that a spec from a file does not already fix: those in
+/// `SPEC_OPTIONS` for which `refuse` is false are taken; the first for which it is true
+/// is returned, refused.
+pub fn apply_given(
+    spec: &mut RunSpec,
+    args: &RunArgs,
+    given: &Given,
+    refuse: impl Fn(&SpecOption) -> bool,
+) -> Result<Option<&'static SpecOption>> {
+    for option in SPEC_OPTIONS {
+        if option.ids.iter().any(|id| given.has(id)) {
+            if refuse(option) {
+                return Ok(Some(option));
+            }
+            (option.take)(spec, args)?;
+        }
+    }
+    Ok(None)
+}
+
+/// `--again RESULT.json`: the result's recorded spec with the options given on top, and
+/// its label (kept unless `--label` is given).
+pub fn again(path: &Path, args: &RunArgs, given: &Given) -> Result<(RunSpec, Option<String>)> {
+    let result = read_result(path)?;
+    let mut spec = result.spec.ok_or_else(|| {
+        anyhow!(
+            "{} records no run spec (it was written before cnnbench recorded one, or by another tool): run it with its options instead; its config says {} on {}, {} mode, batch {}",
+            path.display(),
+            cnnbench_results::printable(&result.model.name),
+            cnnbench_results::printable(&result.engine.name),
+            result.config.mode,
+            result.config.batch_size
+        )
+    })?;
+    apply_given(&mut spec, args, given, |_| false)?;
+    let now = current_allocator();
+    if spec.allocator != now && !given.has("allocator") {
+        return Err(anyhow!(
+            "{} was measured with the heap policy `{}` and this process has `{now}`: the policy is set when cnnbench starts, so give it first: cnnbench --allocator {} run --again {}",
+            path.display(),
+            spec.allocator,
+            spec.allocator,
+            path.display()
+        ));
+    }
+    spec.allocator = now;
+    for model in &spec.models {
+        if let ModelRef::File { path: file, sha256 } = model {
+            let now = file_sha256(file).with_context(|| {
+                format!(
+                    "{} was measured on the model file {}, which cannot be read now",
+                    path.display(),
+                    file.display()
+                )
+            })?;
+            if &now != sha256 {
+                return Err(anyhow!(
+                    "the model file {} has changed since {} was measured (SHA-256 {} then, {} now): restore it, or run the file anew without --again",
+                    file.display(),
+                    path.display(),
+                    short(sha256),
+                    short(&now)
+                ));
+            }
+        }
+    }
+    Ok((spec, result.label))
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// A result file, read with the report's bounds.
+fn read_result(path: &Path) -> Result<BenchResult> {
+    let text = cnnbench_graph::read::read_bounded_to_string(
+        path,
+        cnnbench_results::folders::MAX_RESULT_FILE_BYTES,
+        "result files",
+    )
+    .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a cnnbench result file", path.display()))
+}
+
+/// The models of the command line: zoo names, then model files (hashed; recorded by
+/// the path given, so `--again` finds them from the same folder); the original suite's
+/// ten when none is given.
+fn models_of(args: &RunArgs) -> Result<Vec<ModelRef>> {
+    if args.models.is_empty() && args.model_file.is_empty() {
+        return Ok(cnnbench_zoo::legacy_models()
+            .into_iter()
+            .map(|name| ModelRef::Zoo { name: name.into() })
+            .collect());
+    }
+    let mut models: Vec<ModelRef> = args
+        .models
+        .iter()
+        .map(|name| ModelRef::Zoo { name: name.clone() })
+        .collect();
+    for path in &args.model_file {
+        let sha256 =
+            file_sha256(path).with_context(|| format!("cannot read {}", path.display()))?;
+        models.push(ModelRef::File {
+            path: path.clone(),
+            sha256,
+        });
+    }
+    Ok(models)
+}
+
+/// The SHA-256 of a file's bytes, in hex.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}

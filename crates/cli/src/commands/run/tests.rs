@@ -1,0 +1,398 @@
+//! The run spec on every path: a matrix cell, a rank and a probe child receive the spec
+//! the parent had (serialised, then parsed as the child parses it), and the command
+//! line's options reach it.
+
+use super::job::{self, Delivery, Role};
+use super::probe::probe_job;
+use super::ranks::rank_job;
+use super::spec::{self, Given};
+use super::RunArgs;
+use clap::{Args, FromArgMatches};
+use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
+use proptest::prelude::*;
+
+fn delivery() -> Delivery {
+    Delivery {
+        output: "out dir/with space".into(),
+        label: Some("host-1".into()),
+        json: false,
+        quiet: true,
+        force: false,
+        require_clean: true,
+        retries: 2,
+    }
+}
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop_oneof![Just(Mode::Train), Just(Mode::Infer), Just(Mode::Step)]
+}
+
+fn precision() -> impl Strategy<Value = Precision> {
+    prop_oneof![
+        Just(Precision::F32),
+        Just(Precision::F16),
+        Just(Precision::Bf16)
+    ]
+}
+
+fn seconds() -> impl Strategy<Value = Option<f64>> {
+    prop::option::of(0.001f64..1000.0)
+}
+
+fn image_size() -> impl Strategy<Value = ImageSize> {
+    (32usize..300, 32usize..300).prop_map(|(height, width)| ImageSize { height, width })
+}
+
+fn model() -> impl Strategy<Value = ModelRef> {
+    prop_oneof![
+        prop::sample::select(vec!["resnet18", "alexnet", "vgg16", "mobilenet-v2"])
+            .prop_map(|n| ModelRef::Zoo { name: n.into() }),
+        ("[a-z /é.]{1,20}", "[0-9a-f]{64}").prop_map(|(path, sha256)| ModelRef::File {
+            path: path.into(),
+            sha256
+        }),
+    ]
+}
+
+prop_compose! {
+    /// Any spec `validate` accepts.
+    fn any_spec()(
+        models in prop::collection::vec(model(), 1..4),
+        engine in prop::sample::select(vec!["burn-flex", "torch-cpu", "torch-cuda", "candle"]),
+        device in prop::option::of(0usize..8),
+        flags in prop::array::uniform4(any::<bool>()),
+        mode in mode(),
+        precision in precision(),
+        batch in prop_oneof![
+            prop::collection::vec(1usize..4096, 1..5).prop_map(Batches::Sizes),
+            Just(Batches::Max)
+        ],
+        image_sizes in prop::option::of(prop::collection::vec(image_size(), 1..4)),
+        warmup in 0usize..20,
+        passes in 1usize..1000,
+        (min_time_s, max_time_s, warmup_time_s) in (seconds(), seconds(), seconds()),
+        target_ci_pct in prop::option::of(0.01f64..50.0),
+        memory_limit_bytes in prop::option::of(1u64..(1 << 40)),
+        seed in any::<u64>(),
+        threads in prop::option::of(1usize..256),
+        allocator in prop::sample::select(vec!["keep", "system"]),
+        data_parallel in prop::option::of((prop::option::of(1usize..9), 1.0f64..3600.0)),
+    ) -> RunSpec {
+        let mut spec = RunSpec {
+            models,
+            engine: engine.into(),
+            engine_options: EngineSettings {
+                device,
+                allow_cpu_adapter: flags[0],
+                cudnn_benchmark: flags[1],
+                tf32: flags[2],
+                channels_last: flags[3],
+            },
+            mode,
+            precision,
+            batch,
+            image_sizes,
+            warmup,
+            passes,
+            min_time_s,
+            max_time_s,
+            target_ci_pct,
+            warmup_time_s,
+            memory_limit_bytes,
+            seed,
+            threads,
+            allocator: allocator.into(),
+            data_parallel: data_parallel.map(|(local_ranks, timeout_s)| DataParallel { local_ranks, timeout_s }),
+        };
+        // What validate refuses, made valid rather than filtered (so every case runs).
+        if let (Some(min), Some(max)) = (spec.min_time_s, spec.effective_max_time_s()) {
+            if min > max {
+                spec.min_time_s = Some(max);
+            }
+        }
+        if spec.data_parallel.is_some() {
+            spec.min_time_s = None;
+            spec.max_time_s = None;
+            spec.target_ci_pct = None;
+            spec.warmup_time_s = None;
+            if spec.batch == Batches::Max {
+                spec.batch = Batches::Sizes(vec![16]);
+            }
+            if spec.mode == Mode::Infer {
+                spec.mode = Mode::Train;
+            }
+        }
+        spec
+    }
+}
+
+/// What a child process does with its standard input.
+fn as_the_child_reads_it(job: &job::Job) -> job::Job {
+    job::decode(&job::encode(job).unwrap()).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_rank_receives_the_spec_of_the_run(spec in any_spec(), nproc in 1usize..9) {
+        prop_assert_eq!(spec.validate(), Ok(()));
+        let sent = rank_job(spec.clone(), delivery(), nproc);
+        let received = as_the_child_reads_it(&sent);
+        prop_assert_eq!(&received, &sent);
+        prop_assert_eq!(received.role, Role::Rank);
+        // Only a thread count is added, and only where none was given.
+        let mut expected = spec.clone();
+        expected.threads = spec.threads.or(received.spec.threads);
+        prop_assert_eq!(received.spec, expected);
+        prop_assert_eq!(received.delivery, delivery());
+    }
+
+    #[test]
+    fn a_probe_receives_the_spec_of_its_point(spec in any_spec(), batch in 1usize..65536) {
+        let model = spec.models[0].clone();
+        let size = spec.image_sizes.as_ref().map(|s| s[0]);
+        let sent = probe_job(&spec, &model, size, batch, std::path::Path::new("out"));
+        let received = as_the_child_reads_it(&sent);
+        prop_assert_eq!(&received, &sent);
+        let s = received.spec;
+        prop_assert_eq!(s.models, vec![model]);
+        prop_assert_eq!(s.batch, Batches::Sizes(vec![batch]));
+        prop_assert_eq!(s.image_sizes, size.map(|s| vec![s]));
+        // The engine and what it computes are the run's; only the passes are the probe's.
+        prop_assert_eq!(s.engine, spec.engine);
+        prop_assert_eq!(s.engine_options, spec.engine_options);
+        prop_assert_eq!((s.mode, s.precision, s.seed, s.threads), (spec.mode, spec.precision, spec.seed, spec.threads));
+        prop_assert_eq!(s.allocator, spec.allocator);
+        prop_assert_eq!((s.warmup, s.passes), (1, 1));
+    }
+
+    #[test]
+    fn a_matrix_cell_runs_the_spec_the_matrix_describes(spec in any_spec()) {
+        // What a matrix can say: zoo models, one of each axis, no data parallelism.
+        let mut spec = spec;
+        spec.models.truncate(1);
+        if let ModelRef::File { .. } = spec.models[0] {
+            spec.models[0] = ModelRef::Zoo { name: "resnet18".into() };
+        }
+        if let Batches::Max = spec.batch {
+            spec.batch = Batches::Sizes(vec![8]);
+        }
+        if let Batches::Sizes(b) = &mut spec.batch {
+            b.truncate(1);
+        }
+        if let Some(sizes) = spec.image_sizes.as_mut() {
+            sizes.truncate(1);
+        }
+        spec.data_parallel = None;
+        spec.memory_limit_bytes = None;
+        spec.engine_options.device = None;
+        spec.engine_options.allow_cpu_adapter = false;
+        spec.allocator = "keep".into();
+        let ModelRef::Zoo { name } = &spec.models[0] else { unreachable!() };
+        let Batches::Sizes(batch) = &spec.batch else { unreachable!() };
+        let mut text = format!(
+            "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"{name}\"]\nengines = [\"{}\"]\nbatch_sizes = [{}]\nmodes = [\"{}\"]\nprecisions = [\"{}\"]\npasses = {}\nwarmup = {}\nseed = {}\ncudnn_benchmark = {}\ntf32 = {}\nchannels_last = {}\n",
+            spec.engine, batch[0], spec.mode, spec.precision.as_str(), spec.passes, spec.warmup,
+            spec.seed, spec.engine_options.cudnn_benchmark, spec.engine_options.tf32,
+            spec.engine_options.channels_last,
+        );
+        if let Some(sizes) = &spec.image_sizes {
+            text.push_str(&format!("image_sizes = [\"{}\"]\n", sizes[0]));
+        }
+        if let Some(t) = spec.threads {
+            text.push_str(&format!("threads = {t}\n"));
+        }
+        for (key, value) in [
+            ("min_time", spec.min_time_s),
+            ("max_time", spec.max_time_s),
+            ("target_ci", spec.target_ci_pct),
+            ("warmup_time", spec.warmup_time_s),
+        ] {
+            if let Some(v) = value {
+                text.push_str(&format!("{key} = {v:?}\n"));
+            }
+        }
+        let matrix = match cnnbench_plan::Matrix::parse(&text, &[spec.engine.as_str()]) {
+            Ok(m) => m,
+            // A size the zoo model cannot take is the matrix's refusal, not this test's.
+            Err(cnnbench_plan::MatrixError::ModelSize { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{text}"))),
+        };
+        prop_assert_eq!(matrix.cells.len(), 1);
+        prop_assert_eq!(matrix.spec(&matrix.cells[0]), spec);
+    }
+}
+
+/// `run` parsed as main parses it, with the options given.
+fn parse(argv: &[&str]) -> (RunArgs, Given) {
+    let command = RunArgs::augment_args(clap::Command::new("run"));
+    let matches = command.try_get_matches_from(argv).unwrap();
+    let args = RunArgs::from_arg_matches(&matches).unwrap();
+    (args, Given::of(Some(&matches)))
+}
+
+#[test]
+fn every_option_of_the_command_line_reaches_the_spec() {
+    let (args, _) = parse(&[
+        "run",
+        "alexnet",
+        "--mode",
+        "step",
+        "-b",
+        "1,4",
+        "--image-size",
+        "64,32x48",
+        "-e",
+        "candle",
+        "--warmup",
+        "3",
+        "-n",
+        "7",
+        "--min-time",
+        "1.5",
+        "--max-time",
+        "9",
+        "--target-ci",
+        "2",
+        "--warmup-time",
+        "0.5",
+        "--memory-limit",
+        "1GiB",
+        "--seed",
+        "9",
+        "--threads",
+        "1",
+        "--precision",
+        "bf16",
+        "--device",
+        "2",
+        "--allow-cpu-adapter",
+        "--cudnn-benchmark",
+        "--tf32",
+        "--channels-last",
+        "--nproc",
+        "2",
+        "--dist-timeout",
+        "30",
+    ]);
+    let s = spec::from_args(&args).unwrap();
+    assert_eq!(
+        s.models,
+        vec![ModelRef::Zoo {
+            name: "alexnet".into()
+        }]
+    );
+    assert_eq!(
+        (s.engine.as_str(), s.mode, s.precision),
+        ("candle", Mode::Step, Precision::Bf16)
+    );
+    assert_eq!(s.batch, Batches::Sizes(vec![1, 4]));
+    assert_eq!(
+        s.image_sizes,
+        Some(vec![
+            ImageSize::square(64),
+            ImageSize {
+                height: 32,
+                width: 48
+            }
+        ])
+    );
+    assert_eq!((s.warmup, s.passes, s.seed, s.threads), (3, 7, 9, Some(1)));
+    assert_eq!(
+        (s.min_time_s, s.max_time_s, s.target_ci_pct, s.warmup_time_s),
+        (Some(1.5), Some(9.0), Some(2.0), Some(0.5))
+    );
+    assert_eq!(s.memory_limit_bytes, Some(1 << 30));
+    assert_eq!(
+        s.engine_options,
+        EngineSettings {
+            device: Some(2),
+            allow_cpu_adapter: true,
+            cudnn_benchmark: true,
+            tf32: true,
+            channels_last: true,
+        }
+    );
+    assert_eq!(
+        s.data_parallel,
+        Some(DataParallel {
+            local_ranks: Some(2),
+            timeout_s: 30.0
+        })
+    );
+    // No model: the original suite's ten.
+    let (args, _) = parse(&["run"]);
+    assert_eq!(
+        spec::from_args(&args).unwrap().models.len(),
+        cnnbench_zoo::legacy_models().len()
+    );
+}
+
+#[test]
+fn only_the_options_given_change_a_recorded_spec() {
+    let (args, _) = parse(&["run", "resnet18", "-n", "5", "--seed", "3", "--tf32"]);
+    let recorded = spec::from_args(&args).unwrap();
+    let (args, given) = parse(&[
+        "run",
+        "--again",
+        "r.json",
+        "--passes",
+        "8",
+        "--dist-timeout",
+        "9",
+    ]);
+    assert!(given.has("passes") && given.has("again") && !given.has("seed"));
+    let mut spec = recorded.clone();
+    let refused = spec::apply_given(&mut spec, &args, &given, |_| false).unwrap();
+    assert!(refused.is_none());
+    assert_eq!(spec.passes, 8);
+    // Everything not given stays as recorded (the seed, TF32), and a timeout alone does
+    // not make the run data-parallel.
+    assert_eq!(
+        RunSpec {
+            passes: 5,
+            ..spec.clone()
+        },
+        recorded
+    );
+    // Beside --plan, the first option the matrix sets is refused by name.
+    let (args, given) = parse(&["run", "--plan", "m.toml", "--device", "1", "--seed", "4"]);
+    let mut spec = recorded.clone();
+    let refused = spec::apply_given(&mut spec, &args, &given, |o| o.matrix_sets).unwrap();
+    assert_eq!(refused.map(|o| o.flag), Some("--seed"));
+    let (args, given) = parse(&["run", "--plan", "m.toml", "--device", "1"]);
+    let mut spec = recorded;
+    assert!(
+        spec::apply_given(&mut spec, &args, &given, |o| o.matrix_sets)
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(spec.engine_options.device, Some(1));
+}
+
+#[test]
+fn a_job_that_is_not_ours_is_refused_with_what_to_do() {
+    let e = job::decode("{\"spec\": 1}").unwrap_err();
+    assert!(
+        format!("{e:#}").contains("--job is for the processes cnnbench starts"),
+        "{e:#}"
+    );
+    let e = job::read("job.json").unwrap_err();
+    assert!(e.to_string().contains("--again"), "{e}");
+    // A spec that does not validate is refused as the command line would refuse it.
+    let (args, _) = parse(&["run", "resnet18"]);
+    let mut spec = spec::from_args(&args).unwrap();
+    spec.passes = 0;
+    let text = job::encode(&job::Job {
+        spec,
+        role: Role::Main,
+        delivery: delivery(),
+    })
+    .unwrap();
+    assert!(job::decode(&text)
+        .unwrap_err()
+        .to_string()
+        .contains("--passes must be at least 1"));
+}

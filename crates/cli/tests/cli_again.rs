@@ -1,0 +1,147 @@
+//! `cnnbench run --again RESULT.json`: every result records its run spec, and a rerun
+//! from it measures the same configuration, changes only what is given beside it, and
+//! refuses a model file that changed. (A `-b max` result's spec: `cli_sweep.rs`.)
+
+mod common;
+
+use cnnbench_bench::BenchResult;
+use common::*;
+use predicates::prelude::*;
+
+const TINY: &str = r#"{"format": "cnnbench-model", "version": 1, "name": "tiny",
+  "input": [3, 32, 32], "nodes": [
+    {"name": "conv", "op": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "relu", "op": "relu"},
+    {"name": "pool", "op": "adaptive_avg_pool2d", "output": 1},
+    {"name": "flat", "op": "flatten"},
+    {"name": "fc", "op": "linear", "in_features": 4, "out_features": 10}
+  ]}"#;
+
+#[test]
+fn again_reruns_the_recorded_spec_changes_what_is_given_and_refuses_a_changed_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.json");
+    std::fs::write(&model, TINY).unwrap();
+    let first = dir.path().join("first");
+    run_ok(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--model-file", "tiny.json", "--mode", "step"])
+            .args([
+                "-b",
+                "2",
+                "--image-size",
+                "48x32",
+                "--warmup",
+                "0",
+                "-n",
+                "2",
+            ])
+            .args([
+                "--seed",
+                "7",
+                "--threads",
+                "1",
+                "--label",
+                "lab",
+                "-q",
+                "-o",
+            ])
+            .arg(&first),
+    );
+    let original: BenchResult = only_result(&first);
+    let spec = original.spec.clone().expect("the result records its spec");
+    assert_eq!(spec.passes, 2);
+    assert_eq!(spec.seed, 7);
+    assert_eq!(spec.threads, Some(1));
+    assert_eq!(spec.batch, cnnbench_results::Batches::Sizes(vec![2]));
+    let [cnnbench_results::ModelRef::File { path, sha256 }] = spec.models.as_slice() else {
+        panic!("one model file expected: {:?}", spec.models)
+    };
+    assert_eq!(path, std::path::Path::new("tiny.json"));
+    assert_eq!(sha256.len(), 64);
+    let first_file = result_files(&first).remove(0);
+
+    // The same configuration, written elsewhere, with the recorded label.
+    let second = dir.path().join("second");
+    run_ok(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--again"])
+            .arg(&first_file)
+            .args(["-q", "-o"])
+            .arg(&second),
+    );
+    let rerun: BenchResult = only_result(&second);
+    assert_eq!(rerun.spec, original.spec);
+    assert_eq!(rerun.label.as_deref(), Some("lab"));
+    assert_eq!(rerun.config.image_size, [48, 32]);
+    assert_eq!(rerun.config.mode, original.config.mode);
+    assert_eq!(rerun.config.seed, 7);
+    assert_eq!(rerun.summary[&cnnbench_bench::Quantity::Total].count, 2);
+
+    // An option given beside --again changes that setting and nothing else.
+    let third = dir.path().join("third");
+    run_ok(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--again"])
+            .arg(&first_file)
+            .args(["--passes", "3", "-q", "-o"])
+            .arg(&third),
+    );
+    let changed: BenchResult = only_result(&third);
+    let mut expected = spec.clone();
+    expected.passes = 3;
+    assert_eq!(changed.spec, Some(expected));
+    assert_eq!(changed.summary[&cnnbench_bench::Quantity::Total].count, 3);
+
+    // The model file changed: refused, nothing written.
+    std::fs::write(
+        &model,
+        TINY.replace("\"out_channels\": 4", "\"out_channels\": 4 "),
+    )
+    .unwrap();
+    let fourth = dir.path().join("fourth");
+    cnnbench()
+        .current_dir(dir.path())
+        .args(["run", "--again"])
+        .arg(&first_file)
+        .args(["-q", "-o"])
+        .arg(&fourth)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "the model file tiny.json has changed since",
+        ))
+        .stderr(predicate::str::contains("without --again"));
+    assert!(!fourth.exists());
+
+    // A result from before specs were recorded says so, and what it held.
+    let mut old: serde_json::Value = read_json(&first_file);
+    old.as_object_mut().unwrap().remove("spec");
+    let old_file = dir.path().join("old.json");
+    std::fs::write(&old_file, old.to_string()).unwrap();
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(&old_file)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("records no run spec"))
+        .stderr(predicate::str::contains(
+            "tiny on burn-flex, step mode, batch 2",
+        ));
+
+    // The heap policy is the process's: a rerun under another one is refused, with the
+    // command that runs it as recorded.
+    cnnbench()
+        .current_dir(dir.path())
+        .env("CNNBENCH_ALLOCATOR", "system")
+        .args(["run", "--again"])
+        .arg(&first_file)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "cnnbench --allocator keep run --again",
+        ));
+}

@@ -1,0 +1,39 @@
+//! ONNX Runtime (ort-cpu) as the command line's registry sees it, built in or not.
+
+use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::{Capabilities, Engine};
+
+struct Ort;
+
+impl Provider for Ort {
+    fn name(&self) -> &'static str {
+        crate::ENGINE_NAME
+    }
+    fn description(&self) -> &'static str {
+        "ONNX Runtime's CPU provider (PyPI wheel, loaded at run time) on cnnbench's ONNX export"
+    }
+    fn capabilities(&self) -> Capabilities {
+        crate::capabilities()
+    }
+    fn availability(&self, _: &EngineOptions) -> Result<(), String> {
+        crate::availability()
+    }
+    fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
+        #[cfg(feature = "ort")]
+        {
+            Ok(Box::new(crate::OrtEngine::new(options.threads)?))
+        }
+        #[cfg(not(feature = "ort"))]
+        {
+            let _ = options;
+            Err(anyhow::anyhow!(
+                cnnbench_engine::provider::not_in_this_build(crate::SETUP_HINT)
+            ))
+        }
+    }
+}
+
+/// This crate's engines.
+pub fn providers() -> Vec<Box<dyn Provider>> {
+    vec![Box::new(Ort)]
+}

@@ -1,0 +1,421 @@
+//! The run specification: everything that determines a measurement, in one type.
+//!
+//! `cnnbench run` turns its command line into a [`RunSpec`] once; a matrix cell of
+//! `cnnbench plan` is one; the ranks `--nproc` starts and the probes of `-b max` receive
+//! one (serialised, not rebuilt as arguments); and every result records the spec of its
+//! own point, so that `cnnbench run --again RESULT.json` reruns exactly what produced it.
+//! A setting added here reaches every one of those paths, or fails to compile.
+
+use cnnbench_engine::{Mode, Precision};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// What determines a measurement: the models, the engine and its options, the work of a
+/// pass, the stop rule and the process's settings. Output (folder, table, label) is not
+/// in it: the same spec gives the same numbers wherever they are written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// In order; empty is refused.
+    pub models: Vec<ModelRef>,
+    pub engine: String,
+    #[serde(default)]
+    pub engine_options: EngineSettings,
+    pub mode: Mode,
+    pub precision: Precision,
+    pub batch: Batches,
+    /// Every model at each of these sizes; `None`: each model's own input size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_sizes: Option<Vec<ImageSize>>,
+    /// Passes run and dropped before the timed ones.
+    pub warmup: usize,
+    /// Timed passes (at least this many under a time or confidence rule).
+    pub passes: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_time_s: Option<f64>,
+    /// The memory a batch must fit in (`--memory-limit`), else the device's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    pub seed: u64,
+    /// The engine's thread pool; `None`: all cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// The heap policy (`keep` or `system`): it is set when the process starts, so a
+    /// rerun under another policy is refused rather than silently different.
+    pub allocator: String,
+    /// Training data-parallel across processes; `None`: one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_parallel: Option<DataParallel>,
+}
+
+/// A model as the user named it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ModelRef {
+    /// A zoo model by the name given (any alias).
+    Zoo { name: String },
+    /// A model file, with the SHA-256 of its bytes when the run started: a rerun of a
+    /// file that changed since is refused.
+    File { path: PathBuf, sha256: String },
+}
+
+impl ModelRef {
+    /// How the user would write it: the zoo name or the file's path.
+    pub fn describe(&self) -> String {
+        match self {
+            ModelRef::Zoo { name } => name.clone(),
+            ModelRef::File { path, .. } => path.display().to_string(),
+        }
+    }
+}
+
+/// The batch sizes to run: each given size, or the largest that fits (`-b max`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Batches {
+    Sizes(Vec<usize>),
+    Max,
+}
+
+/// The engine options the command line sets; each engine reads those it has and the
+/// others stay at their defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSettings {
+    /// The GPU (CUDA device or Vulkan adapter); `None`: 0, or LOCAL_RANK in a
+    /// data-parallel run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<usize>,
+    pub allow_cpu_adapter: bool,
+    pub cudnn_benchmark: bool,
+    pub tf32: bool,
+    pub channels_last: bool,
+}
+
+/// A data-parallel training run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataParallel {
+    /// `Some(N)`: cnnbench starts N ranks on this machine (`--nproc`); `None`: this
+    /// process is one rank of a job a launcher started (`--distributed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_ranks: Option<usize>,
+    /// Seconds a rank waits for the others before it gives up.
+    pub timeout_s: f64,
+}
+
+/// An input image size, `HxW` in files and on the command line (`224` is `224x224`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ImageSize {
+    pub height: usize,
+    pub width: usize,
+}
+
+impl ImageSize {
+    /// A square size.
+    pub fn square(n: usize) -> ImageSize {
+        ImageSize {
+            height: n,
+            width: n,
+        }
+    }
+}
+
+impl std::fmt::Display for ImageSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.height, self.width)
+    }
+}
+
+impl FromStr for ImageSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parse = |v: &str| {
+            let n = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))?;
+            if n > cnnbench_graph::ops::MAX_DIMENSION {
+                return Err(format!(
+                    "image size {n} is larger than any network takes (at most {})",
+                    cnnbench_graph::ops::MAX_DIMENSION
+                ));
+            }
+            Ok(n)
+        };
+        match s.split_once(['x', 'X', '×']) {
+            Some((h, w)) => Ok(ImageSize {
+                height: parse(h)?,
+                width: parse(w)?,
+            }),
+            None => Ok(ImageSize::square(parse(s)?)),
+        }
+    }
+}
+
+impl Serialize for ImageSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ImageSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The heap policies a spec may name.
+pub const ALLOCATORS: [&str; 2] = ["keep", "system"];
+
+/// The defaults of `cnnbench run` with no options, so that a spec written by hand or a
+/// matrix cell starts where the command line does.
+pub const DEFAULT_WARMUP: usize = 1;
+/// See [`DEFAULT_WARMUP`].
+pub const DEFAULT_PASSES: usize = 10;
+/// See [`DEFAULT_WARMUP`].
+pub const DEFAULT_BATCH: usize = 16;
+/// The limit of `target_ci_pct` when no `max_time_s` is given.
+pub const DEFAULT_TARGET_CI_MAX_TIME_S: f64 = 60.0;
+
+impl RunSpec {
+    /// A spec with `cnnbench run`'s defaults for these models on this engine.
+    pub fn new(models: Vec<ModelRef>, engine: &str) -> RunSpec {
+        RunSpec {
+            models,
+            engine: engine.to_string(),
+            engine_options: EngineSettings::default(),
+            mode: Mode::Train,
+            precision: Precision::F32,
+            batch: Batches::Sizes(vec![DEFAULT_BATCH]),
+            image_sizes: None,
+            warmup: DEFAULT_WARMUP,
+            passes: DEFAULT_PASSES,
+            min_time_s: None,
+            max_time_s: None,
+            target_ci_pct: None,
+            warmup_time_s: None,
+            memory_limit_bytes: None,
+            seed: 0,
+            threads: None,
+            allocator: "keep".into(),
+            data_parallel: None,
+        }
+    }
+
+    /// Everything a spec must be before anything runs; the message says what to change,
+    /// in the command line's words.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.models.is_empty() {
+            return Err("no model to run".into());
+        }
+        if self.engine.trim().is_empty() {
+            return Err("no engine named".into());
+        }
+        if self.passes == 0 {
+            return Err("--passes must be at least 1".into());
+        }
+        match &self.batch {
+            Batches::Sizes(sizes) if sizes.is_empty() => {
+                return Err("no batch size given".into());
+            }
+            Batches::Sizes(sizes) if sizes.contains(&0) => {
+                return Err("a batch size must be at least 1".into());
+            }
+            Batches::Sizes(_) | Batches::Max => {}
+        }
+        if let Some(sizes) = &self.image_sizes {
+            if sizes.is_empty() {
+                return Err("an empty list of image sizes".into());
+            }
+            if sizes.iter().any(|s| s.height == 0 || s.width == 0) {
+                return Err("an image size must be positive".into());
+            }
+        }
+        if self.threads == Some(0) {
+            return Err("--threads must be at least 1".into());
+        }
+        if !ALLOCATORS.contains(&self.allocator.as_str()) {
+            return Err(format!(
+                "allocator \"{}\" is not a heap policy: keep or system",
+                crate::printable(&self.allocator)
+            ));
+        }
+        for (value, flag) in [
+            (self.min_time_s, "--min-time"),
+            (self.max_time_s, "--max-time"),
+            (self.warmup_time_s, "--warmup-time"),
+        ] {
+            if let Some(s) = value {
+                if !(s > 0.0 && s.is_finite() && s < 1e12) {
+                    return Err(format!(
+                        "{flag} must be a positive number of seconds, not {s}"
+                    ));
+                }
+            }
+        }
+        if let Some(pct) = self.target_ci_pct {
+            if !(pct > 0.0 && pct.is_finite()) {
+                return Err(format!(
+                    "--target-ci must be a positive percentage, e.g. 2 for ±2%, not {pct}"
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (self.min_time_s, self.effective_max_time_s()) {
+            if min > max {
+                return Err(format!(
+                    "--min-time ({min} s) is above --max-time ({max} s)"
+                ));
+            }
+        }
+        if let Some(dp) = &self.data_parallel {
+            self.check_data_parallel(dp)?;
+        }
+        Ok(())
+    }
+
+    /// `max_time_s`, or the default limit `target_ci_pct` brings with it.
+    pub fn effective_max_time_s(&self) -> Option<f64> {
+        self.max_time_s
+            .or(self.target_ci_pct.map(|_| DEFAULT_TARGET_CI_MAX_TIME_S))
+    }
+
+    /// What a data-parallel run cannot do: every rank must run the same passes (an
+    /// all-reduce in each), so nothing may decide them per rank.
+    fn check_data_parallel(&self, dp: &DataParallel) -> Result<(), String> {
+        if dp.local_ranks == Some(0) {
+            return Err("--nproc must be at least 1".into());
+        }
+        if !(dp.timeout_s > 0.0 && dp.timeout_s.is_finite() && dp.timeout_s < 1e12) {
+            return Err(format!(
+                "--dist-timeout must be a positive number of seconds, not {}",
+                dp.timeout_s
+            ));
+        }
+        let per_rank = [
+            (self.min_time_s.is_some(), "--min-time"),
+            (self.max_time_s.is_some(), "--max-time"),
+            (self.target_ci_pct.is_some(), "--target-ci"),
+            (self.warmup_time_s.is_some(), "--warmup-time"),
+            (self.batch == Batches::Max, "-b max"),
+        ];
+        if let Some((_, flag)) = per_rank.iter().find(|(given, _)| *given) {
+            return Err(format!(
+                "{flag} cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"
+            ));
+        }
+        if self.mode == Mode::Infer {
+            return Err(
+                "a data-parallel run trains: use --mode train or step (inference has no gradients to average)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The spec of one point of this run: one model at one image size and one batch
+    /// size, what one result file holds.
+    pub fn point(&self, model: &ModelRef, image_size: Option<ImageSize>, batch: usize) -> RunSpec {
+        RunSpec {
+            models: vec![model.clone()],
+            batch: Batches::Sizes(vec![batch]),
+            image_sizes: image_sizes_of(image_size),
+            ..self.clone()
+        }
+    }
+}
+
+fn image_sizes_of(size: Option<ImageSize>) -> Option<Vec<ImageSize>> {
+    size.map(|s| vec![s])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> RunSpec {
+        RunSpec::new(
+            vec![ModelRef::Zoo {
+                name: "resnet18".into(),
+            }],
+            "burn-flex",
+        )
+    }
+
+    #[test]
+    fn a_spec_reads_back_as_written() {
+        let mut s = spec();
+        s.image_sizes = Some(vec![ImageSize::square(64), "32x48".parse().unwrap()]);
+        s.batch = Batches::Max;
+        s.models.push(ModelRef::File {
+            path: "m.onnx".into(),
+            sha256: "ab".into(),
+        });
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"32x48\""), "{text}");
+        assert_eq!(serde_json::from_str::<RunSpec>(&text).unwrap(), s);
+        // A key this build does not know is an error, not silently dropped.
+        let extra = text.replacen('{', "{\"passses\":3,", 1);
+        assert!(serde_json::from_str::<RunSpec>(&extra).is_err());
+    }
+
+    #[test]
+    fn validate_refuses_what_the_command_line_refuses() {
+        assert_eq!(spec().validate(), Ok(()));
+        let refused = |f: fn(&mut RunSpec), says: &str| {
+            let mut s = spec();
+            f(&mut s);
+            let e = s.validate().unwrap_err();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(|s| s.passes = 0, "--passes");
+        refused(|s| s.models.clear(), "no model");
+        refused(|s| s.batch = Batches::Sizes(vec![0]), "batch size");
+        refused(|s| s.target_ci_pct = Some(f64::NAN), "--target-ci");
+        refused(|s| s.min_time_s = Some(-1.0), "--min-time");
+        refused(
+            |s| {
+                s.min_time_s = Some(90.0);
+                s.target_ci_pct = Some(2.0);
+            },
+            "above --max-time (60 s)",
+        );
+        refused(|s| s.allocator = "jemalloc".into(), "heap policy");
+        let dp = Some(DataParallel {
+            local_ranks: Some(2),
+            timeout_s: 300.0,
+        });
+        let mut s = spec();
+        s.data_parallel = dp.clone();
+        assert_eq!(s.validate(), Ok(()));
+        s.batch = Batches::Max;
+        assert!(s.validate().unwrap_err().contains("-b max cannot be used"));
+        let mut s = spec();
+        s.data_parallel = dp;
+        s.mode = Mode::Infer;
+        assert!(s.validate().unwrap_err().contains("trains"));
+    }
+
+    #[test]
+    fn a_point_is_one_model_one_size_one_batch() {
+        let mut s = spec();
+        s.batch = Batches::Sizes(vec![1, 2]);
+        s.image_sizes = Some(vec![ImageSize::square(32), ImageSize::square(64)]);
+        let m = s.models[0].clone();
+        let p = s.point(&m, Some(ImageSize::square(64)), 2);
+        assert_eq!(p.batch, Batches::Sizes(vec![2]));
+        assert_eq!(p.image_sizes, Some(vec![ImageSize::square(64)]));
+        assert_eq!(p.models, vec![m]);
+        assert_eq!(p.passes, s.passes);
+    }
+}
