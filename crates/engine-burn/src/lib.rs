@@ -19,7 +19,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
-use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -67,15 +67,16 @@ impl Engine for BurnFlexEngine {
             );
         }
         EngineInfo {
-            name: ENGINE_NAME.into(),
-            framework: "burn".into(),
-            framework_version: BURN_VERSION.into(),
-            backend: "flex".into(),
-            device: "cpu".into(),
-            device_name: cnnbench_host::cpu_name(),
-            threads: self.threads,
             libraries,
             settings,
+            ..EngineInfo::on_the_cpu(
+                ENGINE_NAME,
+                "burn",
+                BURN_VERSION,
+                "flex",
+                self.threads,
+                cnnbench_host::cpu_name(),
+            )
         }
     }
 
@@ -139,9 +140,7 @@ struct BurnSession {
     rng: SplitMix64,
     input: Option<Tensor<4>>,
     labels: Option<Tensor<1, Int>>,
-    output: Option<Value>,
-    loss: Option<Tensor<1>>,
-    output_grad: Option<Value>,
+    pass: PassState<Value, Tensor<1>>,
     grads: Option<Gradients>,
     /// The most device memory burn's allocator held at any sync, where the backend
     /// reports its pools (the GPU runtimes; flex does not).
@@ -171,9 +170,7 @@ impl BurnSession {
             rng: SplitMix64::new(config.seed ^ 0x5eed),
             input: None,
             labels: None,
-            output: None,
-            loss: None,
-            output_grad: None,
+            pass: PassState::default(),
             grads: None,
             peak_reserved: None,
         })
@@ -199,9 +196,7 @@ impl BurnSession {
 impl Session for BurnSession {
     fn prepare_batch(&mut self) -> Result<()> {
         // Free the previous pass's graph and gradients outside the timed region.
-        self.output = None;
-        self.loss = None;
-        self.output_grad = None;
+        self.pass.clear();
         self.grads = None;
         let [c, h, w] = self.input_shape;
         let input = Tensor::random(
@@ -234,37 +229,28 @@ impl Session for BurnSession {
             let labels = self.labels.take().context("no labels for the step")?;
             let log_probs = burn::tensor::activation::log_softmax(logits, 1);
             let picked = log_probs.gather(1, labels.unsqueeze_dim(1));
-            self.loss = Some(picked.mean().neg());
+            self.pass.set_loss(picked.mean().neg());
         } else {
-            self.output = Some(output);
+            self.pass.set_output(output);
         }
         Ok(())
     }
 
     fn prepare_output_grad(&mut self) -> Result<()> {
-        let output = self.output.as_ref().context("no output to backpropagate")?;
-        self.output_grad = Some(output.random_like(&self.device));
+        let grad = self
+            .pass
+            .output_to_backpropagate()?
+            .random_like(&self.device);
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 
     fn backward(&mut self) -> Result<()> {
-        let grads = match self.mode {
-            Mode::Infer => return Err(anyhow!("inference mode has no backward pass")),
-            Mode::Step => self
-                .loss
-                .take()
-                .context("no loss: run forward first")?
-                .backward(),
-            Mode::Train => {
-                let output = self.output.take().context("no output: run forward first")?;
-                let grad = self
-                    .output_grad
-                    .take()
-                    .context("no upstream gradient: run prepare_output_grad first")?;
-                // Backpropagating sum(output ⊙ grad) hands `grad` to the output node, as
-                // `output.backward(grad)` does in PyTorch.
-                output.dot_sum(grad)?.backward()
-            }
+        let grads = match self.pass.backward_from(self.mode)? {
+            BackwardFrom::Loss(loss) => loss.backward(),
+            // Backpropagating sum(output ⊙ grad) hands `grad` to the output node, as
+            // `output.backward(grad)` does in PyTorch.
+            BackwardFrom::Output { output, grad } => output.dot_sum(grad)?.backward(),
         };
         self.grads = Some(grads);
         Ok(())
@@ -315,9 +301,7 @@ impl Session for BurnSession {
     fn set_input(&mut self, input: &HostTensor) -> Result<()> {
         let [c, h, w] = self.input_shape;
         check_input_shape(input, &[self.batch, c, h, w])?;
-        self.output = None;
-        self.loss = None;
-        self.output_grad = None;
+        self.pass.clear();
         self.grads = None;
         let input = lower::from_host(input, &self.device)?;
         self.input = Some(self.track_if_parameterless(input));
@@ -334,15 +318,15 @@ impl Session for BurnSession {
     }
 
     fn output(&self) -> Result<HostTensor> {
-        self.output
-            .as_ref()
-            .context("no output: run forward first (in train or infer mode)")?
-            .to_host()
+        self.pass.output()?.to_host()
     }
 
     fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
-        let output = self.output.as_ref().context("no output to backpropagate")?;
-        self.output_grad = Some(output.like_from_host(grad, &self.device)?);
+        let grad = self
+            .pass
+            .output_to_backpropagate()?
+            .like_from_host(grad, &self.device)?;
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 

@@ -16,7 +16,7 @@ pub use lower::Network;
 use anyhow::{anyhow, Context, Result};
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Tensor};
-use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -68,15 +68,16 @@ impl Engine for CandleEngine {
             },
         );
         EngineInfo {
-            name: ENGINE_NAME.into(),
-            framework: "candle".into(),
-            framework_version: CANDLE_VERSION.into(),
-            backend: "cpu".into(),
-            device: "cpu".into(),
-            device_name: cnnbench_host::cpu_name(),
-            threads: self.threads,
             libraries,
             settings,
+            ..EngineInfo::on_the_cpu(
+                ENGINE_NAME,
+                "candle",
+                CANDLE_VERSION,
+                "cpu",
+                self.threads,
+                cnnbench_host::cpu_name(),
+            )
         }
     }
 
@@ -101,9 +102,7 @@ struct CandleSession {
     momentum: BTreeMap<usize, Tensor>,
     input: Option<Tensor>,
     labels: Option<Tensor>,
-    output: Option<Tensor>,
-    loss: Option<Tensor>,
-    output_grad: Option<Tensor>,
+    pass: PassState<Tensor, Tensor>,
     grads: Option<GradStore>,
 }
 
@@ -123,17 +122,13 @@ impl CandleSession {
             momentum: BTreeMap::new(),
             input: None,
             labels: None,
-            output: None,
-            loss: None,
-            output_grad: None,
+            pass: PassState::default(),
             grads: None,
         })
     }
 
     fn clear(&mut self) {
-        self.output = None;
-        self.loss = None;
-        self.output_grad = None;
+        self.pass.clear();
         self.grads = None;
     }
 
@@ -181,42 +176,27 @@ impl Session for CandleSession {
             // Cross-entropy: −mean(log_softmax(logits)[label]).
             let log_norm = logits.log_sum_exp(1)?.unsqueeze(1)?;
             let log_probs = logits.broadcast_sub(&log_norm)?;
-            self.loss = Some(log_probs.gather(&labels, 1)?.mean_all()?.neg()?);
+            self.pass
+                .set_loss(log_probs.gather(&labels, 1)?.mean_all()?.neg()?);
         } else {
-            self.output = Some(output);
+            self.pass.set_output(output);
         }
         Ok(())
     }
 
     fn prepare_output_grad(&mut self) -> Result<()> {
-        let shape = self
-            .output
-            .as_ref()
-            .context("no output to backpropagate")?
-            .dims()
-            .to_vec();
-        self.output_grad = Some(self.random(shape)?);
+        let shape = self.pass.output_to_backpropagate()?.dims().to_vec();
+        let grad = self.random(shape)?;
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 
     fn backward(&mut self) -> Result<()> {
-        let grads = match self.mode {
-            Mode::Infer => return Err(anyhow!("inference mode has no backward pass")),
-            Mode::Step => self
-                .loss
-                .take()
-                .context("no loss: run forward first")?
-                .backward()?,
-            Mode::Train => {
-                let output = self.output.take().context("no output: run forward first")?;
-                let grad = self
-                    .output_grad
-                    .take()
-                    .context("no upstream gradient: run prepare_output_grad first")?;
-                // Backpropagating sum(output ⊙ grad) hands `grad` to the output, as
-                // `output.backward(grad)` does in PyTorch.
-                (output * grad)?.sum_all()?.backward()?
-            }
+        let grads = match self.pass.backward_from(self.mode)? {
+            BackwardFrom::Loss(loss) => loss.backward()?,
+            // Backpropagating sum(output ⊙ grad) hands `grad` to the output, as
+            // `output.backward(grad)` does in PyTorch.
+            BackwardFrom::Output { output, grad } => (output * grad)?.sum_all()?.backward()?,
         };
         self.grads = Some(grads);
         Ok(())
@@ -277,15 +257,11 @@ impl Session for CandleSession {
     }
 
     fn output(&self) -> Result<HostTensor> {
-        lower::to_host(
-            self.output
-                .as_ref()
-                .context("no output: run forward first (in train or infer mode)")?,
-        )
+        lower::to_host(self.pass.output()?)
     }
 
     fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
-        let output = self.output.as_ref().context("no output to backpropagate")?;
+        let output = self.pass.output_to_backpropagate()?;
         if grad.shape != output.dims() {
             return Err(anyhow!(
                 "the gradient has shape {:?} but the output has {:?}",
@@ -293,7 +269,8 @@ impl Session for CandleSession {
                 output.dims()
             ));
         }
-        self.output_grad = Some(lower::from_host(grad)?.to_dtype(DType::F32)?);
+        let grad = lower::from_host(grad)?.to_dtype(DType::F32)?;
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 

@@ -155,15 +155,16 @@ impl Engine for OrtEngine {
             format!("cnnbench ONNX export, opset {EXPORT_OPSET}"),
         );
         EngineInfo {
-            name: ENGINE_NAME.into(),
-            framework: "onnxruntime".into(),
-            framework_version: self.runtime.version.clone(),
-            backend: "cpu".into(),
-            device: "cpu".into(),
-            device_name: cnnbench_host::cpu_name(),
-            threads: self.threads,
             libraries,
             settings,
+            ..EngineInfo::on_the_cpu(
+                ENGINE_NAME,
+                "onnxruntime",
+                &self.runtime.version,
+                "cpu",
+                self.threads,
+                cnnbench_host::cpu_name(),
+            )
         }
     }
 
@@ -241,10 +242,6 @@ impl OrtSession {
     }
 }
 
-fn inference_only() -> anyhow::Error {
-    anyhow!("{ENGINE_NAME} runs inference only (ONNX Runtime's inference sessions have no backward pass)")
-}
-
 impl Session for OrtSession {
     fn prepare_batch(&mut self) -> Result<()> {
         let input = self.batches.next_input();
@@ -270,15 +267,6 @@ impl Session for OrtSession {
         Ok(())
     }
 
-    fn prepare_output_grad(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
-    fn backward(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
-    fn update(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
     fn sync(&mut self) -> Result<()> {
         // Session::run returns when the outputs are computed.
         Ok(())

@@ -4,7 +4,7 @@ use crate::info;
 use crate::lower::{channels_last, from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::{check_input_shape, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
@@ -253,9 +253,7 @@ impl TorchEngine {
             optimizer,
             input: None,
             labels: None,
-            output: None,
-            loss: None,
-            output_grad: None,
+            pass: PassState::default(),
             #[cfg(cnnbench_c10d)]
             group: self.group.clone(),
         }))
@@ -275,9 +273,7 @@ struct TorchSession {
     optimizer: Option<COptimizer>,
     input: Option<Tensor>,
     labels: Option<Tensor>,
-    output: Option<Tensor>,
-    loss: Option<Tensor>,
-    output_grad: Option<Tensor>,
+    pass: PassState<Tensor, Tensor>,
     #[cfg(cnnbench_c10d)]
     group: Option<Arc<crate::dist::TorchProcessGroup>>,
 }
@@ -285,9 +281,7 @@ struct TorchSession {
 impl TorchSession {
     /// Drops the last pass's graph and gradients (PyTorch's `zero_grad(set_to_none)`).
     fn clear(&mut self) -> Result<()> {
-        self.output = None;
-        self.loss = None;
-        self.output_grad = None;
+        self.pass.clear();
         if let Some(opt) = &self.optimizer {
             opt.zero_grad()?;
         }
@@ -339,9 +333,9 @@ impl Session for TorchSession {
         match self.mode {
             Mode::Infer => {
                 let _guard = tch::no_grad_guard();
-                self.output = Some(self.network.forward(&input, false)?);
+                self.pass.set_output(self.network.forward(&input, false)?);
             }
-            Mode::Train => self.output = Some(self.network.forward(&input, true)?),
+            Mode::Train => self.pass.set_output(self.network.forward(&input, true)?),
             Mode::Step => {
                 let logits = self.network.forward(&input, true)?;
                 let labels = self.labels.take().context("no labels for the step")?;
@@ -355,33 +349,23 @@ impl Session for TorchSession {
                         -100,
                         0.0,
                     )?;
-                self.loss = Some(loss);
+                self.pass.set_loss(loss);
             }
         }
         Ok(())
     }
 
     fn prepare_output_grad(&mut self) -> Result<()> {
-        let output = self.output.as_ref().context("no output to backpropagate")?;
-        self.output_grad = Some(output.f_randn_like()?);
+        let grad = self.pass.output_to_backpropagate()?.f_randn_like()?;
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 
     fn backward(&mut self) -> Result<()> {
-        match self.mode {
-            Mode::Infer => Err(anyhow!("inference mode has no backward pass")),
-            Mode::Step => Ok(self
-                .loss
-                .take()
-                .context("no loss: run forward first")?
-                .f_backward()?),
-            Mode::Train => {
-                let output = self.output.take().context("no output: run forward first")?;
-                let grad = self
-                    .output_grad
-                    .take()
-                    .context("no upstream gradient: run prepare_output_grad first")?;
-                // sum(output ⊙ grad) hands `grad` to the output, as output.backward(grad).
+        match self.pass.backward_from(self.mode)? {
+            BackwardFrom::Loss(loss) => Ok(loss.f_backward()?),
+            // sum(output ⊙ grad) hands `grad` to the output, as output.backward(grad).
+            BackwardFrom::Output { output, grad } => {
                 Ok(output.f_mul(&grad)?.f_sum(None::<Kind>)?.f_backward()?)
             }
         }
@@ -431,15 +415,11 @@ impl Session for TorchSession {
     }
 
     fn output(&self) -> Result<HostTensor> {
-        to_host(
-            self.output
-                .as_ref()
-                .context("no output: run forward first (in train or infer mode)")?,
-        )
+        to_host(self.pass.output()?)
     }
 
     fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
-        let output = self.output.as_ref().context("no output to backpropagate")?;
+        let output = self.pass.output_to_backpropagate()?;
         let shape: Vec<usize> = output.size().iter().map(|&d| d as usize).collect();
         if grad.shape != shape {
             return Err(anyhow!(
@@ -447,7 +427,8 @@ impl Session for TorchSession {
                 grad.shape
             ));
         }
-        self.output_grad = Some(from_host(grad, self.device)?.f_to_kind(output.kind())?);
+        let grad = from_host(grad, self.device)?.f_to_kind(output.kind())?;
+        self.pass.set_output_grad(grad);
         Ok(())
     }
 

@@ -47,15 +47,16 @@ impl Engine for TractEngine {
             format!("cnnbench ONNX export, opset {EXPORT_OPSET}"),
         );
         EngineInfo {
-            name: ENGINE_NAME.into(),
-            framework: "tract".into(),
-            framework_version: TRACT_VERSION.into(),
-            backend: "cpu".into(),
-            device: "cpu".into(),
-            device_name: cnnbench_host::cpu_name(),
-            threads: self.threads,
             libraries,
             settings,
+            ..EngineInfo::on_the_cpu(
+                ENGINE_NAME,
+                "tract",
+                TRACT_VERSION,
+                "cpu",
+                self.threads,
+                cnnbench_host::cpu_name(),
+            )
         }
     }
 
@@ -124,10 +125,6 @@ impl TractSession {
     }
 }
 
-fn inference_only() -> anyhow::Error {
-    anyhow!("{ENGINE_NAME} runs inference only (tract has no backward pass)")
-}
-
 impl Session for TractSession {
     fn prepare_batch(&mut self) -> Result<()> {
         let input = self.batches.next_input();
@@ -146,15 +143,6 @@ impl Session for TractSession {
         Ok(())
     }
 
-    fn prepare_output_grad(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
-    fn backward(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
-    fn update(&mut self) -> Result<()> {
-        Err(inference_only())
-    }
     fn sync(&mut self) -> Result<()> {
         // tract runs synchronously on the calling thread (and its pool).
         Ok(())

@@ -241,6 +241,37 @@ pub struct EngineInfo {
     pub settings: BTreeMap<String, String>,
 }
 
+impl EngineInfo {
+    /// The record of an engine on the host's CPU (`device` `cpu`), before its libraries
+    /// and settings: `EngineInfo { libraries, settings, ..EngineInfo::on_the_cpu(…) }`.
+    pub fn on_the_cpu(
+        name: &str,
+        framework: &str,
+        framework_version: &str,
+        backend: &str,
+        threads: usize,
+        cpu_name: String,
+    ) -> EngineInfo {
+        EngineInfo {
+            name: name.into(),
+            framework: framework.into(),
+            framework_version: framework_version.into(),
+            backend: backend.into(),
+            device: "cpu".into(),
+            device_name: cpu_name,
+            threads,
+            libraries: BTreeMap::new(),
+            settings: BTreeMap::new(),
+        }
+    }
+}
+
+/// The answer of an inference-only session to a training call (the harness checks the
+/// engine's capabilities first, so a run never gets here).
+fn inference_only() -> anyhow::Error {
+    anyhow::anyhow!("this engine runs inference only: it has no backward pass or optimizer")
+}
+
 /// A compiled network on one device, with the state a pass needs (current input,
 /// output, upstream gradient). Every method except `sync` may be asynchronous on devices
 /// that queue work; the harness calls `sync` around every timed region.
@@ -249,12 +280,20 @@ pub trait Session {
     fn prepare_batch(&mut self) -> anyhow::Result<()>;
     /// Timed: the forward pass (in step mode, including the loss).
     fn forward(&mut self) -> anyhow::Result<()>;
-    /// Untimed: draw a random upstream gradient of the output's shape (train mode).
-    fn prepare_output_grad(&mut self) -> anyhow::Result<()>;
+    /// Untimed: draw a random upstream gradient of the output's shape (train mode). An
+    /// inference-only engine (capabilities `modes: [infer]`) leaves the three training
+    /// calls to these defaults, which refuse.
+    fn prepare_output_grad(&mut self) -> anyhow::Result<()> {
+        Err(inference_only())
+    }
     /// Timed: backpropagate to every parameter (and the input's producer).
-    fn backward(&mut self) -> anyhow::Result<()>;
+    fn backward(&mut self) -> anyhow::Result<()> {
+        Err(inference_only())
+    }
     /// Timed: apply the optimizer update (step mode).
-    fn update(&mut self) -> anyhow::Result<()>;
+    fn update(&mut self) -> anyhow::Result<()> {
+        Err(inference_only())
+    }
     /// Blocks until the device has finished all queued work.
     fn sync(&mut self) -> anyhow::Result<()>;
     /// Peak memory the device allocated since the last reset, where the device tracks it.
