@@ -329,14 +329,10 @@ impl RunSpec {
         RunSpec {
             models: vec![model.clone()],
             batch: Batches::Sizes(vec![batch]),
-            image_sizes: image_sizes_of(image_size),
+            image_sizes: image_size.map(|s| vec![s]),
             ..self.clone()
         }
     }
-}
-
-fn image_sizes_of(size: Option<ImageSize>) -> Option<Vec<ImageSize>> {
-    size.map(|s| vec![s])
 }
 
 #[cfg(test)]

@@ -138,14 +138,11 @@ fn duration(seconds: Option<f64>) -> Option<Duration> {
 }
 
 /// Measures a job (the spec is valid: [`RunSpec::validate`] ran).
-pub fn execute(job: Job) -> Result<ExitCode> {
-    let Job {
-        spec,
-        role,
-        mut delivery,
-    } = job;
+pub fn execute(mut job: Job) -> Result<ExitCode> {
+    let spec = &job.spec;
+    let role = job.role;
     let mode = spec.mode;
-    let planned = plan(&spec)?;
+    let planned = plan(spec)?;
     let mut options = engines::options(&spec.engine_options, spec.threads);
     let data_parallel = spec.data_parallel.as_ref().filter(|_| role == Role::Rank);
     let (engine, group) = match data_parallel {
@@ -167,32 +164,24 @@ pub fn execute(job: Job) -> Result<ExitCode> {
     // Rank 0 speaks for the job: the others write and print nothing but their errors.
     let rank = group.as_ref().map_or(0, |g| g.info().rank);
     if rank != 0 {
-        delivery.quiet = true;
-        delivery.json = false;
+        job.delivery.quiet = true;
+        job.delivery.json = false;
     } else {
-        output::check_writable(&delivery.output)?;
+        output::check_writable(&job.delivery.output)?;
     }
+    let spec = &job.spec;
     let caps = engine.capabilities();
     caps.check(&spec.engine, mode, spec.precision)
         .map_err(|e| anyhow!("{e}: choose one with --mode/--precision, or another engine (`cnnbench engines` lists what each can do)"))?;
-    let available = available_memory(&spec, &caps);
+    let available = available_memory(spec, &caps);
     let device_total = match caps.device {
         DeviceKind::Cpu => cnnbench_host::memory_bytes(),
         DeviceKind::Gpu => caps.device_memory,
     };
-    let job = Job {
-        spec,
-        role,
-        delivery,
-    };
     if role == Role::Probe {
         return probe::probe_memory(&job, engine.as_ref(), &planned);
     }
-    let Job {
-        spec,
-        role: _,
-        delivery,
-    } = &job;
+    let delivery = &job.delivery;
     if let Batches::Sizes(batches) = &spec.batch {
         for &batch in batches {
             check_memory(

@@ -8,7 +8,6 @@ use crate::commands::sweep::{BatchSpec, ImageSizes};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 
 /// The options given on the command line (clap's argument ids), as opposed to those at
@@ -405,14 +404,7 @@ pub fn file_sha256(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     let mut file = std::fs::File::open(path)?;
     let mut hasher = sha2::Sha256::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buffer)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
+    std::io::copy(&mut file, &mut hasher)?;
     Ok(hasher
         .finalize()
         .iter()
