@@ -22,14 +22,12 @@ Usage: .venv-torch/bin/python scripts/crosscheck_ort.py [--model resnet50] [--im
        [--bin target/release/cnnbench] [--out DIR]
 Exit status 1 when the pooled ratio is outside the tolerance.
 """
-import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+import crosscheck_stack
 
 
 def reference(args):
@@ -58,102 +56,20 @@ def reference(args):
                       "providers": session.get_providers(), "threads": args.threads}))
 
 
-def library_of_this_python():
-    """The shared library of the onnxruntime package this Python imports."""
-    import onnxruntime
-    capi = os.path.join(os.path.dirname(onnxruntime.__file__), "capi")
-    libs = sorted(f for f in os.listdir(capi) if f.startswith("libonnxruntime.so") or
-                  (f.startswith("libonnxruntime.") and f.endswith(".dylib")))
-    if not libs:
-        sys.exit(f"no libonnxruntime in {capi}: reinstall with pip install onnxruntime==1.32.0")
-    return os.path.join(capi, libs[-1])
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="resnet50", help="a zoo model name")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--passes", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tolerance", type=float, default=0.10)
-    p.add_argument("--bin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                 "..", "target", "release", "cnnbench"))
-    p.add_argument("--out", default=None, help="keep the model file and cnnbench's result files here")
-    p.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--model-file", help=argparse.SUPPRESS)
+    p = crosscheck_stack.parser(__doc__, tolerance=0.10)
     args = p.parse_args()
     if args.reference:
         return reference(args)
-
-    out = args.out or tempfile.mkdtemp(prefix="crosscheck-ort-")
-    os.makedirs(out, exist_ok=True)
-    model_file = os.path.join(out, f"{args.model}-{args.image_size}.onnx")
-    if not os.path.exists(model_file):
-        subprocess.run([args.bin, "convert", args.model, model_file, "--image-size", str(args.image_size)],
-                       check=True, capture_output=True, text=True)
-    env = dict(os.environ, ORT_DYLIB_PATH=library_of_this_python())
-    common = ["-b", str(args.batch_size), "--passes", str(args.passes), "--warmup", str(args.warmup)]
-
-    def run_cnnbench(round_):
-        cmd = [args.bin, "run", "--model-file", model_file, "--engine", "ort-cpu", "--mode", "infer",
-               "--threads", str(args.threads), "--seed", str(args.seed), *common, "-q", "--json",
-               "-o", os.path.join(out, f"round{round_}")]
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-        result = json.loads(r.stdout)
-        return result["samples"]["forward"], result["engine"]
-
-    def run_reference(_round):
-        cmd = [sys.executable, os.path.abspath(__file__), "--reference", "--model-file", model_file,
-               "--threads", str(args.threads), "--batch-size", str(args.batch_size), "--seed", str(args.seed),
-               "--passes", str(args.passes), "--warmup", str(args.warmup)]
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        result = json.loads(r.stdout.strip().splitlines()[-1])
-        return result["forward"], result
-
-    samples = {"ort-cpu": [], "python": []}
-    info = {}
-    per_round = []
-    for round_ in range(1, args.rounds + 1):
-        order = [("ort-cpu", run_cnnbench), ("python", run_reference)]
-        if round_ % 2 == 0:
-            order.reverse()
-        this = {}
-        for name, run in order:
-            this[name], info[name] = run(round_)
-            samples[name] += this[name]
-        ratio = statistics.median(this["ort-cpu"]) / statistics.median(this["python"])
-        per_round.append((" then ".join(n for n, _ in order), ratio))
-        print(f"round {round_}/{args.rounds} ({per_round[-1][0]}): ort-cpu / Python {ratio:.3f}",
-              file=sys.stderr, flush=True)
-
+    library = crosscheck_stack.wheel_library("onnxruntime", "capi", "libonnxruntime.", "onnxruntime==1.32.0")
+    env = dict(os.environ, ORT_DYLIB_PATH=library)
+    samples, info, per_round, out = crosscheck_stack.interleave(
+        args, __file__, "ort-cpu", [], env, [])
     engine = info["ort-cpu"]
-    print(f"{args.model} at {args.image_size}², batch {args.batch_size}, {args.threads} intra-op threads,"
-          f" {args.rounds} rounds in A-B-B-A order × {args.passes} passes ({args.warmup} warm-up);"
-          f" cnnbench ort-cpu: ONNX Runtime {engine['framework_version']},"
-          f" {engine['settings'].get('graph_optimization_level')};"
-          f" Python: onnxruntime {info['python']['onnxruntime']}, {info['python']['providers'][0]}; {engine['device_name']}")
-    print()
-    print("|Round|Order|ort-cpu / Python|")
-    print("|---:|---|---:|")
-    for i, (order, ratio) in enumerate(per_round, 1):
-        print(f"|{i}|{order}|{ratio:.3f}|")
-    print()
-    med = {n: statistics.median(s) * 1e3 for n, s in samples.items()}
-    spread = {n: (min(s) * 1e3, max(s) * 1e3) for n, s in samples.items()}
-    ratio = med["ort-cpu"] / med["python"]
-    within = abs(ratio - 1.0) <= args.tolerance
-    print("|Phase|cnnbench ort-cpu|ONNX Runtime (Python)|ort-cpu / Python (pooled)|")
-    print("|---|---:|---:|---:|")
-    print(f"|inference|{med['ort-cpu']:.2f} ms ({spread['ort-cpu'][0]:.2f}–{spread['ort-cpu'][1]:.2f})"
-          f"|{med['python']:.2f} ms ({spread['python'][0]:.2f}–{spread['python'][1]:.2f})"
-          f"|{ratio:.3f} {'✓' if within else '✗'}|")
-    print()
-    print(f"medians of all passes (min–max in brackets); ✓: within ±{args.tolerance:.0%}. Model file and result files: {out}")
-    sys.exit(0 if within else 1)
+    header = (f"cnnbench ort-cpu: ONNX Runtime {engine['framework_version']},"
+              f" {engine['settings'].get('graph_optimization_level')};"
+              f" Python: onnxruntime {info['python']['onnxruntime']}, {info['python']['providers'][0]}; {engine['device_name']}")
+    sys.exit(crosscheck_stack.report(args, "ort-cpu", "ONNX Runtime", header, samples, per_round, out))
 
 
 if __name__ == "__main__":

@@ -239,6 +239,7 @@ pub fn run(
         median_ci95_rel: stopper.final_ci(&totals, stop_reason),
     };
     let device_peak = session.device_peak_memory();
+    let reported_settings = session.reported_settings();
     drop(session);
     let validity = watch.finish(engine.capabilities().device == DeviceKind::Gpu);
     let cold_start = ColdStart {
@@ -331,7 +332,11 @@ pub fn run(
             world_size: distributed.is_some().then_some(ranks),
             allocator: Some(crate::env::allocator_record()),
         },
-        engine: engine.info(),
+        engine: {
+            let mut info = engine.info();
+            info.settings.extend(reported_settings);
+            info
+        },
         machine: crate::env::detect_machine(),
         started_at,
         duration_s: run_clock.elapsed().as_secs_f64(),

@@ -12,6 +12,28 @@ use serde::Serialize;
 /// magnitude. Two correct fp32 engines differ by summation order only.
 pub const DEFAULT_TOLERANCE: f64 = 1e-4;
 
+/// The tolerance when the lower of the two precisions is `precision`: f32's
+/// [`DEFAULT_TOLERANCE`]; bf16 keeps 8 bits of mantissa (a rounding of 2⁻⁸ ≈ 4e-3 per
+/// operation), which through a network's layers and back again moves tensors by about
+/// 1e-2, so 3e-2; f16 keeps 11 bits (5e-4 per operation), so 1e-2.
+pub fn tolerance_for(precision: Precision) -> f64 {
+    match precision {
+        Precision::F32 => DEFAULT_TOLERANCE,
+        Precision::Bf16 => 3e-2,
+        Precision::F16 => 1e-2,
+    }
+}
+
+/// The coarser of two precisions, whose tolerance a comparison between them takes.
+pub fn coarser(a: Precision, b: Precision) -> Precision {
+    let tolerance = |p| tolerance_for(p);
+    if tolerance(a) >= tolerance(b) {
+        a
+    } else {
+        b
+    }
+}
+
 /// Relative size of the input perturbation that measures the network's own sensitivity
 /// (a few units in the last place of f32).
 pub const PERTURBATION: f64 = 1e-6;
@@ -35,6 +57,9 @@ pub struct VerifyRequest {
     /// Also compare every node's output, in graph order, to find the first node where
     /// the engines part (`verify --localize`).
     pub localize: bool,
+    /// The precisions of the reference and the candidate ("how much does bf16 change
+    /// my answer?": f32 against bf16 on the same engine).
+    pub precisions: [Precision; 2],
 }
 
 /// One compared tensor.
@@ -83,6 +108,8 @@ pub struct VerifyReport {
     pub input: [usize; 4],
     pub reference: String,
     pub candidate: String,
+    pub reference_precision: Precision,
+    pub candidate_precision: Precision,
     pub tolerance: f64,
     /// Where the weights came from.
     pub weights: String,
@@ -124,6 +151,7 @@ impl VerifyReport {
 
 fn session(
     engine: &dyn Engine,
+    precision: Precision,
     graph: &Graph,
     mode: Mode,
     request: &VerifyRequest,
@@ -132,7 +160,7 @@ fn session(
         mode,
         batch_size: request.batch_size,
         seed: request.seed,
-        precision: Precision::F32,
+        precision,
         deterministic: true,
     };
     engine
@@ -163,7 +191,7 @@ struct Computed {
 /// Runs one engine on the given weights and input. The upstream gradient is drawn from
 /// `seed` for the output's shape, so every engine gets the same one.
 fn compute(
-    engine: &dyn Engine,
+    (engine, precision): (&dyn Engine, Precision),
     graph: &Graph,
     request: &VerifyRequest,
     weights: &Weights,
@@ -175,7 +203,7 @@ fn compute(
     // A session of `mode` with the weights and input loaded, after one forward pass.
     let mut nodes = Vec::new();
     let mut forward = |mode: Mode| -> Result<Box<dyn Session>> {
-        let mut s = session(engine, graph, mode, request)?;
+        let mut s = session(engine, precision, graph, mode, request)?;
         s.import_weights(weights)
             .with_context(|| format!("loading the weights into {name}"))?;
         s.set_input(input)?;
@@ -249,7 +277,7 @@ pub fn verify(
             (w.clone(), "given".to_string())
         }
         None => (
-            session(reference, graph, first_mode, request)?
+            session(reference, request.precisions[0], graph, first_mode, request)?
                 .export_weights()
                 .with_context(|| format!("exporting {ref_name}'s weights"))?,
             format!("random, from {ref_name}"),
@@ -260,8 +288,15 @@ pub fn verify(
     // Rounding differs between engines in every layer, so the floor runs perturb every
     // weight as well as the input; two draws, because one can miss a sensitive unit.
     let grad_seed = request.seed.wrapping_add(1);
+    let [ref_precision, cand_precision] = request.precisions;
     let base = compute(
-        reference, graph, request, &weights, &input, grad_seed, trains,
+        (reference, ref_precision),
+        graph,
+        request,
+        &weights,
+        &input,
+        grad_seed,
+        trains,
     )?;
     let mut shaken = Vec::new();
     for draw in 0..FLOOR_DRAWS {
@@ -274,7 +309,7 @@ pub fn verify(
             );
         }
         shaken.push(compute(
-            reference,
+            (reference, ref_precision),
             graph,
             request,
             &perturbed_weights,
@@ -284,7 +319,13 @@ pub fn verify(
         )?);
     }
     let cand = compute(
-        candidate, graph, request, &weights, &input, grad_seed, trains,
+        (candidate, cand_precision),
+        graph,
+        request,
+        &weights,
+        &input,
+        grad_seed,
+        trains,
     )?;
 
     let compare =
@@ -338,6 +379,8 @@ pub fn verify(
         model: graph.name().to_string(),
         input: [request.batch_size, c, h, w],
         reference: ref_name,
+        reference_precision: ref_precision,
+        candidate_precision: cand_precision,
         candidate: cand_name,
         tolerance: request.tolerance,
         weights: source,
@@ -451,9 +494,14 @@ mod tests {
                 settings: BTreeMap::new(),
             }
         }
-        fn prepare(&self, graph: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+            // In bf16 the scale engine rounds: its output is 2⁻⁸ off, as bf16's would be.
+            let rounding = match config.precision {
+                Precision::Bf16 => 1.0 / 256.0,
+                Precision::F32 | Precision::F16 => 0.0,
+            };
             Ok(Box::new(ScaleSession {
-                output_error: self.output_error,
+                output_error: self.output_error + rounding,
                 grad_error: self.grad_error,
                 scale: vec![0.5; graph.input_shape()[0]],
                 input: None,
@@ -541,6 +589,20 @@ mod tests {
     }
 
     fn run(output_error: f32, grad_error: f32) -> VerifyReport {
+        run_in(
+            output_error,
+            grad_error,
+            [Precision::F32; 2],
+            DEFAULT_TOLERANCE,
+        )
+    }
+
+    fn run_in(
+        output_error: f32,
+        grad_error: f32,
+        precisions: [Precision; 2],
+        tolerance: f64,
+    ) -> VerifyReport {
         let reference = ScaleEngine {
             name: "ref",
             output_error: 0.0,
@@ -554,11 +616,35 @@ mod tests {
         let request = VerifyRequest {
             batch_size: 2,
             seed: 3,
-            tolerance: DEFAULT_TOLERANCE,
+            tolerance,
             weights: None,
             localize: false,
+            precisions,
         };
         verify(&graph(), &reference, &candidate, &request).unwrap()
+    }
+
+    #[test]
+    fn a_bf16_candidate_passes_at_bf16s_tolerance_and_fails_at_f32s() {
+        let precisions = [Precision::F32, Precision::Bf16];
+        let coarse = coarser(precisions[0], precisions[1]);
+        assert_eq!(coarse, Precision::Bf16);
+        let report = run_in(0.0, 0.0, precisions, tolerance_for(coarse));
+        assert!(report.passed(), "{:?}", report.failures());
+        assert_eq!(
+            (report.reference_precision, report.candidate_precision),
+            (Precision::F32, Precision::Bf16)
+        );
+        let worst = report.worst().unwrap();
+        assert!(
+            (worst.max_relative_error - 1.0 / 256.0).abs() < 1e-4,
+            "{worst:?}"
+        );
+        let strict = run_in(0.0, 0.0, precisions, DEFAULT_TOLERANCE);
+        let failed: Vec<&str> = strict.failures().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(failed, ["output (train)", "output (infer)"]);
+        // Both in f32, the same engines agree exactly.
+        assert!(run_in(0.0, 0.0, [Precision::F32; 2], DEFAULT_TOLERANCE).passed());
     }
 
     #[test]
@@ -612,6 +698,7 @@ mod tests {
             tolerance: DEFAULT_TOLERANCE,
             weights: Some(weights),
             localize: false,
+            precisions: [Precision::F32; 2],
         };
         let e = verify(&graph(), &engine, &engine, &request)
             .unwrap_err()

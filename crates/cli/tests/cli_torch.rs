@@ -108,6 +108,36 @@ fn verify_command_passes_and_reports_json() {
     }
 }
 
+/// torch-cpu in bf16 against itself in f32: within bf16's tolerance, named in the
+/// report, and over f32's (so the bf16 run really computed in bf16).
+#[test]
+fn verify_across_precisions_passes_at_bf16s_tolerance_and_fails_at_f32s() {
+    let args = [
+        "verify",
+        "alexnet",
+        "--image-size",
+        "63",
+        "--engines",
+        "torch-cpu,torch-cpu",
+        "--precisions",
+        "f32,bf16",
+    ];
+    cnnbench()
+        .args(args)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "torch-cpu bf16 (candidate) against torch-cpu f32 (reference)",
+        ))
+        .stdout(predicate::str::contains("PASS: every tensor is within 3e-2"));
+    cnnbench()
+        .args(args)
+        .args(["--tolerance", "1e-4"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL"));
+}
+
 /// `--channels-last` reaches the torch engine and is recorded; `-b max` probes the torch
 /// engine in child processes like any other.
 #[test]

@@ -11,7 +11,7 @@
 //! * the commands of one block run one after another in one fresh folder that sees
 //!   the repository's `crates/` and `docs/` (so fixture paths work, and files an
 //!   example writes are there for the next example of its block);
-//! * `<!-- examples: torch -->` (or `tract`, `candle`, `ort`, `burn-wgpu`) just before a block: it needs the
+//! * `<!-- examples: torch -->` (or `tract`, `candle`, `ort`, `openvino`, `burn-wgpu`) just before a block: it needs the
 //!   engines of that cargo feature and runs only in a build with it (`.ci/run` runs
 //!   this test so);
 //!   `<!-- examples: default-build -->`: it shows a build without them;
@@ -113,7 +113,10 @@ fn parse_blocks(page: &Path, text: &str) -> Vec<Block> {
                             .split([' ', ','])
                             .filter(|f| !f.is_empty())
                             .all(|f| {
-                                matches!(f, "torch" | "tract" | "candle" | "ort" | "burn-wgpu")
+                                matches!(
+                                    f,
+                                    "torch" | "tract" | "candle" | "ort" | "openvino" | "burn-wgpu"
+                                )
                             }) =>
                     {
                         Needs::Features(
@@ -353,6 +356,7 @@ fn every_example_in_the_readme_and_the_guide_runs_as_shown() {
         ("tract", cfg!(feature = "tract")),
         ("candle", cfg!(feature = "candle")),
         ("ort", cfg!(feature = "ort")),
+        ("openvino", cfg!(feature = "openvino")),
         ("burn-wgpu", cfg!(feature = "burn-wgpu")),
     ];
     let built = |feature: &str| features_built.iter().any(|&(f, on)| f == feature && on);
@@ -361,6 +365,7 @@ fn every_example_in_the_readme_and_the_guide_runs_as_shown() {
         && !built("tract")
         && !built("candle")
         && !built("ort")
+        && !built("openvino")
         && !built("burn-wgpu")
         && !cfg!(feature = "burn-x86-v4");
     let update = std::env::var_os("CNNBENCH_UPDATE_DOCS").is_some();

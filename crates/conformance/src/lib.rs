@@ -151,6 +151,7 @@ fn check_seeded(
         tolerance: DEFAULT_TOLERANCE,
         weights: None,
         localize: false,
+        precisions: [cnnbench_engine::Precision::F32; 2],
     };
     let report = verify(graph, reference, candidate, &request)?;
     let failures: Vec<String> = report

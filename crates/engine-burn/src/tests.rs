@@ -106,6 +106,7 @@ fn an_inference_only_engine_runs_the_forward_half_of_the_suite() {
             tolerance: 1e-4,
             weights: None,
             localize: false,
+            precisions: [cnnbench_engine::Precision::F32; 2],
         },
     )
     .unwrap();
@@ -141,6 +142,7 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
         tolerance: 1e-4,
         weights: None,
         localize: true,
+        precisions: [cnnbench_engine::Precision::F32; 2],
     };
     let report = cnnbench_bench::verify::verify(&graph, &*burn(), &bad, &request).unwrap();
     assert!(!report.passed());

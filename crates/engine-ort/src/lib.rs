@@ -42,7 +42,7 @@ pub fn capabilities() -> Capabilities {
 pub fn availability() -> Result<(), String> {
     #[cfg(feature = "ort")]
     {
-        library::find(&library::SearchPlaces::of_this_process()).map(|_| ())
+        library::find(&library::search_places()).map(|_| ())
     }
     #[cfg(not(feature = "ort"))]
     {

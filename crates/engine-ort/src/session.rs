@@ -2,7 +2,7 @@
 //! to ONNX bytes and committed as an inference session on the CPU execution provider;
 //! inputs and outputs as host tensors.
 
-use crate::library::{self, SearchPlaces};
+use crate::library;
 use crate::{capabilities, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::InputBatches;
@@ -41,7 +41,7 @@ fn runtime() -> Result<Arc<Runtime>> {
     if let Some(runtime) = loaded.as_ref() {
         return Ok(runtime.clone());
     }
-    let path = library::find(&SearchPlaces::of_this_process())
+    let path = library::find(&library::search_places())
         .map_err(|why| anyhow!("{ENGINE_NAME} cannot run: {why}"))?;
     let version = onnxruntime_version(&path)?;
     let environment = ort::init_from(&path)

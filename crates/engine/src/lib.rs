@@ -93,6 +93,31 @@ impl Precision {
     }
 }
 
+/// How an engine that schedules its own infer requests is asked to run them (OpenVINO's
+/// performance hint, `--ov-hint`): one request at a time for the shortest pass, or
+/// several in flight, the batch split among them, for the most images per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PerformanceHint {
+    #[default]
+    Latency,
+    Throughput,
+}
+
+impl PerformanceHint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PerformanceHint::Latency => "latency",
+            PerformanceHint::Throughput => "throughput",
+        }
+    }
+
+    /// Whether this is the default, which result files leave out.
+    pub fn is_latency(&self) -> bool {
+        *self == PerformanceHint::Latency
+    }
+}
+
 /// How a session is set up. The engine must honour every field or refuse.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionConfig {
@@ -296,6 +321,12 @@ pub trait Session {
     }
     /// Blocks until the device has finished all queued work.
     fn sync(&mut self) -> anyhow::Result<()>;
+    /// What the stack says it runs for this session, where that depends on the model
+    /// and is known only once it is prepared (OpenVINO's execution precision, streams
+    /// and infer requests): added to the result's engine settings.
+    fn reported_settings(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
     /// Peak memory the device allocated since the last reset, where the device tracks it.
     fn device_peak_memory(&self) -> Option<u64> {
         None

@@ -4,7 +4,7 @@
 //! engine is named outside its own crate.
 
 use crate::distributed::{ProcessGroup, Rendezvous};
-use crate::{Capabilities, Engine};
+use crate::{Capabilities, Engine, PerformanceHint};
 use std::sync::Arc;
 
 /// The settings the command line gives every engine; each uses those that apply to it
@@ -23,6 +23,9 @@ pub struct EngineOptions {
     pub tf32: bool,
     /// Channels-last (NHWC) memory for images and convolution weights.
     pub channels_last: bool,
+    /// One infer request at a time, or several in flight (engines that schedule their
+    /// own requests: [`Provider::performance_hints`]).
+    pub performance_hint: PerformanceHint,
 }
 
 /// The words of every "not in this build" answer, so that they read alike.
@@ -54,6 +57,10 @@ pub trait Provider: Send + Sync {
     }
     /// Whether it can hold images and weights channels-last (`--channels-last`).
     fn channels_last(&self) -> bool {
+        false
+    }
+    /// Whether it takes a performance hint other than latency (`--ov-hint throughput`).
+    fn performance_hints(&self) -> bool {
         false
     }
     /// The devices it could run on, for `cnnbench engines` to list under its table: a

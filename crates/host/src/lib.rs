@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod contention;
 pub mod gpu;
 pub mod network;
+pub mod wheel;
 
 use sysinfo::{CpuRefreshKind, System};
 

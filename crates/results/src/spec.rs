@@ -6,7 +6,7 @@
 //! own point, so that `cnnbench run --again RESULT.json` reruns exactly what produced it.
 //! A setting added here reaches every one of those paths, or fails to compile.
 
-use cnnbench_engine::{Mode, Precision};
+use cnnbench_engine::{Mode, PerformanceHint, Precision};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -97,6 +97,9 @@ pub struct EngineSettings {
     pub cudnn_benchmark: bool,
     pub tf32: bool,
     pub channels_last: bool,
+    /// openvino-cpu's performance hint; left out of files when it is `latency`.
+    #[serde(skip_serializing_if = "PerformanceHint::is_latency")]
+    pub performance_hint: PerformanceHint,
 }
 
 /// A data-parallel training run.

@@ -2,10 +2,11 @@
 //! a setting is spelled and explained once.
 
 use super::engines;
-use cnnbench_engine::{Mode, Precision};
+use cnnbench_engine::{Mode, PerformanceHint, Precision};
 use cnnbench_results::EngineSettings;
 
-/// Settings of the GPU engines (and channels-last for the torch engines).
+/// Engine settings: the GPU engines', channels-last for the torch engines, and
+/// OpenVINO's performance hint.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct GpuArgs {
     /// Which GPU the GPU engines use: the CUDA device (torch-cuda, burn-cuda) or the
@@ -26,6 +27,37 @@ pub struct GpuArgs {
     /// Channels-last (NHWC) memory for images and convolution weights (torch engines).
     #[arg(long)]
     pub channels_last: bool,
+    /// openvino-cpu: `latency` runs one infer request at a time; `throughput` keeps the
+    /// requests OpenVINO asks for in flight together, the batch split evenly among them
+    /// (images/s over all of them).
+    #[arg(long, value_enum, value_name = "HINT", default_value = "latency")]
+    pub ov_hint: HintArg,
+}
+
+/// OpenVINO's performance hint on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HintArg {
+    #[default]
+    Latency,
+    Throughput,
+}
+
+impl From<HintArg> for PerformanceHint {
+    fn from(h: HintArg) -> PerformanceHint {
+        match h {
+            HintArg::Latency => PerformanceHint::Latency,
+            HintArg::Throughput => PerformanceHint::Throughput,
+        }
+    }
+}
+
+impl From<PerformanceHint> for HintArg {
+    fn from(h: PerformanceHint) -> HintArg {
+        match h {
+            PerformanceHint::Latency => HintArg::Latency,
+            PerformanceHint::Throughput => HintArg::Throughput,
+        }
+    }
 }
 
 impl GpuArgs {
@@ -37,6 +69,7 @@ impl GpuArgs {
             cudnn_benchmark: self.cudnn_benchmark,
             tf32: self.tf32,
             channels_last: self.channels_last,
+            performance_hint: self.ov_hint.into(),
         }
     }
 

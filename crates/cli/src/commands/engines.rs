@@ -17,6 +17,7 @@ pub fn registry() -> Vec<Box<dyn Provider>> {
     all.extend(cnnbench_engine_tract::providers());
     all.extend(cnnbench_engine_burn_gpu::providers());
     all.extend(cnnbench_engine_ort::providers());
+    all.extend(cnnbench_engine_openvino::providers());
     all.extend(cnnbench_engine_torch::providers());
     all
 }
@@ -72,6 +73,7 @@ pub fn options(
         cudnn_benchmark: settings.cudnn_benchmark,
         tf32: settings.tf32,
         channels_last: settings.channels_last,
+        performance_hint: settings.performance_hint,
     }
 }
 
@@ -102,6 +104,18 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
             .collect();
         return Err(anyhow!(
             "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use {}",
+            or_list(&can)
+        ));
+    }
+    if !options.performance_hint.is_latency() && !provider.performance_hints() {
+        let can: Vec<&str> = registry()
+            .iter()
+            .filter(|p| p.performance_hints())
+            .map(|p| p.name())
+            .collect();
+        return Err(anyhow!(
+            "engine {name} takes no performance hint: it runs one batch at a time; leave out --ov-hint {}, or use {}",
+            options.performance_hint.as_str(),
             or_list(&can)
         ));
     }
@@ -304,6 +318,7 @@ mod tests {
         for (name, built) in [
             ("tract", cfg!(feature = "tract")),
             ("ort-cpu", cfg!(feature = "ort")),
+            ("openvino-cpu", cfg!(feature = "openvino")),
             ("torch-cpu", cfg!(feature = "torch")),
             ("candle", cfg!(feature = "candle")),
         ] {
@@ -343,6 +358,22 @@ mod tests {
         assert!(
             e.ends_with("or use torch-cpu, torch-cuda or torch-cuda-nocudnn"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_performance_hint_is_refused_by_engines_without_one() {
+        let options = EngineOptions {
+            performance_hint: cnnbench_engine::PerformanceHint::Throughput,
+            ..EngineOptions::default()
+        };
+        let e = create("burn-flex", &options)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "engine burn-flex takes no performance hint: it runs one batch at a time; leave out --ov-hint throughput, or use openvino-cpu"
         );
     }
 

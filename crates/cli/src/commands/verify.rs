@@ -2,15 +2,16 @@
 //! inputs on two engines and compare outputs and gradients, so a benchmark compares
 //! engines computing the same thing.
 
-use super::args::GpuArgs;
+use super::args::{GpuArgs, PrecisionArg};
 use super::common::{
     align_right, file_model, file_model_and_weights, new_table, zoo_model, ImageSize,
 };
 use super::engines;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::verify::{
-    self, Comparison, VerifyReport, VerifyRequest, DEFAULT_TOLERANCE, FLOOR_FACTOR, PERTURBATION,
+    self, Comparison, VerifyReport, VerifyRequest, FLOOR_FACTOR, PERTURBATION,
 };
+use cnnbench_engine::Precision;
 use cnnbench_graph::Weights;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,9 +40,14 @@ pub struct VerifyArgs {
     /// Seed of the input and the upstream gradient.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Largest allowed error, relative to each reference tensor's largest magnitude.
-    #[arg(long, default_value_t = DEFAULT_TOLERANCE)]
-    pub tolerance: f64,
+    /// The precision of each engine, reference first: `f32,bf16` asks how much bf16
+    /// changes the answer (one engine twice: --engines torch-cpu,torch-cpu).
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., default_value = "f32,f32")]
+    pub precisions: Vec<PrecisionArg>,
+    /// Largest allowed error, relative to each reference tensor's largest magnitude
+    /// (default: 1e-4 in f32; 3e-2 when either engine runs bf16, 1e-2 for f16).
+    #[arg(long)]
+    pub tolerance: Option<f64>,
     /// List every gradient, not only the worst.
     #[arg(long)]
     pub all: bool,
@@ -77,7 +83,17 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
             args.engines.len()
         ));
     };
-    if args.tolerance.is_nan() || args.tolerance < 0.0 {
+    let &[reference_precision, candidate_precision] = args.precisions.as_slice() else {
+        return Err(anyhow!(
+            "--precisions takes exactly two precisions, the reference's first (e.g. f32,bf16); got {}",
+            args.precisions.len()
+        ));
+    };
+    let precisions: [Precision; 2] = [reference_precision.into(), candidate_precision.into()];
+    let tolerance = args
+        .tolerance
+        .unwrap_or_else(|| verify::tolerance_for(verify::coarser(precisions[0], precisions[1])));
+    if tolerance.is_nan() || tolerance < 0.0 {
         return Err(anyhow!("--tolerance must be a number ≥ 0"));
     }
     // Both engines train the batch in this process; with --localize every node's output
@@ -111,9 +127,10 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     let request = VerifyRequest {
         batch_size: args.batch_size,
         seed: args.seed,
-        tolerance: args.tolerance,
+        tolerance,
         weights,
         localize: args.localize,
+        precisions,
     };
     let mut report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
     if let (true, Some(path)) = (weights_from_file, &args.model_file) {
@@ -133,9 +150,28 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
 
 fn print_report(report: &VerifyReport, all: bool) {
     let [n, c, h, w] = report.input;
+    // Precisions are named where one is not f32, so the usual report reads as before.
+    let (candidate, reference) = if report.reference_precision == Precision::F32
+        && report.candidate_precision == Precision::F32
+    {
+        (report.candidate.clone(), report.reference.clone())
+    } else {
+        (
+            format!(
+                "{} {}",
+                report.candidate,
+                report.candidate_precision.as_str()
+            ),
+            format!(
+                "{} {}",
+                report.reference,
+                report.reference_precision.as_str()
+            ),
+        )
+    };
     println!(
-        "{} at {n}×{c}×{h}×{w}: {} (candidate) against {} (reference), weights {}",
-        report.model, report.candidate, report.reference, report.weights
+        "{} at {n}×{c}×{h}×{w}: {candidate} (candidate) against {reference} (reference), weights {}",
+        report.model, report.weights
     );
     println!("compared: {}", report.compared);
     let mut table = new_table(&[

@@ -216,6 +216,15 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
     SpecOption {
+        ids: &["ov_hint"],
+        flag: "--ov-hint",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.performance_hint = a.gpu.ov_hint.into();
+            Ok(())
+        },
+    },
+    SpecOption {
         ids: &["device"],
         flag: "--device",
         matrix_sets: false,

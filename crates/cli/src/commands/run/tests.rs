@@ -8,7 +8,7 @@ use super::ranks::rank_job;
 use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
-use cnnbench_engine::{Mode, Precision};
+use cnnbench_engine::{Mode, PerformanceHint, Precision};
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -61,7 +61,7 @@ prop_compose! {
         models in prop::collection::vec(model(), 1..4),
         engine in prop::sample::select(vec!["burn-flex", "torch-cpu", "torch-cuda", "candle"]),
         device in prop::option::of(0usize..8),
-        flags in prop::array::uniform4(any::<bool>()),
+        flags in prop::array::uniform5(any::<bool>()),
         mode in mode(),
         precision in precision(),
         batch in prop_oneof![
@@ -88,6 +88,11 @@ prop_compose! {
                 cudnn_benchmark: flags[1],
                 tf32: flags[2],
                 channels_last: flags[3],
+                performance_hint: if flags[4] {
+                    PerformanceHint::Throughput
+                } else {
+                    PerformanceHint::Latency
+                },
             },
             mode,
             precision,
@@ -189,6 +194,8 @@ proptest! {
         spec.memory_limit_bytes = None;
         spec.engine_options.device = None;
         spec.engine_options.allow_cpu_adapter = false;
+        // Set for a cell from the command line (`run --plan M --ov-hint throughput`).
+        spec.engine_options.performance_hint = PerformanceHint::Latency;
         spec.allocator = "keep".into();
         let ModelRef::Zoo { name } = &spec.models[0] else { unreachable!() };
         let Batches::Sizes(batch) = &spec.batch else { unreachable!() };
@@ -272,6 +279,8 @@ fn every_option_of_the_command_line_reaches_the_spec() {
         "--cudnn-benchmark",
         "--tf32",
         "--channels-last",
+        "--ov-hint",
+        "throughput",
         "--nproc",
         "2",
         "--dist-timeout",
@@ -313,6 +322,7 @@ fn every_option_of_the_command_line_reaches_the_spec() {
             cudnn_benchmark: true,
             tf32: true,
             channels_last: true,
+            performance_hint: PerformanceHint::Throughput,
         }
     );
     assert_eq!(

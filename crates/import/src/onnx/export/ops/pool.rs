@@ -9,10 +9,41 @@ use super::{hw, input, pads, wrong_op};
 use crate::onnx::export::{attr, Emitter, ExportError, Site};
 use cnnbench_graph::Op;
 
+/// A ceil-mode window larger than the padded input (Caffe's AlexNet at small sizes: a
+/// 3×3 pool of a 2×2 map) becomes explicit end padding in floor mode, which OpenVINO
+/// reads where it refuses the other: for a max, padding is never the maximum, so the
+/// windows and their values are the same. Every other pool keeps its ceil mode.
 pub(super) fn max_pool(emit: &mut Emitter, site: &Site) -> Result<(), ExportError> {
     let Op::MaxPool2d(p) = site.op else {
         return Err(wrong_op(site));
     };
+    let mut padding = pads(p.padding);
+    let mut ceil_mode = p.ceil_mode;
+    let [kh, kw] = hw(p.kernel);
+    let window_too_large = site
+        .input_shapes
+        .first()
+        .and_then(|s| s.as_chw())
+        .is_some_and(|(_, h, w)| {
+            kh > h as i64 + padding[0] + padding[2] || kw > w as i64 + padding[1] + padding[3]
+        });
+    if ceil_mode && window_too_large {
+        ceil_mode = false;
+        let (Some((_, h, w)), Some((_, oh, ow))) = (
+            site.input_shapes.first().and_then(|s| s.as_chw()),
+            site.shape.as_chw(),
+        ) else {
+            return Err(site.unsupported("needs a C×H×W input and output"));
+        };
+        let [sh, sw] = hw(p.effective_stride());
+        // The floor-mode output (n + pads − k) / s + 1 is the ceil-mode one when the
+        // padded input ends where the last window does.
+        let end = |out: usize, stride: i64, kernel: i64, n: usize, begin: i64, end: i64| {
+            ((out as i64 - 1) * stride + kernel - n as i64 - begin).max(end)
+        };
+        padding[2] = end(oh, sh, kh, h, padding[0], padding[2]);
+        padding[3] = end(ow, sw, kw, w, padding[1], padding[3]);
+    }
     emit.node(
         "MaxPool",
         site.name,
@@ -21,8 +52,8 @@ pub(super) fn max_pool(emit: &mut Emitter, site: &Site) -> Result<(), ExportErro
         vec![
             attr::ints("kernel_shape", &hw(p.kernel)),
             attr::ints("strides", &hw(p.effective_stride())),
-            attr::ints("pads", &pads(p.padding)),
-            attr::int("ceil_mode", p.ceil_mode as i64),
+            attr::ints("pads", &padding),
+            attr::int("ceil_mode", ceil_mode as i64),
         ],
     );
     Ok(())

@@ -1,0 +1,115 @@
+//! The openvino-cpu engine end to end (built with `--features openvino`): an inference
+//! run that records OpenVINO's build and what it reports it runs, the throughput hint
+//! from the command line and in the rerun spec, `verify` against burn-flex, the refusal
+//! of training modes and of a precision this CPU lacks, and the error when the library
+//! is missing. (Every op and the suite's zoo models against burn-flex are the engine
+//! crate's conformance tests.)
+//!
+//! OpenVINO's library is found as a user's run finds it (OPENVINO_C_LIBRARY, the active
+//! venv, `.venv-torch`, python3): where it is absent these tests fail with the install
+//! line in cnnbench's error, they do not skip.
+#![cfg(feature = "openvino")]
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+
+#[test]
+fn an_inference_run_records_openvino_and_what_it_reports() {
+    let result = tiny_run(
+        "mobilenet-v2",
+        "openvino-cpu",
+        &["--mode", "infer", "--threads", "2"],
+    );
+    let engine = &result["engine"];
+    assert_eq!(engine["name"], "openvino-cpu", "{engine}");
+    assert_eq!(engine["framework"], "openvino", "{engine}");
+    let version = engine["framework_version"].as_str().unwrap();
+    assert!(version.starts_with("20"), "{engine}");
+    assert_eq!(engine["threads"], 2, "{engine}");
+    let settings = &engine["settings"];
+    assert_eq!(settings["performance_hint"], "latency", "{engine}");
+    assert_eq!(settings["inference_precision"], "f32", "{engine}");
+    assert_eq!(settings["infer_requests"], "1", "{engine}");
+    assert_eq!(settings["inference_num_threads_reported"], "2", "{engine}");
+    assert!(settings["optimization_capabilities"]
+        .as_str()
+        .unwrap()
+        .contains("FP32"));
+    // The default hint is left out of the spec; nothing else changes it.
+    assert!(result["spec"]["engine_options"]
+        .get("performance_hint")
+        .is_none());
+}
+
+#[test]
+fn the_throughput_hint_reaches_the_engine_and_the_rerun_spec() {
+    let result = tiny_run(
+        "resnet18",
+        "openvino-cpu",
+        &[
+            "--mode",
+            "infer",
+            "--threads",
+            "2",
+            "--ov-hint",
+            "throughput",
+        ],
+    );
+    let settings = &result["engine"]["settings"];
+    assert_eq!(settings["performance_hint"], "throughput", "{settings}");
+    let requests: usize = settings["infer_requests"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(requests >= 1, "{settings}");
+    assert_eq!(
+        result["spec"]["engine_options"]["performance_hint"], "throughput",
+        "{}",
+        result["spec"]
+    );
+}
+
+#[test]
+fn verify_against_burn_flex_compares_the_inference_output() {
+    verify_against_burn_flex("openvino-cpu", &[])
+        .stdout(predicate::str::contains("output (infer)"))
+        .stdout(predicate::str::contains(
+            "compared: the inference output only (openvino-cpu cannot train)",
+        ));
+}
+
+#[test]
+fn training_is_refused_with_what_openvino_cpu_runs() {
+    assert_training_refused("openvino-cpu");
+}
+
+#[test]
+fn a_missing_library_is_a_clear_error_with_the_install_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("libopenvino_c.so.2641");
+    cnnbench()
+        .env("OPENVINO_C_LIBRARY", &missing)
+        .args([
+            "run",
+            "resnet18",
+            "--engine",
+            "openvino-cpu",
+            "--mode",
+            "infer",
+        ])
+        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("engine openvino-cpu cannot run"))
+        .stderr(predicate::str::contains(missing.to_string_lossy().as_ref()))
+        .stderr(predicate::str::contains("pip install openvino==2026.4.1"));
+    cnnbench()
+        .env("OPENVINO_C_LIBRARY", &missing)
+        .arg("engines")
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"openvino-cpu +\| no — OPENVINO_C_LIBRARY is").unwrap());
+}

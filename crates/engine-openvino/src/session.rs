@@ -1,0 +1,482 @@
+//! The engine and its session: OpenVINO loaded once per process, the Graph exported to
+//! ONNX bytes, read by OpenVINO's ONNX front end, its batch fixed, compiled for the CPU
+//! with the run's hints; inputs and outputs as host tensors.
+
+use crate::{capabilities, library, ENGINE_NAME, OPENVINO_CRATE_VERSION};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::kit::InputBatches;
+use cnnbench_engine::{
+    Capabilities, Engine, EngineInfo, Mode, PerformanceHint, Precision, Session, SessionConfig,
+};
+use cnnbench_graph::{Graph, HostTensor, Weights};
+use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use openvino::{
+    CompiledModel, Core, DeviceType, ElementType, InferRequest, PartialShape, PropertyKey,
+    RwPropertyKey, Shape,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// How long one infer request may take before a pass gives up on it (OpenVINO's wait
+/// takes milliseconds; a day is far beyond any pass and far from overflowing).
+const WAIT_MS: i64 = 86_400_000;
+
+/// OpenVINO as loaded into this process: the library can be loaded once only, so every
+/// engine shares it. Each compilation takes a `Core` of its own, because a core's CPU
+/// properties persist: a stream count set for one session would stay for the next.
+struct Runtime {
+    library: PathBuf,
+    /// The library's build number, e.g. `2026.4.1-20451-…`.
+    build: String,
+    /// The CPU as OpenVINO names it (`FULL_DEVICE_NAME`).
+    device_name: String,
+    /// What the CPU plugin says the CPU computes in (`OPTIMIZATION_CAPABILITIES`:
+    /// `FP32 BF16 FP16 INT8 …`).
+    optimization_capabilities: Vec<String>,
+}
+
+static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+
+/// Loads OpenVINO (once; a failed attempt is not remembered, so a fixed set-up works
+/// without restarting).
+fn runtime() -> Result<Arc<Runtime>> {
+    let mut loaded = RUNTIME
+        .lock()
+        .map_err(|_| anyhow!("{ENGINE_NAME}: an earlier attempt to load OpenVINO panicked"))?;
+    if let Some(runtime) = loaded.as_ref() {
+        return Ok(runtime.clone());
+    }
+    let path = library::find(&library::search_places())
+        .map_err(|why| anyhow!("{ENGINE_NAME} cannot run: {why}"))?;
+    openvino_sys::library::load_from(&path).map_err(|why| {
+        anyhow!(
+            "{ENGINE_NAME}: cannot load OpenVINO from {}: {why}; {}",
+            path.display(),
+            library::install_hint()
+        )
+    })?;
+    let core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
+    let build = openvino::version().build_number;
+    let cpu_property = |key: PropertyKey| {
+        core.get_property(&DeviceType::CPU, &key).map_err(|e| {
+            anyhow!(
+                "{ENGINE_NAME}: OpenVINO {build} has no CPU plugin that answers ({e}); the wheel's openvino/libs/ must hold libopenvino_intel_cpu_plugin.so beside {}",
+                path.display()
+            )
+        })
+    };
+    let device_name = cpu_property(PropertyKey::DeviceFullName)?;
+    let optimization_capabilities = cpu_property(PropertyKey::DeviceCapabilities)?
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let runtime = Arc::new(Runtime {
+        library: path,
+        build,
+        device_name,
+        optimization_capabilities,
+    });
+    *loaded = Some(runtime.clone());
+    Ok(runtime)
+}
+
+/// OpenVINO's name of a precision, as its hint takes it and its compiled model reports
+/// it, and the CPU capability that must be present to honour it.
+fn openvino_precision(precision: Precision) -> (&'static str, &'static str) {
+    match precision {
+        Precision::F32 => ("f32", "FP32"),
+        Precision::Bf16 => ("bf16", "BF16"),
+        Precision::F16 => ("f16", "FP16"),
+    }
+}
+
+/// OpenVINO's CPU plugin: `threads` inference threads, one performance hint.
+pub struct OpenVinoEngine {
+    runtime: Arc<Runtime>,
+    threads: usize,
+    hint: PerformanceHint,
+    capabilities: Capabilities,
+}
+
+impl OpenVinoEngine {
+    /// `threads`: OpenVINO's `INFERENCE_NUM_THREADS` (`None`: all cores). Loads OpenVINO
+    /// (see [`crate::library`]) or says how to install it.
+    pub fn new(threads: Option<usize>, hint: PerformanceHint) -> Result<Self> {
+        let runtime = runtime()?;
+        let mut capabilities = capabilities();
+        capabilities.precisions.retain(|&p| {
+            let (_, needs) = openvino_precision(p);
+            runtime.optimization_capabilities.iter().any(|c| c == needs)
+        });
+        Ok(Self {
+            runtime,
+            threads: cnnbench_engine::own_thread_pool_size(threads)?,
+            hint,
+            capabilities,
+        })
+    }
+
+    /// The library file this process loaded.
+    pub fn library(&self) -> &std::path::Path {
+        &self.runtime.library
+    }
+
+    /// Refuses a precision this CPU's plugin does not compute in, naming what it reports.
+    fn check_precision(&self, precision: Precision) -> Result<()> {
+        if self.capabilities.precisions.contains(&precision) {
+            return Ok(());
+        }
+        let (name, needs) = openvino_precision(precision);
+        Err(anyhow!(
+            "{ENGINE_NAME} cannot run {name} on this CPU: OpenVINO's CPU plugin reports {} (no {needs}), and it would run another precision instead; it computes here in: {}",
+            self.runtime.optimization_capabilities.join(" "),
+            self.capabilities.precisions_text()
+        ))
+    }
+}
+
+impl Engine for OpenVinoEngine {
+    fn info(&self) -> EngineInfo {
+        let mut libraries = BTreeMap::new();
+        libraries.insert("openvino".to_string(), self.runtime.build.clone());
+        libraries.insert(
+            "openvino-crate".to_string(),
+            OPENVINO_CRATE_VERSION.to_string(),
+        );
+        let mut settings = BTreeMap::new();
+        settings.insert("device".to_string(), "CPU".to_string());
+        settings.insert(
+            "performance_hint".to_string(),
+            self.hint.as_str().to_string(),
+        );
+        settings.insert(
+            "inference_num_threads".to_string(),
+            self.threads.to_string(),
+        );
+        settings.insert(
+            "optimization_capabilities".to_string(),
+            self.runtime.optimization_capabilities.join(" "),
+        );
+        settings.insert(
+            "model".to_string(),
+            format!("cnnbench ONNX export, opset {EXPORT_OPSET}, batch fixed before compiling"),
+        );
+        EngineInfo {
+            libraries,
+            settings,
+            ..EngineInfo::on_the_cpu(
+                ENGINE_NAME,
+                "openvino",
+                self.runtime.build.split('-').next().unwrap_or_default(),
+                "cpu",
+                self.threads,
+                self.runtime.device_name.clone(),
+            )
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
+    }
+
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        self.check_precision(config.precision)?;
+        self.capabilities.admit(ENGINE_NAME, graph, config)?;
+        debug_assert_eq!(config.mode, Mode::Infer);
+        let weights = Weights::initial(graph, config.seed);
+        let setup = Setup {
+            threads: self.threads,
+            hint: self.hint,
+            precision: config.precision,
+            batch_size: config.batch_size,
+        };
+        let compiled = compile(&self.runtime, &setup, graph, &weights)?;
+        let mut session = OpenVinoSession {
+            runtime: self.runtime.clone(),
+            setup,
+            graph: graph.clone(),
+            batches: InputBatches::new(graph, config),
+            weights,
+            compiled,
+            input: None,
+            output: None,
+        };
+        session.prepare_batch()?;
+        Ok(Box::new(session))
+    }
+}
+
+/// What a session compiles with.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    threads: usize,
+    hint: PerformanceHint,
+    precision: Precision,
+    batch_size: usize,
+}
+
+/// A compiled model, its infer requests (one per share of the batch), and what OpenVINO
+/// reported after compiling.
+struct Compiled {
+    /// Kept alive for its requests.
+    _model: CompiledModel,
+    requests: Vec<InferRequest>,
+    /// Images each request computes.
+    per_request: usize,
+    reported: BTreeMap<String, String>,
+}
+
+/// The graph with these weights, compiled for the CPU with the session's hints.
+///
+/// Under the throughput hint, OpenVINO is asked once at the full batch how many
+/// requests it wants in flight (`OPTIMAL_NUMBER_OF_INFER_REQUESTS`); the batch is then
+/// split evenly among that many, compiled again at the share with the streams it chose,
+/// so that a pass still computes the batch asked for.
+fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -> Result<Compiled> {
+    let bytes = to_onnx(graph, weights)
+        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+    let mut core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
+    let (precision, _) = openvino_precision(setup.precision);
+    let hint = match setup.hint {
+        PerformanceHint::Latency => "LATENCY",
+        PerformanceHint::Throughput => "THROUGHPUT",
+    };
+    let threads = setup.threads.to_string();
+    let refused = |what: &str, e: openvino::InferenceError| {
+        anyhow!(
+            "{ENGINE_NAME}: OpenVINO {} refused {what}: {e}",
+            runtime.build
+        )
+    };
+    let set = |core: &mut Core, key: RwPropertyKey, value: &str| {
+        let what = format!("{}={value}", key.as_ref());
+        core.set_property(&DeviceType::CPU, &key, value)
+            .map_err(|e| refused(&what, e))
+    };
+    set(&mut core, RwPropertyKey::HintPerformanceMode, hint)?;
+    set(&mut core, RwPropertyKey::HintInferencePrecision, precision)?;
+    set(&mut core, RwPropertyKey::InferenceNumThreads, &threads)?;
+    let [c, h, w] = graph.input_shape();
+    let compile_at = |core: &mut Core, batch: usize| -> Result<CompiledModel> {
+        let mut model = core
+            .read_model_from_buffer(&bytes, None)
+            .map_err(|e| refused(&format!("the ONNX export of {}", graph.name()), e))?;
+        let shape = PartialShape::new_static(4, &[batch as i64, c as i64, h as i64, w as i64])
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input shape: {e}"))?;
+        model
+            .reshape_single_input(&shape)
+            .map_err(|e| refused(&format!("batch {batch} for {}", graph.name()), e))?;
+        core.compile_model(&model, DeviceType::CPU)
+            .map_err(|e| refused(&format!("to compile {}", graph.name()), e))
+    };
+    let mut model = compile_at(&mut core, setup.batch_size)?;
+    let mut requests_wanted = 1;
+    if setup.hint == PerformanceHint::Throughput {
+        requests_wanted = reported_number(&model, PropertyKey::OptimalNumberOfInferRequests)?;
+        if requests_wanted > 1 {
+            if setup.batch_size % requests_wanted != 0 {
+                return Err(anyhow!(
+                    "{ENGINE_NAME} under the throughput hint: OpenVINO asks for {requests_wanted} infer requests in flight here, and a batch of {} does not split evenly among them; use a multiple of {requests_wanted}, or --ov-hint latency",
+                    setup.batch_size
+                ));
+            }
+            let streams = reported(&model, PropertyKey::Rw(RwPropertyKey::NumStreams))?;
+            set(&mut core, RwPropertyKey::NumStreams, &streams)?;
+            model = compile_at(&mut core, setup.batch_size / requests_wanted)?;
+        }
+    }
+    drop(core);
+
+    let mut reported_settings = BTreeMap::new();
+    let ran = reported(
+        &model,
+        PropertyKey::Rw(RwPropertyKey::HintInferencePrecision),
+    )?;
+    if !ran.eq_ignore_ascii_case(precision) {
+        return Err(anyhow!(
+            "{ENGINE_NAME}: asked for {precision}, OpenVINO {} compiled {} to run in {ran}; refused rather than measured as {precision}",
+            runtime.build,
+            graph.name()
+        ));
+    }
+    reported_settings.insert("inference_precision".to_string(), ran);
+    let scheduled = reported(&model, PropertyKey::Rw(RwPropertyKey::HintPerformanceMode))?;
+    if !scheduled.eq_ignore_ascii_case(hint) {
+        return Err(anyhow!(
+            "{ENGINE_NAME}: asked for the {} hint, OpenVINO {} compiled {} under {scheduled}; refused rather than measured under another schedule",
+            setup.hint.as_str(),
+            runtime.build,
+            graph.name()
+        ));
+    }
+    for (name, key) in [
+        ("num_streams", PropertyKey::Rw(RwPropertyKey::NumStreams)),
+        (
+            "inference_num_threads_reported",
+            PropertyKey::Rw(RwPropertyKey::InferenceNumThreads),
+        ),
+        (
+            "optimal_number_of_infer_requests",
+            PropertyKey::OptimalNumberOfInferRequests,
+        ),
+    ] {
+        reported_settings.insert(name.to_string(), reported(&model, key)?);
+    }
+    reported_settings.insert("infer_requests".to_string(), requests_wanted.to_string());
+    let requests = (0..requests_wanted)
+        .map(|_| {
+            model
+                .create_infer_request()
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot create an infer request: {e}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Compiled {
+        _model: model,
+        requests,
+        per_request: setup.batch_size / requests_wanted,
+        reported: reported_settings,
+    })
+}
+
+/// A property of a compiled model.
+fn reported(model: &CompiledModel, key: PropertyKey) -> Result<String> {
+    model
+        .get_property(&key)
+        .map(|v| v.into_owned())
+        .map_err(|e| {
+            anyhow!(
+                "{ENGINE_NAME}: the compiled model does not report {}: {e}",
+                key.as_ref()
+            )
+        })
+}
+
+/// A property of a compiled model that is a count.
+fn reported_number(model: &CompiledModel, key: PropertyKey) -> Result<usize> {
+    let text = reported(model, key)?;
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| anyhow!("{ENGINE_NAME}: OpenVINO reported {text:?} as a count"))
+}
+
+struct OpenVinoSession {
+    runtime: Arc<Runtime>,
+    setup: Setup,
+    graph: Graph,
+    batches: InputBatches,
+    weights: Weights,
+    compiled: Compiled,
+    /// The batch the requests hold, set again after weights are imported (which
+    /// compiles anew).
+    input: Option<HostTensor>,
+    output: Option<HostTensor>,
+}
+
+impl OpenVinoSession {
+    /// Copies the batch into the requests' input tensors, a share each.
+    fn use_input(&mut self, input: HostTensor) -> Result<()> {
+        self.batches.check_input(&input)?;
+        let [_, c, h, w] = self.batches.shape();
+        let share = self.compiled.per_request;
+        let dims = [share as i64, c as i64, h as i64, w as i64];
+        let shape =
+            Shape::new(&dims).map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a shape: {e}"))?;
+        let image = c * h * w;
+        for (request, images) in self
+            .compiled
+            .requests
+            .iter_mut()
+            .zip(input.data.chunks(share * image))
+        {
+            let mut tensor = openvino::Tensor::new(ElementType::F32, &shape)
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
+            tensor
+                .get_data_mut::<f32>()
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot write the input tensor: {e}"))?
+                .copy_from_slice(images);
+            request
+                .set_input_tensor(&tensor)
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot set the input: {e}"))?;
+        }
+        self.input = Some(input);
+        Ok(())
+    }
+}
+
+impl Session for OpenVinoSession {
+    fn prepare_batch(&mut self) -> Result<()> {
+        let input = self.batches.next_input();
+        self.use_input(input)
+    }
+
+    /// One `infer` (latency), or every request started and then waited for
+    /// (throughput); the output copied out of OpenVINO's tensors, as its Python API's
+    /// `infer` copies them into NumPy arrays.
+    fn forward(&mut self) -> Result<()> {
+        let failed = |e: openvino::InferenceError| anyhow!("{ENGINE_NAME}: forward: {e}");
+        match self.compiled.requests.as_mut_slice() {
+            [one] => one.infer().map_err(failed)?,
+            many => {
+                for request in many.iter_mut() {
+                    request.infer_async().map_err(failed)?;
+                }
+                for request in many.iter_mut() {
+                    request.wait(WAIT_MS).map_err(failed)?;
+                }
+            }
+        }
+        let mut data = Vec::new();
+        let mut shape = Vec::new();
+        for request in &self.compiled.requests {
+            let tensor = request.get_output_tensor().map_err(failed)?;
+            let dims = tensor.get_shape().map_err(failed)?;
+            shape = dims.get_dimensions().iter().map(|&d| d as usize).collect();
+            data.extend_from_slice(
+                tensor
+                    .get_data::<f32>()
+                    .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not an f32 tensor: {e}"))?,
+            );
+        }
+        if let Some(batch) = shape.first_mut() {
+            *batch = self.batches.batch_size();
+        }
+        self.output = Some(HostTensor::new(shape, data)?);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        // infer and wait return when the outputs are computed.
+        Ok(())
+    }
+
+    fn reported_settings(&self) -> BTreeMap<String, String> {
+        self.compiled.reported.clone()
+    }
+
+    fn export_weights(&self) -> Result<Weights> {
+        Ok(self.weights.clone())
+    }
+
+    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
+        weights.check(&self.graph, true)?;
+        self.compiled = compile(&self.runtime, &self.setup, &self.graph, weights)?;
+        self.weights = weights.clone();
+        match self.input.take() {
+            Some(input) => self.use_input(input),
+            None => self.prepare_batch(),
+        }
+    }
+
+    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
+        self.use_input(input.clone())
+    }
+
+    fn output(&self) -> Result<HostTensor> {
+        self.output
+            .clone()
+            .ok_or_else(|| anyhow!("no output: run a forward pass first"))
+    }
+}

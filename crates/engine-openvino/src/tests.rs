@@ -1,0 +1,144 @@
+//! openvino-cpu against burn-flex: the conformance suite's forward half (every op of the
+//! IR and the suite's zoo models, same weights and input), `verify` on zoo models at
+//! small sizes, bf16 against f32, the throughput split, and what the engine records and
+//! refuses. These tests need OpenVINO's library: without it they fail with the install
+//! line (they do not skip).
+
+use crate::*;
+use cnnbench_engine::{Engine, Mode, PerformanceHint, Precision, SessionConfig};
+use cnnbench_engine_burn::BurnFlexEngine;
+use cnnbench_graph::{HostTensor, Weights};
+
+fn openvino_engine(threads: usize, hint: PerformanceHint) -> OpenVinoEngine {
+    OpenVinoEngine::new(Some(threads), hint).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn openvino_cpu() -> Box<dyn Engine> {
+    Box::new(openvino_engine(2, PerformanceHint::Latency))
+}
+
+fn burn() -> Option<Box<dyn Engine>> {
+    Some(Box::new(BurnFlexEngine::new(None).unwrap()))
+}
+
+cnnbench_conformance::engine_conformance! {
+    engine: openvino_cpu(),
+    reference: burn(),
+}
+
+#[test]
+fn verify_agrees_with_burn_flex_on_zoo_models_at_small_sizes() {
+    let reference = burn().unwrap();
+    if let Err(e) = cnnbench_conformance::small_zoo_models_against(&*openvino_cpu(), &*reference) {
+        panic!("{e:#}");
+    }
+}
+
+fn infer(precision: Precision, batch_size: usize) -> SessionConfig {
+    SessionConfig {
+        mode: Mode::Infer,
+        batch_size,
+        seed: 5,
+        precision,
+        deterministic: true,
+    }
+}
+
+/// The output of `engine` on resnet18 at 32×32 with these weights and input.
+fn output_of(
+    engine: &dyn Engine,
+    config: &SessionConfig,
+    weights: &Weights,
+    input: &HostTensor,
+) -> (HostTensor, std::collections::BTreeMap<String, String>) {
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let mut session = engine
+        .prepare(&graph, config)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    session.import_weights(weights).unwrap();
+    session.set_input(input).unwrap();
+    session.forward().unwrap();
+    (session.output().unwrap(), session.reported_settings())
+}
+
+fn relative_l2(a: &HostTensor, b: &HostTensor) -> f64 {
+    assert_eq!(a.shape, b.shape);
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (x, y) in a.data.iter().zip(&b.data) {
+        diff += f64::from(x - y).powi(2);
+        norm += f64::from(*y).powi(2);
+    }
+    (diff / norm).sqrt()
+}
+
+#[test]
+fn bf16_runs_in_bf16_where_the_cpu_has_it_and_is_refused_where_not() {
+    let engine = openvino_engine(2, PerformanceHint::Latency);
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 3);
+    let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 4);
+    let reference = burn().unwrap();
+    let (f32_out, f32_reported) = output_of(&engine, &infer(Precision::F32, 2), &weights, &input);
+    let (burn_out, _) = output_of(&*reference, &infer(Precision::F32, 2), &weights, &input);
+    assert_eq!(f32_reported["inference_precision"], "f32");
+    let f32_error = relative_l2(&f32_out, &burn_out);
+    assert!(f32_error < 1e-4, "f32 off by {f32_error:.2e}");
+
+    let has_bf16 = engine.info().settings["optimization_capabilities"]
+        .split(' ')
+        .any(|c| c == "BF16");
+    let bf16 = engine.prepare(&graph, &infer(Precision::Bf16, 2));
+    if has_bf16 {
+        assert!(engine.capabilities().precisions.contains(&Precision::Bf16));
+        let (bf16_out, reported) = output_of(&engine, &infer(Precision::Bf16, 2), &weights, &input);
+        assert_eq!(reported["inference_precision"], "bf16");
+        // bf16 keeps 8 bits of mantissa: about 1e-2 off f32 through 18 layers, and
+        // certainly not f32's 1e-6 (which would mean it ran f32).
+        let error = relative_l2(&bf16_out, &burn_out);
+        assert!(error < 5e-2 && error > 1e-4, "bf16 off f32 by {error:.2e}");
+    } else {
+        let why = format!("{:#}", bf16.err().expect("refused without BF16"));
+        assert!(why.contains("no BF16"), "{why}");
+    }
+}
+
+#[test]
+fn throughput_splits_the_batch_among_the_requests_and_gives_the_same_answer() {
+    let latency = openvino_engine(2, PerformanceHint::Latency);
+    let throughput = openvino_engine(2, PerformanceHint::Throughput);
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 3);
+    let input = HostTensor::standard_normal(vec![4, 3, 32, 32], 6);
+    let (one, one_reported) = output_of(&latency, &infer(Precision::F32, 4), &weights, &input);
+    let (split, reported) = output_of(&throughput, &infer(Precision::F32, 4), &weights, &input);
+    assert_eq!(one_reported["infer_requests"], "1");
+    assert_eq!(one_reported["num_streams"], "1");
+    let requests: usize = reported["infer_requests"].parse().unwrap();
+    assert!(requests >= 1, "{reported:?}");
+    let error = relative_l2(&split, &one);
+    assert!(error < 1e-5, "the split batch is off by {error:.2e}");
+    assert_eq!(throughput.info().settings["performance_hint"], "throughput");
+}
+
+#[test]
+fn info_records_openvinos_build_threads_hint_and_cpu() {
+    let engine = openvino_engine(1, PerformanceHint::Latency);
+    let info = engine.info();
+    assert_eq!(info.name, "openvino-cpu");
+    assert_eq!(info.framework, "openvino");
+    assert!(info.framework_version.starts_with("20"), "{info:?}");
+    assert!(info.libraries["openvino"].starts_with(&info.framework_version));
+    assert_eq!(info.libraries["openvino-crate"], OPENVINO_CRATE_VERSION);
+    assert_eq!(info.threads, 1);
+    assert_eq!(info.settings["inference_num_threads"], "1");
+    assert_eq!(info.settings["performance_hint"], "latency");
+    assert!(info.settings["optimization_capabilities"].contains("FP32"));
+    assert!(info.settings["model"].contains("opset 17"));
+    assert!(engine.library().to_string_lossy().contains("libopenvino_c"));
+    assert!(!engine.capabilities().trains());
+    let err = OpenVinoEngine::new(Some(0), PerformanceHint::Latency)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("at least 1"), "{err}");
+}
