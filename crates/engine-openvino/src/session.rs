@@ -275,7 +275,7 @@ fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -
     if setup.hint == PerformanceHint::Throughput {
         requests_wanted = reported_number(&model, PropertyKey::OptimalNumberOfInferRequests)?;
         if requests_wanted > 1 {
-            if setup.batch_size % requests_wanted != 0 {
+            if !setup.batch_size.is_multiple_of(requests_wanted) {
                 return Err(anyhow!(
                     "{ENGINE_NAME} under the throughput hint: OpenVINO asks for {requests_wanted} infer requests in flight here, and a batch of {} does not split evenly among them; use a multiple of {requests_wanted}, or --ov-hint latency",
                     setup.batch_size

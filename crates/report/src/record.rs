@@ -86,6 +86,10 @@ impl EngineDesc {
         if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
             s.push_str(", channels-last");
         }
+        // openvino-cpu's requests in flight: another schedule, another row.
+        if self.settings.get("performance_hint").map(String::as_str) == Some("throughput") {
+            s.push_str(", throughput hint");
+        }
         if self.world_size > 1 {
             s.push_str(&format!(", {} ranks", self.world_size));
         }

@@ -257,4 +257,31 @@ mod label_tests {
             .insert("memory_format".into(), "channels_last".into());
         assert_eq!(e.label(), "torch-cpu 2.11.0, channels-last");
     }
+
+    /// OpenVINO's throughput hint is a schedule of its own, and its name says so; bf16
+    /// too, so that precisions are never drawn or pooled as one.
+    #[test]
+    fn the_throughput_hint_and_a_low_precision_show_in_the_name() {
+        let mut e = EngineDesc {
+            name: "openvino-cpu".into(),
+            framework: "openvino".into(),
+            framework_version: "2026.4.1".into(),
+            backend: "cpu".into(),
+            libraries: Default::default(),
+            settings: Default::default(),
+            threads_requested: Some(2),
+            precision: Precision::Bf16,
+            world_size: 1,
+            allocator: None,
+        };
+        e.settings
+            .insert("performance_hint".into(), "latency".into());
+        assert_eq!(e.label(), "openvino-cpu 2026.4.1, bf16, 2 threads");
+        e.settings
+            .insert("performance_hint".into(), "throughput".into());
+        assert_eq!(
+            e.label(),
+            "openvino-cpu 2026.4.1, bf16, 2 threads, throughput hint"
+        );
+    }
 }
