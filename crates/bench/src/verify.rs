@@ -289,15 +289,10 @@ pub fn verify(
     // weight as well as the input; two draws, because one can miss a sensitive unit.
     let grad_seed = request.seed.wrapping_add(1);
     let [ref_precision, cand_precision] = request.precisions;
-    let base = compute(
-        (reference, ref_precision),
-        graph,
-        request,
-        &weights,
-        &input,
-        grad_seed,
-        trains,
-    )?;
+    let run = |side, weights: &Weights, input: &HostTensor| {
+        compute(side, graph, request, weights, input, grad_seed, trains)
+    };
+    let base = run((reference, ref_precision), &weights, &input)?;
     let mut shaken = Vec::new();
     for draw in 0..FLOOR_DRAWS {
         let seed = request.seed.wrapping_add(1000 * (draw + 1));
@@ -308,25 +303,13 @@ pub fn verify(
                 perturb(tensor, seed.wrapping_add(1 + i as u64)),
             );
         }
-        shaken.push(compute(
+        shaken.push(run(
             (reference, ref_precision),
-            graph,
-            request,
             &perturbed_weights,
             &perturb(&input, seed),
-            grad_seed,
-            trains,
         )?);
     }
-    let cand = compute(
-        (candidate, cand_precision),
-        graph,
-        request,
-        &weights,
-        &input,
-        grad_seed,
-        trains,
-    )?;
+    let cand = run((candidate, cand_precision), &weights, &input)?;
 
     let compare =
         |name: String, pick: &dyn Fn(&Computed) -> Result<HostTensor>| -> Result<Comparison> {

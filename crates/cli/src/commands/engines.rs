@@ -97,26 +97,16 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
         .availability(options)
         .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
     if options.channels_last && !provider.channels_last() {
-        let can: Vec<&str> = registry()
-            .iter()
-            .filter(|p| p.channels_last())
-            .map(|p| p.name())
-            .collect();
         return Err(anyhow!(
             "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use {}",
-            or_list(&can)
+            engines_with(|p| p.channels_last())
         ));
     }
     if !options.performance_hint.is_latency() && !provider.performance_hints() {
-        let can: Vec<&str> = registry()
-            .iter()
-            .filter(|p| p.performance_hints())
-            .map(|p| p.name())
-            .collect();
         return Err(anyhow!(
             "engine {name} takes no performance hint: it runs one batch at a time; leave out --ov-hint {}, or use {}",
             options.performance_hint.as_str(),
-            or_list(&can)
+            engines_with(|p| p.performance_hints())
         ));
     }
     let engine = provider.create(options)?;
@@ -166,6 +156,17 @@ fn cannot_train_across_processes(name: &str) -> anyhow::Error {
 }
 
 /// `a`, `a or b`, `a, b or c`.
+/// The engines that have what a refused option asks for, as "a, b or c".
+fn engines_with(has: impl Fn(&dyn Provider) -> bool) -> String {
+    let all = registry();
+    let can: Vec<&str> = all
+        .iter()
+        .filter(|p| has(p.as_ref()))
+        .map(|p| p.name())
+        .collect();
+    or_list(&can)
+}
+
 fn or_list(names: &[&str]) -> String {
     joined(names, "or")
 }
