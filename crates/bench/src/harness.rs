@@ -155,6 +155,13 @@ pub fn run(
         .prepare(graph, &config)
         .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
     let prepare_s = prepare_clock.elapsed().as_secs_f64();
+    // A lazily compiling engine compiles here, timed on its own, never in a pass.
+    let compile_clock = Instant::now();
+    let compiled = session
+        .compile()
+        .with_context(|| format!("{} cannot compile {}", engine.info().name, graph.name()))?;
+    let compile_s = compiled.then(|| compile_clock.elapsed().as_secs_f64());
+    let call_floor_s = call_floor(session.as_mut())?;
     let mut first_pass_s: Option<f64> = None;
 
     let group = session.data_parallel();
@@ -197,6 +204,7 @@ pub fn run(
     let mut samples: BTreeMap<Phase, Vec<f64>> = phases.iter().map(|p| (*p, Vec::new())).collect();
     let mut totals: Vec<f64> = Vec::new();
     let mut stopper = Stopper::new(request.stop_rule());
+    session.begin_timed_passes()?;
     let process_to_first_timed_pass_s = cnnbench_host::process_age_s();
     // `cuda:N` engines compute on CUDA device N: its clocks are watched through NVML.
     let cuda_device = engine
@@ -239,12 +247,15 @@ pub fn run(
         median_ci95_rel: stopper.final_ci(&totals, stop_reason),
     };
     let device_peak = session.device_peak_memory();
+    let worker_peak_rss = session.worker_peak_rss();
     let reported_settings = session.reported_settings();
+    let session_warnings = session.timed_pass_warnings()?;
     drop(session);
     let validity = watch.finish(engine.capabilities().device == DeviceKind::Gpu);
     let cold_start = ColdStart {
         process_before_run_s,
         prepare_s,
+        compile_s,
         first_pass_s: first_pass_s.unwrap_or(0.0),
         process_to_first_timed_pass_s,
         first_in_process,
@@ -272,6 +283,7 @@ pub fn run(
         flops_per_pass: flops,
     };
     let mut warnings = spread_warnings(&summary);
+    warnings.extend(session_warnings);
     // An engine's own caveat about its numbers (e.g. a GPU engine on a CPU renderer).
     warnings.extend(engine.info().settings.get("warning").cloned());
     // Inference runs report latency with its tail (p90, p99), so that is where too few
@@ -349,6 +361,7 @@ pub fn run(
             peak_rss_bytes: memory::peak_rss(),
             peak_rss_reset,
             device_peak_bytes: device_peak,
+            worker_peak_rss_bytes: worker_peak_rss,
             estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
         },
         peak_gflops_per_s: request.peak_gflops_per_s,
@@ -356,7 +369,27 @@ pub fn run(
         distributed,
         validity: Some(validity),
         cold_start: Some(cold_start),
+        call_floor_s,
     })
+}
+
+/// Empty calls timed to find the floor of an engine that computes in another process.
+const FLOOR_CALLS: usize = 21;
+
+/// The median of [`FLOOR_CALLS`] empty calls, for a session that answers them; `None`
+/// for one that computes in this process.
+fn call_floor(session: &mut dyn Session) -> Result<Option<f64>> {
+    let mut times = Vec::with_capacity(FLOOR_CALLS);
+    for _ in 0..FLOOR_CALLS {
+        let t = Instant::now();
+        match session.empty_call() {
+            None => return Ok(None),
+            Some(answer) => answer.context("the empty call that measures the floor failed")?,
+        }
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(Some(times[FLOOR_CALLS / 2]))
 }
 
 /// Whether this process has run a benchmark before: only its first run's time since the

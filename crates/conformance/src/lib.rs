@@ -436,7 +436,7 @@ pub fn refusals(engine: &dyn Engine) -> Result<()> {
             expect_refusal(config(mode, 2, false), &graph, mode.as_str())?;
         }
     }
-    for precision in [Precision::F32, Precision::F16, Precision::Bf16] {
+    for precision in Precision::ALL {
         if !caps.precisions.contains(&precision) {
             let mut c = config(first_mode, 2, false);
             c.precision = precision;

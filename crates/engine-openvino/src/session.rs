@@ -82,13 +82,23 @@ fn runtime() -> Result<Arc<Runtime>> {
 }
 
 /// OpenVINO's name of a precision, as its hint takes it and its compiled model reports
-/// it, and the CPU capability that must be present to honour it.
-fn openvino_precision(precision: Precision) -> (&'static str, &'static str) {
+/// it, and the CPU capability that must be present to honour it; `None` for automatic
+/// mixed precision, which is PyTorch's autocast and has no OpenVINO counterpart.
+fn openvino_precision(precision: Precision) -> Option<(&'static str, &'static str)> {
     match precision {
-        Precision::F32 => ("f32", "FP32"),
-        Precision::Bf16 => ("bf16", "BF16"),
-        Precision::F16 => ("f16", "FP16"),
+        Precision::F32 => Some(("f32", "FP32")),
+        Precision::Bf16 => Some(("bf16", "BF16")),
+        Precision::F16 => Some(("f16", "FP16")),
+        Precision::AmpBf16 | Precision::AmpF16 => None,
     }
+}
+
+/// The refusal of a precision OpenVINO has no hint for.
+fn no_hint_for(precision: Precision) -> anyhow::Error {
+    anyhow!(
+        "{ENGINE_NAME} has no {}: automatic mixed precision is PyTorch's autocast; OpenVINO's own choice of low-precision kernels is its inference precision hint, --precision bf16 or f16",
+        precision.as_str()
+    )
 }
 
 /// OpenVINO's CPU plugin: `threads` inference threads, one performance hint.
@@ -106,8 +116,9 @@ impl OpenVinoEngine {
         let runtime = runtime()?;
         let mut capabilities = capabilities();
         capabilities.precisions.retain(|&p| {
-            let (_, needs) = openvino_precision(p);
-            runtime.optimization_capabilities.iter().any(|c| c == needs)
+            openvino_precision(p).is_some_and(|(_, needs)| {
+                runtime.optimization_capabilities.iter().any(|c| c == needs)
+            })
         });
         Ok(Self {
             runtime,
@@ -127,7 +138,7 @@ impl OpenVinoEngine {
         if self.capabilities.precisions.contains(&precision) {
             return Ok(());
         }
-        let (name, needs) = openvino_precision(precision);
+        let (name, needs) = openvino_precision(precision).ok_or_else(|| no_hint_for(precision))?;
         Err(anyhow!(
             "{ENGINE_NAME} cannot run {name} on this CPU: OpenVINO's CPU plugin reports {} (no {needs}), and it would run another precision instead; it computes here in: {}",
             self.runtime.optimization_capabilities.join(" "),
@@ -237,7 +248,8 @@ fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -
     let bytes = to_onnx(graph, weights)
         .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
     let mut core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
-    let (precision, _) = openvino_precision(setup.precision);
+    let (precision, _) =
+        openvino_precision(setup.precision).ok_or_else(|| no_hint_for(setup.precision))?;
     let hint = match setup.hint {
         PerformanceHint::Latency => "LATENCY",
         PerformanceHint::Throughput => "THROUGHPUT",

@@ -112,6 +112,13 @@ impl Network {
             Precision::F32 => None,
             Precision::F16 => Some(Kind::Half),
             Precision::Bf16 => Some(Kind::BFloat16),
+            // Not in the libtorch engines' capabilities, so refused before this.
+            Precision::AmpBf16 | Precision::AmpF16 => {
+                return Err(anyhow!(
+                    "the libtorch engines have no {}: use the pytorch engines for autocast",
+                    precision.as_str()
+                ))
+            }
         };
         Ok(Network {
             program,

@@ -81,14 +81,43 @@ pub enum Precision {
     F32,
     F16,
     Bf16,
+    /// Automatic mixed precision in bf16 (PyTorch's autocast, timm's `--amp
+    /// --amp-dtype bfloat16`): f32 weights and optimizer state, the ops autocast lists
+    /// computed in bf16.
+    #[serde(rename = "amp-bf16")]
+    AmpBf16,
+    /// Automatic mixed precision in f16, with loss scaling for a training step.
+    #[serde(rename = "amp-f16")]
+    AmpF16,
 }
 
 impl Precision {
+    /// Every precision, in the order listings show them.
+    pub const ALL: [Precision; 5] = [
+        Precision::F32,
+        Precision::Bf16,
+        Precision::F16,
+        Precision::AmpBf16,
+        Precision::AmpF16,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
             Precision::F16 => "f16",
             Precision::Bf16 => "bf16",
+            Precision::AmpBf16 => "amp-bf16",
+            Precision::AmpF16 => "amp-f16",
+        }
+    }
+
+    /// The narrowest floating-point type the computation rounds to: what decides how
+    /// far its answers may stray from f32's (`verify`'s tolerance).
+    pub fn narrowest(self) -> Precision {
+        match self {
+            Precision::F32 => Precision::F32,
+            Precision::F16 | Precision::AmpF16 => Precision::F16,
+            Precision::Bf16 | Precision::AmpBf16 => Precision::Bf16,
         }
     }
 }
@@ -115,6 +144,40 @@ impl PerformanceHint {
     /// Whether this is the default, which result files leave out.
     pub fn is_latency(&self) -> bool {
         *self == PerformanceHint::Latency
+    }
+}
+
+/// `torch.compile`'s mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompileMode {
+    #[default]
+    Default,
+    /// CUDA graphs on GPUs, to cut launch overhead.
+    ReduceOverhead,
+    /// Inductor times its kernel choices (slow to compile).
+    MaxAutotune,
+}
+
+impl CompileMode {
+    pub const ALL: [CompileMode; 3] = [
+        CompileMode::Default,
+        CompileMode::ReduceOverhead,
+        CompileMode::MaxAutotune,
+    ];
+
+    /// The name `torch.compile(mode=…)` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompileMode::Default => "default",
+            CompileMode::ReduceOverhead => "reduce-overhead",
+            CompileMode::MaxAutotune => "max-autotune",
+        }
+    }
+
+    /// Whether this is the default, which result files leave out.
+    pub fn is_default(&self) -> bool {
+        *self == CompileMode::Default
     }
 }
 
@@ -329,6 +392,34 @@ pub trait Session {
     }
     /// Peak memory the device allocated since the last reset, where the device tracks it.
     fn device_peak_memory(&self) -> Option<u64> {
+        None
+    }
+    /// The resident-set high-water mark of the process the session computes in, where
+    /// that is not this one (a worker process), since the session was prepared.
+    fn worker_peak_rss(&mut self) -> Option<u64> {
+        None
+    }
+    /// Untimed by the passes, timed by the harness on its own: compile the network now
+    /// (one throw-away pass) for an engine that compiles lazily on its first call
+    /// (`torch.compile`), so that no pass pays for it. Returns whether there was
+    /// anything to compile.
+    fn compile(&mut self) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+    /// The warm-up is over: what happens from now on is measured (an engine that may
+    /// compile again counts from here).
+    fn begin_timed_passes(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// What the session saw during the timed passes that makes their times mean less
+    /// (a recompilation), as warnings for the result.
+    fn timed_pass_warnings(&mut self) -> anyhow::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// An empty call to where the session computes, for an engine that computes in
+    /// another process: the harness times it as the floor under every timed phase.
+    /// `None` for an engine in this process.
+    fn empty_call(&mut self) -> Option<anyhow::Result<()>> {
         None
     }
 

@@ -4,7 +4,8 @@
 //! engine is named outside its own crate.
 
 use crate::distributed::{ProcessGroup, Rendezvous};
-use crate::{Capabilities, Engine, PerformanceHint};
+use crate::{Capabilities, CompileMode, Engine, PerformanceHint};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The settings the command line gives every engine; each uses those that apply to it
@@ -26,6 +27,13 @@ pub struct EngineOptions {
     /// One infer request at a time, or several in flight (engines that schedule their
     /// own requests: [`Provider::performance_hints`]).
     pub performance_hint: PerformanceHint,
+    /// The Python an engine that runs in a worker starts (`--python`; `None`: its own
+    /// search, [`Provider::runs_python`]).
+    pub python: Option<PathBuf>,
+    /// `torch.compile`'s mode, for an engine that compiles ([`Provider::compiles`]).
+    pub compile_mode: CompileMode,
+    /// Inductor's freezing (weights folded into the compiled inference graph).
+    pub freezing: bool,
 }
 
 /// The words of every "not in this build" answer, so that they read alike.
@@ -61,6 +69,14 @@ pub trait Provider: Send + Sync {
     }
     /// Whether it takes a performance hint other than latency (`--ov-hint throughput`).
     fn performance_hints(&self) -> bool {
+        false
+    }
+    /// Whether it compiles the network (`--compile-mode`, `--freezing`).
+    fn compiles(&self) -> bool {
+        false
+    }
+    /// Whether it runs in a worker on the user's Python (`--python`).
+    fn runs_python(&self) -> bool {
         false
     }
     /// The devices it could run on, for `cnnbench engines` to list under its table: a

@@ -198,7 +198,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
         params: Some(r.model.params),
         macs: Some(r.model.macs),
         depth: Some(r.model.depth),
-        peak_rss_bytes: r.memory.peak_rss_bytes,
+        peak_rss_bytes: r.memory.host_peak_bytes(),
         device_peak_bytes: r.memory.device_peak_bytes,
         warnings: r.warnings,
         disturbed: r.validity.map(|v| match v.verdict {

@@ -76,6 +76,11 @@ pub struct BenchResult {
     /// What the run paid before its first timed pass (absent in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start: Option<crate::validity::ColdStart>,
+    /// For an engine that computes in another process (a worker on the user's
+    /// Python): the median time of an empty call to it, seconds. Every timed phase
+    /// contains one such round trip; nothing is subtracted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_floor_s: Option<f64>,
 }
 
 /// How a data-parallel run averaged its gradients, and what each rank measured.
@@ -306,8 +311,24 @@ pub struct MemoryRecord {
     /// Peak memory the device allocated, where the device tracks it (GPUs).
     #[serde(default)]
     pub device_peak_bytes: Option<u64>,
+    /// The resident-set high-water mark of the worker process the engine computes in
+    /// (the pytorch engines), since its session was prepared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_peak_rss_bytes: Option<u64>,
     /// The harness's estimate of the memory this run needs, in bytes.
     pub estimate_bytes: u64,
+}
+
+impl MemoryRecord {
+    /// The host memory the run held at its peak: this process's high-water mark plus
+    /// its worker's, for an engine that computes in a worker process (the two peaks
+    /// need not coincide, so this is an upper bound there).
+    pub fn host_peak_bytes(&self) -> Option<u64> {
+        match (self.peak_rss_bytes, self.worker_peak_rss_bytes) {
+            (Some(own), Some(worker)) => Some(own.saturating_add(worker)),
+            (own, worker) => own.or(worker),
+        }
+    }
 }
 
 /// Ratio used for throughput: the FLOPs of one pass of this mode at this batch size.

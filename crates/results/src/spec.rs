@@ -6,7 +6,7 @@
 //! own point, so that `cnnbench run --again RESULT.json` reruns exactly what produced it.
 //! A setting added here reaches every one of those paths, or fails to compile.
 
-use cnnbench_engine::{Mode, PerformanceHint, Precision};
+use cnnbench_engine::{CompileMode, Mode, PerformanceHint, Precision};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -100,6 +100,16 @@ pub struct EngineSettings {
     /// openvino-cpu's performance hint; left out of files when it is `latency`.
     #[serde(skip_serializing_if = "PerformanceHint::is_latency")]
     pub performance_hint: PerformanceHint,
+    /// The Python the pytorch engines' worker runs on (`--python`); left out when
+    /// cnnbench chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<PathBuf>,
+    /// `torch.compile`'s mode (pytorch-compile); left out when `default`.
+    #[serde(skip_serializing_if = "CompileMode::is_default")]
+    pub compile_mode: CompileMode,
+    /// Inductor's freezing (pytorch-compile, inference); left out when off.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub freezing: bool,
 }
 
 /// A data-parallel training run.

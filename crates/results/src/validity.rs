@@ -155,6 +155,11 @@ pub struct ColdStart {
     pub process_before_run_s: Option<f64>,
     /// Preparing the session: weights, plans, compilation.
     pub prepare_s: f64,
+    /// Compiling the network, for an engine that compiles on its first call
+    /// (`torch.compile`): one throw-away pass the harness timed on its own, after
+    /// preparing and before the warm-up. Absent where there is nothing to compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_s: Option<f64>,
     /// The first pass, a warm-up pass unless `--warmup 0`.
     pub first_pass_s: f64,
     /// From the process's start to the start of the first timed pass.

@@ -19,6 +19,7 @@ pub fn registry() -> Vec<Box<dyn Provider>> {
     all.extend(cnnbench_engine_ort::providers());
     all.extend(cnnbench_engine_openvino::providers());
     all.extend(cnnbench_engine_torch::providers());
+    all.extend(cnnbench_engine_pytorch::providers());
     all
 }
 
@@ -74,6 +75,9 @@ pub fn options(
         tf32: settings.tf32,
         channels_last: settings.channels_last,
         performance_hint: settings.performance_hint,
+        python: settings.python.clone(),
+        compile_mode: settings.compile_mode,
+        freezing: settings.freezing,
     }
 }
 
@@ -107,6 +111,18 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
             "engine {name} takes no performance hint: it runs one batch at a time; leave out --ov-hint {}, or use {}",
             options.performance_hint.as_str(),
             engines_with(|p| p.performance_hints())
+        ));
+    }
+    if (!options.compile_mode.is_default() || options.freezing) && !provider.compiles() {
+        return Err(anyhow!(
+            "engine {name} does not compile the network: --compile-mode and --freezing are for {}",
+            engines_with(|p| p.compiles())
+        ));
+    }
+    if options.python.is_some() && !provider.runs_python() {
+        return Err(anyhow!(
+            "engine {name} runs no Python: --python is for {}",
+            engines_with(|p| p.runs_python())
         ));
     }
     let engine = provider.create(options)?;

@@ -130,7 +130,7 @@ pub fn probe_memory(job: &Job, engine: &dyn Engine, planned: &[Planned]) -> Resu
         &mut |_| {},
     )?;
     let report = ProbeReport {
-        peak_rss_bytes: result.memory.peak_rss_bytes,
+        peak_rss_bytes: result.memory.host_peak_bytes(),
         device_peak_bytes: result.memory.device_peak_bytes,
     };
     println!("{}", serde_json::to_string(&report)?);

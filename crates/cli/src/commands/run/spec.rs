@@ -225,6 +225,33 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
     SpecOption {
+        ids: &["python"],
+        flag: "--python",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.python = a.gpu.python.clone();
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["compile_mode"],
+        flag: "--compile-mode",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.compile_mode = a.gpu.compile_mode.into();
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["freezing"],
+        flag: "--freezing",
+        matrix_sets: false,
+        take: |s, a| {
+            s.engine_options.freezing = a.gpu.freezing;
+            Ok(())
+        },
+    },
+    SpecOption {
         ids: &["device"],
         flag: "--device",
         matrix_sets: false,

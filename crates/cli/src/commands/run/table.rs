@@ -183,7 +183,7 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
         row.extend([
             format!("{:.1}", r.throughput.images_per_s),
             format!("{:.1}", r.throughput.gflops_per_s),
-            r.memory.peak_rss_bytes.map_or("–".into(), bytes),
+            r.memory.host_peak_bytes().map_or("–".into(), bytes),
             passes(r),
         ]);
         table.add_row(row);

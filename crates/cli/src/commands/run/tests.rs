@@ -8,7 +8,7 @@ use super::ranks::rank_job;
 use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
-use cnnbench_engine::{Mode, PerformanceHint, Precision};
+use cnnbench_engine::{CompileMode, Mode, PerformanceHint, Precision};
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -29,11 +29,7 @@ fn mode() -> impl Strategy<Value = Mode> {
 }
 
 fn precision() -> impl Strategy<Value = Precision> {
-    prop_oneof![
-        Just(Precision::F32),
-        Just(Precision::F16),
-        Just(Precision::Bf16)
-    ]
+    prop::sample::select(Precision::ALL.to_vec())
 }
 
 fn seconds() -> impl Strategy<Value = Option<f64>> {
@@ -59,9 +55,11 @@ prop_compose! {
     /// Any spec `validate` accepts.
     fn any_spec()(
         models in prop::collection::vec(model(), 1..4),
-        engine in prop::sample::select(vec!["burn-flex", "torch-cpu", "torch-cuda", "candle"]),
+        engine in prop::sample::select(vec!["burn-flex", "torch-cpu", "torch-cuda", "candle", "pytorch-compile"]),
+        python in prop::option::of("[a-z /é.]{1,20}"),
+        compile_mode in prop::sample::select(CompileMode::ALL.to_vec()),
         device in prop::option::of(0usize..8),
-        flags in prop::array::uniform5(any::<bool>()),
+        flags in prop::array::uniform6(any::<bool>()),
         mode in mode(),
         precision in precision(),
         batch in prop_oneof![
@@ -93,6 +91,9 @@ prop_compose! {
                 } else {
                     PerformanceHint::Latency
                 },
+                python: python.map(Into::into),
+                compile_mode,
+                freezing: flags[5],
             },
             mode,
             precision,
@@ -196,6 +197,9 @@ proptest! {
         spec.engine_options.allow_cpu_adapter = false;
         // Set for a cell from the command line (`run --plan M --ov-hint throughput`).
         spec.engine_options.performance_hint = PerformanceHint::Latency;
+        spec.engine_options.python = None;
+        spec.engine_options.compile_mode = CompileMode::Default;
+        spec.engine_options.freezing = false;
         spec.allocator = "keep".into();
         let ModelRef::Zoo { name } = &spec.models[0] else { unreachable!() };
         let Batches::Sizes(batch) = &spec.batch else { unreachable!() };
@@ -274,7 +278,12 @@ fn every_option_of_the_command_line_reaches_the_spec() {
         "--precision",
         "bf16",
         "--device",
-        "2",
+        "cuda:2",
+        "--python",
+        "/opt/py/bin/python3",
+        "--compile-mode",
+        "max-autotune",
+        "--freezing",
         "--allow-cpu-adapter",
         "--cudnn-benchmark",
         "--tf32",
@@ -323,6 +332,9 @@ fn every_option_of_the_command_line_reaches_the_spec() {
             tf32: true,
             channels_last: true,
             performance_hint: PerformanceHint::Throughput,
+            python: Some("/opt/py/bin/python3".into()),
+            compile_mode: CompileMode::MaxAutotune,
+            freezing: true,
         }
     );
     assert_eq!(

@@ -1,0 +1,230 @@
+//! The pytorch engines end to end: PyTorch itself in a worker on the user's Python.
+//! What needs no PyTorch runs in every build; what runs PyTorch is behind the feature
+//! `pytorch-tests` (`.ci/run` turns it on after it installs torch into .venv-torch, where
+//! a user's run finds it too): without torch those fail with the pip line, they do not
+//! skip. Every op and zoo model against burn-flex is the engine crate's conformance
+//! suite.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+
+#[test]
+fn a_python_that_is_not_there_is_named_with_what_to_do() {
+    cnnbench()
+        .args(["run", "resnet18", "--engine", "pytorch"])
+        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
+        .args(["--python", "/nonexistent/bin/python3"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "engine pytorch cannot run: the Python /nonexistent/bin/python3 (from --python) cannot be run",
+        ))
+        .stderr(predicate::str::contains("--python PATH"));
+}
+
+#[test]
+fn compile_settings_and_python_are_refused_by_engines_without_them() {
+    for (flags, says) in [
+        (
+            &["--compile-mode", "max-autotune"][..],
+            "engine burn-flex does not compile the network: --compile-mode and --freezing are for pytorch-compile or pytorch-compile-cuda",
+        ),
+        (&["--freezing"][..], "--compile-mode and --freezing are for"),
+        (
+            &["--python", "/usr/bin/python3"][..],
+            "engine burn-flex runs no Python: --python is for pytorch, pytorch-compile",
+        ),
+    ] {
+        cnnbench()
+            .args(["run", "resnet18", "--engine", "burn-flex"])
+            .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
+            .args(flags)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+    }
+}
+
+/// A small network as a model file: compiling it takes seconds, not minutes.
+#[cfg(feature = "pytorch-tests")]
+fn small_model(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("small.json");
+    let model = r#"{
+      "format": "cnnbench-model", "version": 1, "name": "small", "input": [3, 16, 16],
+      "nodes": [
+        {"name": "conv", "op": "conv2d", "in_channels": 3, "out_channels": 8, "kernel": 3,
+         "padding": 1},
+        {"name": "bn", "op": "batch_norm2d", "num_features": 8},
+        {"name": "relu", "op": "relu"},
+        {"name": "gap", "op": "adaptive_avg_pool2d", "output": 1},
+        {"name": "flat", "op": "flatten"},
+        {"name": "fc", "op": "linear", "in_features": 8, "out_features": 4}
+      ]
+    }"#;
+    std::fs::write(&path, model).unwrap();
+    path
+}
+
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn an_eager_run_records_pytorch_the_floor_and_the_workers_memory() {
+    for mode in ["infer", "step"] {
+        let r = tiny_run("resnet18", "pytorch", &["--mode", mode, "--threads", "2"]);
+        let engine = &r["engine"];
+        assert_eq!(engine["name"], "pytorch", "{engine}");
+        assert_eq!(engine["framework"], "pytorch", "{engine}");
+        assert_eq!(engine["framework_version"], "2.11.0", "{engine}");
+        assert_eq!(engine["backend"], "eager", "{engine}");
+        assert_eq!(engine["threads"], 2, "{engine}");
+        assert!(
+            engine["libraries"]["torch"]
+                .as_str()
+                .unwrap()
+                .starts_with("2.11.0"),
+            "{engine}"
+        );
+        assert!(engine["settings"]["python"].as_str().is_some(), "{engine}");
+        // The pipe's round trip, recorded and not subtracted: well under a pass.
+        let floor = r["call_floor_s"].as_f64().expect("call_floor_s");
+        let forward = r["summary"]["forward"]["min"].as_f64().unwrap();
+        assert!(
+            floor > 0.0 && floor < forward,
+            "floor {floor}, forward {forward}"
+        );
+        // The worker's memory is the run's: PyTorch alone is more than 100 MiB.
+        let worker = r["memory"]["worker_peak_rss_bytes"].as_u64().unwrap();
+        assert!(worker > 100 << 20, "{}", r["memory"]);
+        assert!(
+            r["cold_start"].get("compile_s").is_none(),
+            "{}",
+            r["cold_start"]
+        );
+    }
+}
+
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn a_compiled_run_records_its_compile_time_apart_from_the_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = small_model(dir.path());
+    let out = dir.path().join("results");
+    cnnbench()
+        .args([
+            "run",
+            "--engine",
+            "pytorch-compile",
+            "--mode",
+            "infer",
+            "--freezing",
+        ])
+        .arg("--model-file")
+        .arg(&model)
+        .args(["-b", "2", "--passes", "3", "-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let r: serde_json::Value = only_result(&out);
+    assert_watched(&r);
+    let settings = &r["engine"]["settings"];
+    assert_eq!(settings["compile_mode"], "default", "{settings}");
+    assert_eq!(settings["freezing"], "on", "{settings}");
+    assert_eq!(r["engine"]["backend"], "inductor");
+    assert_eq!(
+        r["spec"]["engine_options"]["freezing"], true,
+        "{}",
+        r["spec"]
+    );
+    let compile = r["cold_start"]["compile_s"].as_f64().expect("compile_s");
+    let slowest = r["summary"]["total"]["max"].as_f64().unwrap();
+    // Compiling takes seconds; a pass of this network, milliseconds.
+    assert!(
+        compile > 10.0 * slowest,
+        "compile {compile} s, slowest pass {slowest} s"
+    );
+    assert!(r["call_floor_s"].as_f64().is_some());
+}
+
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn freezing_is_refused_for_training_saying_why() {
+    cnnbench()
+        .args([
+            "run",
+            "resnet18",
+            "--engine",
+            "pytorch-compile",
+            "--mode",
+            "train",
+        ])
+        .args([
+            "--image-size",
+            "32",
+            "-b",
+            "1",
+            "--passes",
+            "1",
+            "-q",
+            "--freezing",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--freezing folds the weights into the compiled graph, which only inference allows",
+        ));
+}
+
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn verify_against_burn_flex_compares_outputs_and_gradients() {
+    verify_against_burn_flex("pytorch", &[])
+        .stdout(predicate::str::contains("output (train)"))
+        .stdout(predicate::str::contains("62 weight gradients"));
+}
+
+/// amp-bf16 against f32 on the same engine: the outputs move by more than f32's
+/// tolerance (autocast really computed in bf16) and less than bf16's. (The weight
+/// gradients move much more, 0.37 on AlexNet's first convolution, as torch-cpu's bf16
+/// does: docs/src/commands/verify.md.)
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn verify_across_precisions_puts_amp_bf16_outputs_within_bf16s_tolerance() {
+    let out = cnnbench()
+        .args(["verify", "alexnet", "--image-size", "63"])
+        .args([
+            "--engines",
+            "pytorch,pytorch",
+            "--precisions",
+            "f32,amp-bf16",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["candidate_precision"], "amp-bf16");
+    assert_eq!(report["tolerance"], 3e-2);
+    let outputs: Vec<&serde_json::Value> = report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("output"))
+        .collect();
+    assert_eq!(outputs.len(), 2, "{report}");
+    for c in outputs {
+        let error = c["max_relative_error"].as_f64().unwrap();
+        assert!(error > 1e-4 && error < 3e-2, "{c}");
+    }
+}
+
+/// libtorch in cnnbench's process and PyTorch in the worker compute the same function.
+#[cfg(all(feature = "pytorch-tests", feature = "torch"))]
+#[test]
+fn verify_torch_cpu_against_pytorch() {
+    cnnbench()
+        .args(["verify", "resnet18", "--image-size", "32"])
+        .args(["--engines", "torch-cpu,pytorch"])
+        .assert()
+        .success();
+}

@@ -1,0 +1,127 @@
+//! The four engines as the command line's registry sees them.
+
+use crate::python::{install_hint, Places};
+use crate::session::{PytorchEngine, PytorchOptions};
+use crate::worker::same_release;
+use crate::Flavour;
+use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::{Capabilities, DeviceKind, Engine};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+struct Pytorch(Flavour);
+
+impl Provider for Pytorch {
+    fn name(&self) -> &'static str {
+        self.0.engine_name()
+    }
+    fn description(&self) -> &'static str {
+        self.0.describe()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+    fn availability(&self, options: &EngineOptions) -> Result<(), String> {
+        availability(self.0.device == DeviceKind::Gpu, options.python.clone())
+    }
+    fn asks_a_device(&self) -> bool {
+        // Whether torch sees a GPU is known only by importing it (seconds).
+        self.0.device == DeviceKind::Gpu
+    }
+    fn channels_last(&self) -> bool {
+        true
+    }
+    fn compiles(&self) -> bool {
+        self.0.compiled
+    }
+    fn runs_python(&self) -> bool {
+        true
+    }
+    fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
+        let options = PytorchOptions {
+            python: options.python.clone(),
+            threads: options.threads,
+            device: options.device.unwrap_or(0),
+            channels_last: options.channels_last,
+            tf32: options.tf32,
+            cudnn_benchmark: options.cudnn_benchmark,
+            compile_mode: options.compile_mode,
+            freezing: options.freezing,
+            heap: cnnbench_host::allocator::current()
+                .policy
+                .as_str()
+                .to_string(),
+        };
+        Ok(Box::new(PytorchEngine::new(self.0, options)?))
+    }
+}
+
+/// This crate's engines.
+pub fn providers() -> Vec<Box<dyn Provider>> {
+    Flavour::ALL
+        .into_iter()
+        .map(|f| Box::new(Pytorch(f)) as Box<dyn Provider>)
+        .collect()
+}
+
+/// What each interpreter answered, asked once per process (`cnnbench engines` asks
+/// for four engines).
+static ANSWERS: Mutex<BTreeMap<(PathBuf, bool), Result<(), String>>> = Mutex::new(BTreeMap::new());
+
+/// Whether the chosen Python has torch 2.11 (read from its package metadata, without
+/// importing it) and, for the GPU engines, whether that torch sees a CUDA GPU (which
+/// needs the import).
+fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
+    let interpreter = Places::of_this_process(python.as_deref()).choose();
+    let key = (interpreter.path.clone(), gpu);
+    let mut answers = ANSWERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(answer) = answers.get(&key) {
+        return answer.clone();
+    }
+    let python = &interpreter.path;
+    let script = if gpu {
+        "import torch; print(torch.__version__); print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
+    } else {
+        "import importlib.metadata as m; print(m.version('torch'))"
+    };
+    let answer = match Command::new(python).args(["-c", script]).output() {
+        Err(e) => Err(format!(
+            "the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
+            python.display(),
+            interpreter.chosen_by,
+            crate::TORCH_VERSION
+        )),
+        Ok(out) if !out.status.success() => Err(format!(
+            "the Python {} (from {}) has no torch; {}",
+            python.display(),
+            interpreter.chosen_by,
+            install_hint(python)
+        )),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut lines = text.lines();
+            let version = lines.next().unwrap_or_default().trim().to_string();
+            let gpus: usize = lines.next().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+            if !same_release(&version, crate::TORCH_VERSION) {
+                Err(format!(
+                    "the Python {} (from {}) has torch {version}, not {}; {}",
+                    python.display(),
+                    interpreter.chosen_by,
+                    crate::TORCH_VERSION,
+                    install_hint(python)
+                ))
+            } else if gpu && gpus == 0 {
+                Err(format!(
+                    "the torch {version} of {} sees no CUDA GPU (a CPU build of PyTorch, no NVIDIA driver here, or CUDA_VISIBLE_DEVICES hides them)",
+                    python.display()
+                ))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    answers.insert(key, answer.clone());
+    answer
+}

@@ -1,0 +1,156 @@
+//! What needs no PyTorch: the worker's start-up errors (no Python, no torch, another
+//! torch, a Python that dies or hangs), made with stand-in interpreters.
+
+use crate::python::Interpreter;
+use crate::worker::{Launch, Worker};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// An executable shell script standing in for Python.
+fn fake_python(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("python");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn start(path: PathBuf) -> String {
+    let interpreter = Interpreter {
+        path,
+        chosen_by: "--python",
+    };
+    match Worker::start(&Launch {
+        engine: "pytorch",
+        interpreter: &interpreter,
+        heap: "keep",
+        threads: Some(1),
+        settings: Vec::new(),
+    }) {
+        Ok(_) => panic!("the stand-in Python started a worker"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn a_missing_python_is_named_with_what_to_do() {
+    let e = start(PathBuf::from("/nonexistent/bin/python3"));
+    assert!(e.contains("pytorch cannot start its worker"), "{e}");
+    assert!(e.contains("/nonexistent/bin/python3"), "{e}");
+    assert!(e.contains("--python PATH"), "{e}");
+}
+
+#[test]
+fn a_python_without_torch_gets_the_pip_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        r#"echo '{"type": "fatal", "kind": "no-torch", "error": "ModuleNotFoundError: No module named '"'"'torch'"'"'"}'"#,
+    );
+    let e = start(python.clone());
+    assert!(e.contains("cannot import torch"), "{e}");
+    assert!(e.contains("No module named"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "{} -m pip install torch==2.11.0",
+            python.display()
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn another_torch_release_is_refused_with_the_pip_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        r#"echo '{"type": "hello", "protocol": 1, "torch": "2.9.1+cpu", "threads": 1}'; sleep 5"#,
+    );
+    let e = start(python);
+    assert!(e.contains("has torch 2.9.1+cpu"), "{e}");
+    assert!(e.contains("tested with 2.11.0"), "{e}");
+    assert!(e.contains("pip install torch==2.11.0"), "{e}");
+}
+
+#[test]
+fn a_python_that_dies_at_start_shows_its_last_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        "echo 'SyntaxError: this is not python 3' >&2; exit 7",
+    );
+    let e = start(python);
+    assert!(e.contains("exited (exit status: 7)"), "{e}");
+    assert!(e.contains("SyntaxError: this is not python 3"), "{e}");
+}
+
+/// A worker that greets, then dies or falls silent on its first request.
+fn greeting_worker(dir: &Path, then: &str) -> Worker {
+    let python = fake_python(
+        dir,
+        &format!(
+            r#"echo '{{"type": "hello", "protocol": 1, "torch": "2.11.0+cpu", "threads": 1}}'; read line; {then}"#
+        ),
+    );
+    let interpreter = Interpreter {
+        path: python,
+        chosen_by: "--python",
+    };
+    Worker::start(&Launch {
+        engine: "pytorch",
+        interpreter: &interpreter,
+        heap: "keep",
+        threads: None,
+        settings: Vec::new(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_worker_that_dies_mid_call_is_an_error_at_once_naming_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(
+        dir.path(),
+        "echo 'Killed by the OOM killer' >&2; kill -9 $$",
+    );
+    let clock = std::time::Instant::now();
+    let e = format!(
+        "{:#}",
+        worker
+            .call("forward", serde_json::Value::Null, &[])
+            .err()
+            .unwrap()
+    );
+    assert!(clock.elapsed() < std::time::Duration::from_secs(5));
+    assert!(e.contains("pytorch's worker"), "{e}");
+    assert!(e.contains("during 'forward'"), "{e}");
+    assert!(e.contains("signal: 9"), "{e}");
+    assert!(e.contains("Killed by the OOM killer"), "{e}");
+    // And every later call says the same, without waiting.
+    let again = format!(
+        "{:#}",
+        worker
+            .call("noop", serde_json::Value::Null, &[])
+            .err()
+            .unwrap()
+    );
+    assert_eq!(again, e);
+}
+
+#[test]
+fn a_silent_worker_is_stopped_after_the_hang_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(dir.path(), "exec sleep 600");
+    let clock = std::time::Instant::now();
+    let e = format!(
+        "{:#}",
+        worker
+            .call("forward", serde_json::Value::Null, &[])
+            .err()
+            .unwrap()
+    );
+    let waited = clock.elapsed();
+    assert!(waited >= crate::worker::HANG_TIMEOUT, "{waited:?}");
+    assert!(waited < crate::worker::HANG_TIMEOUT * 2, "{waited:?}");
+    assert!(e.contains("stopped answering"), "{e}");
+    assert!(e.contains("was killed"), "{e}");
+}
