@@ -81,6 +81,24 @@ fn the_compiled_engine_computes_what_burn_flex_computes() {
     }
 }
 
+/// The conformance suite's checks against burn-flex on the compiled engine: every op
+/// graph and the suite's zoo models (`scripts/pytorch-compile-conformance.sh`: tens of
+/// minutes on two cores, so not in `.ci/run`).
+#[test]
+#[ignore]
+fn the_compiled_engine_passes_the_conformance_suite() {
+    let reference = burn().unwrap();
+    let compiled = engine(COMPILED);
+    let failures: Vec<String> = [
+        cnnbench_conformance::ops_against(&compiled, &*reference),
+        cnnbench_conformance::models_against(&compiled, &*reference),
+    ]
+    .into_iter()
+    .filter_map(|checked| checked.err().map(|e| format!("{e:#}")))
+    .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn the_compiled_engine_compiles_apart_from_the_passes_and_warns_of_graphs_compiled_later() {
     let compiled = engine(COMPILED);

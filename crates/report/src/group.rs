@@ -109,8 +109,9 @@ pub struct Entry {
     pub disturbed: Vec<String>,
     /// Whether any of its runs carries a verdict at all.
     pub judged: bool,
-    /// Median over its runs of the seconds to prepare the session, and of the first pass.
-    pub cold_start: Option<[f64; 2]>,
+    /// Median over its runs of the seconds to prepare the session, to compile it (over
+    /// the runs that compiled) and of the first pass.
+    pub cold_start: Option<crate::record::ColdStartSeconds>,
     /// The machines its ranks ran on, where its runs agree (data-parallel rows).
     pub hosts: Option<usize>,
 }
@@ -339,13 +340,18 @@ fn make_entry(
             disturbed.push(format!("{}: {why}", r.path.display()));
         }
     }
-    let cold: Vec<[f64; 2]> = runs.iter().filter_map(|r| r.cold_start).collect();
+    let cold: Vec<crate::record::ColdStartSeconds> =
+        runs.iter().filter_map(|r| r.cold_start).collect();
     let cold_start = (!cold.is_empty()).then(|| {
-        let median = |i: usize| {
-            let mut v: Vec<f64> = cold.iter().map(|c| c[i]).collect();
-            cnnbench_results::stats::median_in_place(&mut v)
+        let median = |values: Vec<f64>| {
+            let mut v = values;
+            (!v.is_empty()).then(|| cnnbench_results::stats::median_in_place(&mut v))
         };
-        [median(0), median(1)]
+        crate::record::ColdStartSeconds {
+            prepare: median(cold.iter().map(|c| c.prepare).collect()).unwrap_or(0.0),
+            compile: median(cold.iter().filter_map(|c| c.compile).collect()),
+            first_pass: median(cold.iter().map(|c| c.first_pass).collect()).unwrap_or(0.0),
+        }
     });
     let facts = catalog.facts(&table.model_id, table.input);
     let pick = |f: &dyn Fn(&Record) -> Option<u64>| runs.iter().find_map(f);

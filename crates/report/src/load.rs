@@ -205,7 +205,11 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             cnnbench_results::Verdict::Clean => Vec::new(),
             cnnbench_results::Verdict::Disturbed => v.reasons,
         }),
-        cold_start: r.cold_start.map(|c| [c.prepare_s, c.first_pass_s]),
+        cold_start: r.cold_start.map(|c| crate::record::ColdStartSeconds {
+            prepare: c.prepare_s,
+            compile: c.compile_s,
+            first_pass: c.first_pass_s,
+        }),
         hosts: r.distributed.as_ref().and_then(|d| {
             let hosts: Option<std::collections::BTreeSet<&str>> =
                 d.ranks.iter().map(|k| k.host.as_deref()).collect();

@@ -90,6 +90,15 @@ impl EngineDesc {
         if self.settings.get("performance_hint").map(String::as_str) == Some("throughput") {
             s.push_str(", throughput hint");
         }
+        // torch.compile's mode and inductor's freezing: another compiled program.
+        if let Some(mode) = self.settings.get("compile_mode") {
+            if mode != "default" {
+                s.push_str(&format!(", {mode}"));
+            }
+        }
+        if self.settings.get("freezing").map(String::as_str) == Some("on") {
+            s.push_str(", freezing");
+        }
         if self.world_size > 1 {
             s.push_str(&format!(", {} ranks", self.world_size));
         }
@@ -176,8 +185,18 @@ pub struct Record {
     /// Why the machine was judged disturbed during the timed passes: `None` where the
     /// file has no verdict (older files, the original suite), empty when clean.
     pub disturbed: Option<Vec<String>>,
-    /// Seconds to prepare the session and of the first pass, where recorded.
-    pub cold_start: Option<[f64; 2]>,
+    /// Seconds to prepare the session, to compile it and of the first pass, where
+    /// recorded.
+    pub cold_start: Option<ColdStartSeconds>,
     /// How many machines a data-parallel run's ranks ran on, where every rank said.
     pub hosts: Option<usize>,
+}
+
+/// What a run paid before its first timed pass, in seconds (`report --cold-start`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColdStartSeconds {
+    pub prepare: f64,
+    /// For an engine that compiles on its first call (`pytorch-compile`), timed apart.
+    pub compile: Option<f64>,
+    pub first_pass: f64,
 }

@@ -307,8 +307,16 @@ impl Report {
                 if runs {
                     head.push("Runs".into());
                 }
+                // A compile column where some engine in the table compiled.
+                let compiled = self.cold_start
+                    && self
+                        .rows(t)
+                        .any(|e| e.cold_start.is_some_and(|c| c.compile.is_some()));
                 if self.cold_start {
                     head.push("Prepare (s)".into());
+                    if compiled {
+                        head.push("Compile (s)".into());
+                    }
                     head.push("First pass (s)".into());
                 }
                 if disturbed {
@@ -330,11 +338,14 @@ impl Report {
                             r.push(e.runs.to_string());
                         }
                         if self.cold_start {
-                            let s = |i: usize| {
-                                e.cold_start.map_or("-".into(), |c| format!("{:.3}", c[i]))
-                            };
-                            r.push(s(0));
-                            r.push(s(1));
+                            let seconds =
+                                |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+                            let c = e.cold_start;
+                            r.push(seconds(c.map(|c| c.prepare)));
+                            if compiled {
+                                r.push(seconds(c.and_then(|c| c.compile)));
+                            }
+                            r.push(seconds(c.map(|c| c.first_pass)));
                         }
                         if disturbed {
                             r.push(

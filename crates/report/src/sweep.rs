@@ -284,4 +284,32 @@ mod label_tests {
             "openvino-cpu 2026.4.1, bf16, 2 threads, throughput hint"
         );
     }
+
+    /// A compiled engine's mode and freezing are other programs, named as such; the
+    /// default mode and freezing off add nothing.
+    #[test]
+    fn compile_mode_and_freezing_show_in_the_name() {
+        let mut e = EngineDesc {
+            name: "pytorch-compile".into(),
+            framework: "pytorch".into(),
+            framework_version: "2.11.0".into(),
+            backend: "inductor".into(),
+            libraries: Default::default(),
+            settings: Default::default(),
+            threads_requested: None,
+            precision: Precision::AmpBf16,
+            world_size: 1,
+            allocator: None,
+        };
+        e.settings.insert("compile_mode".into(), "default".into());
+        e.settings.insert("freezing".into(), "off".into());
+        assert_eq!(e.label(), "pytorch-compile 2.11.0, amp-bf16");
+        e.settings
+            .insert("compile_mode".into(), "max-autotune".into());
+        e.settings.insert("freezing".into(), "on".into());
+        assert_eq!(
+            e.label(),
+            "pytorch-compile 2.11.0, amp-bf16, max-autotune, freezing"
+        );
+    }
 }

@@ -404,6 +404,8 @@ fn disturbed_rows_are_marked_and_cold_start_shown_on_request() {
     assert_eq!(rows[1][col("Machine")], "DISTURBED");
     assert_eq!(rows[0][col("Prepare (s)")], "1.250");
     assert_eq!(rows[0][col("First pass (s)")], "0.500");
+    // No engine here compiled: no compile column.
+    assert!(!head.iter().any(|h| h == "Compile (s)"), "{head:?}");
     assert!(
         r.notes
             .iter()
@@ -418,6 +420,47 @@ fn disturbed_rows_are_marked_and_cold_start_shown_on_request() {
     assert!(
         !head.iter().any(|h| h == "Machine" || h == "Prepare (s)"),
         "{head:?}"
+    );
+}
+
+/// A compiling engine's compile time (`cold_start.compile_s`) gets its own column, and
+/// a row of an engine that compiles nothing shows "-" in it.
+#[test]
+fn cold_start_shows_compile_time_where_an_engine_compiled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with = |mut doc: serde_json::Value, compile: Option<f64>| {
+        doc["cold_start"] = serde_json::json!({
+            "process_before_run_s": 0.2, "prepare_s": 1.0, "first_pass_s": 0.25,
+            "process_to_first_timed_pass_s": 2.0, "first_in_process": true
+        });
+        if let Some(c) = compile {
+            doc["cold_start"]["compile_s"] = c.into();
+        }
+        doc
+    };
+    let compiled = with(
+        Run::new("tiny", "Device A", vec![10.0; 3]).json(),
+        Some(42.5),
+    );
+    let eager = with(Run::new("tiny", "Device B", vec![20.0; 3]).json(), None);
+    std::fs::write(tmp.path().join("a.json"), compiled.to_string()).unwrap();
+    std::fs::write(tmp.path().join("b.json"), eager.to_string()).unwrap();
+    let r = build(
+        tmp.path(),
+        &ReportOptions {
+            cold_start: true,
+            ..Default::default()
+        },
+    );
+    let (head, rows) = r.cells(&r.tables[0]);
+    let col = head
+        .iter()
+        .position(|h| h == "Compile (s)")
+        .expect("a compile column");
+    let cells: Vec<&str> = rows.iter().map(|r| r[col].as_str()).collect();
+    assert!(
+        cells.contains(&"42.500") && cells.contains(&"-"),
+        "{cells:?}"
     );
 }
 

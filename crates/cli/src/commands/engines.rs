@@ -373,7 +373,9 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.ends_with("or use torch-cpu, torch-cuda or torch-cuda-nocudnn"),
+            e.ends_with(
+                "or use torch-cpu, torch-cuda, torch-cuda-nocudnn, pytorch, pytorch-compile, pytorch-cuda or pytorch-compile-cuda"
+            ),
             "{e}"
         );
     }
