@@ -32,25 +32,11 @@ impl Places {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let mut venv_roots: Vec<PathBuf> = Vec::new();
-        let starts = [
-            std::env::current_dir().ok(),
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| exe.parent().map(Path::to_path_buf)),
-        ];
-        for start in starts.into_iter().flatten() {
-            for dir in start.ancestors() {
-                if !venv_roots.iter().any(|d| d == dir) {
-                    venv_roots.push(dir.to_path_buf());
-                }
-            }
-        }
         Places {
             given: given.map(Path::to_path_buf),
             variable: non_empty("CNNBENCH_PYTHON"),
             virtual_env: non_empty("VIRTUAL_ENV"),
-            venv_roots,
+            venv_roots: cnnbench_host::wheel::venv_roots_of_this_process(),
         }
     }
 

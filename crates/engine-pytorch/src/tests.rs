@@ -14,18 +14,23 @@ fn fake_python(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
-fn start(path: PathBuf) -> String {
+/// Starts a worker on `path` as `--python` would.
+fn launch(path: PathBuf, threads: Option<usize>) -> anyhow::Result<Worker> {
     let interpreter = Interpreter {
         path,
         chosen_by: "--python",
     };
-    match Worker::start(&Launch {
+    Worker::start(&Launch {
         engine: "pytorch",
         interpreter: &interpreter,
         heap: "keep",
-        threads: Some(1),
+        threads,
         settings: Vec::new(),
-    }) {
+    })
+}
+
+fn start(path: PathBuf) -> String {
+    match launch(path, Some(1)) {
         Ok(_) => panic!("the stand-in Python started a worker"),
         Err(e) => format!("{e:#}"),
     }
@@ -91,18 +96,7 @@ fn greeting_worker(dir: &Path, then: &str) -> Worker {
             r#"echo '{{"type": "hello", "protocol": 1, "torch": "2.11.0+cpu", "threads": 1}}'; read line; {then}"#
         ),
     );
-    let interpreter = Interpreter {
-        path: python,
-        chosen_by: "--python",
-    };
-    Worker::start(&Launch {
-        engine: "pytorch",
-        interpreter: &interpreter,
-        heap: "keep",
-        threads: None,
-        settings: Vec::new(),
-    })
-    .unwrap()
+    launch(python, None).unwrap()
 }
 
 #[test]

@@ -183,27 +183,34 @@ impl SearchPlaces {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let mut venv_roots = Vec::new();
-        let starts = [
-            std::env::current_dir().ok(),
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| exe.parent().map(Path::to_path_buf)),
-        ];
-        for start in starts.into_iter().flatten() {
-            for dir in start.ancestors() {
-                if !venv_roots.iter().any(|d: &PathBuf| d == dir) {
-                    venv_roots.push(dir.to_path_buf());
-                }
-            }
-        }
         Self {
             named: non_empty(library.variable),
             virtual_env: non_empty("VIRTUAL_ENV"),
-            venv_roots,
+            venv_roots: venv_roots_of_this_process(),
             python: Some(PathBuf::from("python3")),
         }
     }
+}
+
+/// The folders whose `.venv-torch` this process looks in, nearest first: the working
+/// folder, the executable's folder, and every folder above them (the wheel-loaded
+/// engines and the pytorch engines' interpreter search share them).
+pub fn venv_roots_of_this_process() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    let starts = [
+        std::env::current_dir().ok(),
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf)),
+    ];
+    for start in starts.into_iter().flatten() {
+        for dir in start.ancestors() {
+            if !roots.iter().any(|d| d == dir) {
+                roots.push(dir.to_path_buf());
+            }
+        }
+    }
+    roots
 }
 
 fn absolute(path: &Path) -> PathBuf {
