@@ -74,6 +74,13 @@ impl PytorchEngine {
             threads: options.threads,
             settings,
         })?;
+        if worker.hello["heap_applied"].as_bool() != Some(true) {
+            return Err(anyhow!(
+                "{name}'s worker could not apply the heap policy {} ({}): its numbers would be measured under another; run with --allocator system",
+                options.heap,
+                worker.hello["heap"].as_str().unwrap_or("no reason given")
+            ));
+        }
         if on_gpu {
             let devices = worker.hello["cuda_devices"].as_u64().unwrap_or(0) as usize;
             if worker.hello["cuda_available"].as_bool() != Some(true) || devices == 0 {

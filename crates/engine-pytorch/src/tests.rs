@@ -148,3 +148,27 @@ fn a_silent_worker_is_stopped_after_the_hang_timeout() {
     assert!(e.contains("stopped answering"), "{e}");
     assert!(e.contains("was killed"), "{e}");
 }
+
+#[test]
+fn a_heap_policy_the_worker_could_not_apply_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        r#"echo '{"type": "hello", "protocol": 1, "torch": "2.11.0+cpu", "threads": 1, "heap_applied": false, "heap": "mallopt refused the settings"}'; read line"#,
+    );
+    let options = crate::PytorchOptions {
+        python: Some(python),
+        heap: "keep".into(),
+        ..crate::PytorchOptions::default()
+    };
+    let flavour = crate::Flavour::ALL[0];
+    let e = match crate::PytorchEngine::new(flavour, options) {
+        Ok(_) => panic!("an engine whose heap policy failed started"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.contains("could not apply the heap policy keep (mallopt refused the settings)"),
+        "{e}"
+    );
+    assert!(e.contains("--allocator system"), "{e}");
+}

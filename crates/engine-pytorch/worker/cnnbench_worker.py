@@ -28,17 +28,18 @@ HEARTBEAT_S = 0.25
 
 
 def apply_heap_policy(policy):
-    """cnnbench's heap policy, set before torch allocates anything (glibc's mallopt)."""
+    """cnnbench's heap policy, set before torch allocates anything (glibc's mallopt):
+    whether it is in force, and what was done, in words."""
     if policy != "keep":
-        return "the C library's defaults"
+        return True, "the C library's defaults"
     try:
         libc = ctypes.CDLL(None)
         m_trim_threshold, m_mmap_threshold = -1, -3
         ok = libc.mallopt(m_mmap_threshold, 1 << 30) == 1
         ok = libc.mallopt(m_trim_threshold, -1) == 1 and ok
     except (OSError, AttributeError) as e:
-        return "keep asked, but mallopt is not available here (%s)" % e
-    return "mmap threshold 1 GiB, trimming off" if ok else "keep asked, but mallopt refused it"
+        return False, "mallopt is not available here (%s)" % e
+    return (True, "mmap threshold 1 GiB, trimming off") if ok else (False, "mallopt refused the settings")
 
 
 def die_with_parent():
@@ -96,7 +97,7 @@ def main():
     # Ctrl-C reaches the whole process group: cnnbench handles it and ends the worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
-    heap = apply_heap_policy(args.get("--heap", "system"))
+    heap_applied, heap = apply_heap_policy(args.get("--heap", "system"))
     # The protocol's own copy of stdout; what libraries print goes to stderr instead.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -121,7 +122,7 @@ def main():
         torch.backends.cudnn.allow_tf32 = tf32
     if "--cudnn-benchmark" in args:
         torch.backends.cudnn.benchmark = args["--cudnn-benchmark"] == "1"
-    channel.send({"type": "hello", "protocol": PROTOCOL, **describe(torch, heap)})
+    channel.send({"type": "hello", "protocol": PROTOCOL, "heap_applied": heap_applied, **describe(torch, heap)})
     threading.Thread(target=heartbeat, args=(channel,), daemon=True).start()
     worker = Worker(torch)
     stream = sys.stdin.buffer
@@ -434,7 +435,6 @@ class Session:
         self.output = None
         self.loss = None
         self.grad = None
-        self.graphs_at_start = compiled_graphs(torch)
         reset_peak_rss()
 
     # --- Passes (the harness times each of these calls) -----------------------------
@@ -517,8 +517,6 @@ class Session:
             self.backward()
         self.prepare_batch()
         self.input = None
-        self.graphs_at_start = compiled_graphs(self.torch)
-        return self.graphs_at_start
 
     def weights(self):
         out = []
@@ -619,18 +617,11 @@ class Worker:
                 torch.cuda.empty_cache()
             return {}, []
         s = self.session(request)
-        if cmd in ("batch", "forward", "output_grad", "backward", "update", "sync"):
-            reply = {}
+        if cmd in ("batch", "forward", "output_grad", "backward", "update", "compile"):
             {"batch": s.prepare_batch, "forward": s.forward, "output_grad": s.output_grad,
-             "backward": s.backward, "update": s.update, "sync": s.sync}[cmd]()
+             "backward": s.backward, "update": s.update, "compile": s.compile}[cmd]()
             s.sync()
-            if cmd == "forward" and s.compiled:
-                reply["graphs"] = compiled_graphs(torch)
-            return reply, []
-        if cmd == "compile":
-            graphs = s.compile()
-            s.sync()
-            return {"graphs": graphs}, []
+            return {}, []
         if cmd == "graphs":
             return {"graphs": compiled_graphs(torch)}, []
         if cmd == "memory":

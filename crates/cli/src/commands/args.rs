@@ -75,16 +75,6 @@ impl From<CompileModeArg> for CompileMode {
     }
 }
 
-impl From<CompileMode> for CompileModeArg {
-    fn from(m: CompileMode) -> CompileModeArg {
-        match m {
-            CompileMode::Default => CompileModeArg::Default,
-            CompileMode::ReduceOverhead => CompileModeArg::ReduceOverhead,
-            CompileMode::MaxAutotune => CompileModeArg::MaxAutotune,
-        }
-    }
-}
-
 /// OpenVINO's performance hint on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum HintArg {
