@@ -89,10 +89,15 @@ impl Comparison {
     }
 }
 
-/// One node's output compared, for `verify --localize`.
+/// The mode of [`NodeComparison`]s that compare the gradient arriving at each node in
+/// training (the others compare node outputs).
+pub const GRADIENT_MODE: &str = "train gradient";
+
+/// One node's output, or the gradient arriving at it, compared, for `verify --localize`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct NodeComparison {
-    /// `train` (batch statistics) or `infer` (running statistics).
+    /// `train` (outputs, batch statistics), `infer` (outputs, running statistics) or
+    /// [`GRADIENT_MODE`] (the gradient arriving at the node's output in training).
     pub mode: String,
     pub node: String,
     /// The op's tag (`conv2d`, `batch_norm2d`, …).
@@ -118,11 +123,13 @@ pub struct VerifyReport {
     /// output alone when an engine cannot train.
     pub compared: String,
     pub comparisons: Vec<Comparison>,
-    /// With `localize`: every node's output in graph order, per mode compared.
+    /// With `localize`: every node's output in graph order, per mode compared, and in
+    /// training the gradient arriving at every node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeComparison>,
     /// With `localize`: per mode, the first node over the tolerance (and its noise floor),
-    /// where the two engines first compute something different.
+    /// where the two engines first compute something different; for gradients the first
+    /// in the order backward visits them (from the output back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub first_departures: Vec<NodeComparison>,
 }
@@ -185,7 +192,8 @@ struct Computed {
     train_output: Option<HostTensor>,
     gradients: Weights,
     infer_output: HostTensor,
-    /// Every node's output per mode (`train`, `infer`), when localizing.
+    /// Every node's output per mode (`train`, `infer`), and the gradient arriving at
+    /// every node ([`GRADIENT_MODE`]), when localizing.
     nodes: Vec<(&'static str, Vec<NodeOutput>)>,
 }
 
@@ -211,6 +219,10 @@ fn compute(
         if request.localize {
             s.keep_node_outputs()
                 .with_context(|| format!("{name} cannot be localized"))?;
+            if mode == Mode::Train {
+                s.keep_node_gradients()
+                    .with_context(|| format!("{name} cannot be localized in training"))?;
+            }
         }
         s.forward().with_context(|| format!("{name}: forward"))?;
         if request.localize {
@@ -218,7 +230,7 @@ fn compute(
         }
         Ok(s)
     };
-    let (mut train_output, mut gradients) = (None, Weights::new());
+    let (mut train_output, mut gradients, mut node_gradients) = (None, Weights::new(), None);
     if trains {
         let mut train = forward(Mode::Train)?;
         let output = train.output()?;
@@ -229,8 +241,15 @@ fn compute(
             .with_context(|| format!("{name}: backward"))?;
         gradients = train.weight_gradients()?;
         train_output = Some(output);
+        if request.localize {
+            node_gradients = Some(train.node_gradients()?);
+        }
     }
     let infer_output = forward(Mode::Infer)?.output()?;
+    // After the training outputs, before the inference ones.
+    if let Some(node_gradients) = node_gradients {
+        nodes.insert(1.min(nodes.len()), (GRADIENT_MODE, node_gradients));
+    }
     Ok(Computed {
         train_output,
         gradients,
@@ -351,10 +370,15 @@ pub fn verify(
     };
     let mut first_departures = Vec::new();
     for (mode, _) in &base.nodes {
-        if let Some(first) = nodes
-            .iter()
-            .find(|n| n.mode == *mode && !n.comparison.passes(request.tolerance))
-        {
+        let departs =
+            |n: &&NodeComparison| n.mode == *mode && !n.comparison.passes(request.tolerance);
+        // Gradients flow from the output back: the first to part is the last in graph order.
+        let first = if *mode == GRADIENT_MODE {
+            nodes.iter().rev().find(departs)
+        } else {
+            nodes.iter().find(departs)
+        };
+        if let Some(first) = first {
             first_departures.push(first.clone());
         }
     }
@@ -403,16 +427,57 @@ fn compare_nodes(
                 .get(j)
                 .map(|n| n.op.tag().to_string())
                 .unwrap_or_default();
+            // A gradient is compared where the reference's output is not exactly zero:
+            // at ReLU's clamped zeros a later max pool's ties let engines route the
+            // gradient to any of the tied places, and ReLU's backward discards it there.
+            let comparison = match base
+                .nodes
+                .iter()
+                .find(|(m, _)| *m == "train")
+                .and_then(|(_, outputs)| outputs.get(j))
+                .filter(|_| *mode == GRADIENT_MODE)
+            {
+                Some(output) => {
+                    let keep: Vec<bool> = output.value.data.iter().map(|&v| v != 0.0).collect();
+                    let shaken: Vec<HostTensor> = shaken_values.map(|s| masked(s, &keep)).collect();
+                    comparison(
+                        what,
+                        &masked(&r.value, &keep),
+                        &masked(&c.value, &keep),
+                        &shaken,
+                    )?
+                }
+                None => comparison(what, &r.value, &c.value, shaken_values)?,
+            };
             out.push(NodeComparison {
                 mode: mode.to_string(),
                 node: r.node.clone(),
                 op,
                 shape: r.value.shape.clone(),
-                comparison: comparison(what, &r.value, &c.value, shaken_values)?,
+                comparison,
             });
         }
     }
     Ok(out)
+}
+
+/// The elements of `tensor` where `keep` is true, as a flat tensor (all of them when the
+/// shapes disagree, so that the comparison reports the mismatch).
+fn masked(tensor: &HostTensor, keep: &[bool]) -> HostTensor {
+    if tensor.data.len() != keep.len() {
+        return tensor.clone();
+    }
+    let data: Vec<f32> = tensor
+        .data
+        .iter()
+        .zip(keep)
+        .filter(|(_, &k)| k)
+        .map(|(&v, _)| v)
+        .collect();
+    HostTensor {
+        shape: vec![data.len()],
+        data,
+    }
 }
 
 /// One tensor compared: the candidate's errors against the reference, and the noise

@@ -80,8 +80,9 @@ fn an_engine_against_itself_agrees_exactly() {
     }
 }
 
-/// `--localize` compares every node's output, in both modes, and says where the engines
-/// part (nowhere, for an engine against itself); the JSON lists every node.
+/// `--localize` compares every node's output, in both modes, and the gradient arriving at
+/// every node in training, and says where the engines part (nowhere, for an engine
+/// against itself); the JSON lists every node.
 #[test]
 fn localize_compares_every_node_in_both_modes() {
     let args = [
@@ -101,7 +102,10 @@ fn localize_compares_every_node_in_both_modes() {
                 "infer: every node's output agrees",
             ))
             .and(predicate::str::contains(
-                "node outputs shown: --all lists every one",
+                "train gradient: the gradient arriving at every node agrees",
+            ))
+            .and(predicate::str::contains(
+                "node outputs and gradients shown: --all lists every one",
             )),
     );
     let out = cnnbench().args(args).arg("--json").assert().success();
@@ -114,6 +118,13 @@ fn localize_compares_every_node_in_both_modes() {
         .collect();
     let infer = nodes.iter().filter(|n| n["mode"] == "infer").count();
     assert_eq!(train.len(), infer);
+    // And backward: the gradient arriving at each node, in graph order too.
+    let gradients: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["mode"] == "train gradient")
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(gradients, train);
     assert_eq!(train.first(), Some(&"conv1"));
     assert_eq!(train.last(), Some(&"fc"));
     assert!(

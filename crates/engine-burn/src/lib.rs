@@ -317,6 +317,19 @@ impl Session for BurnSession {
         self.network.program().node_outputs()
     }
 
+    fn keep_node_gradients(&mut self) -> Result<()> {
+        self.network.program().keep_node_gradients();
+        Ok(())
+    }
+
+    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        let grads = self
+            .grads
+            .as_ref()
+            .context("no gradients: run backward first")?;
+        self.network.node_gradients(grads)
+    }
+
     fn output(&self) -> Result<HostTensor> {
         self.pass.output()?.to_host()
     }

@@ -11,8 +11,8 @@ use burn::tensor::module::{
 use burn::tensor::ops::{AvgPoolOptions, ConvOptions, MaxPoolOptions};
 use burn::tensor::{Device, Distribution, Gradients, Tensor, TensorData};
 use cnnbench_engine::kit::{
-    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program, WeightInit,
-    WeightStore,
+    ConvWeights, Kernels, LayerNormWeights, LinearWeights, NodeOutput, NormWeights, Pass, Program,
+    WeightInit, WeightStore,
 };
 use cnnbench_graph::ops::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, LayerNorm2d, LayerScale, Linear,
@@ -69,6 +69,14 @@ impl Value {
             Value::Flat(t) => t.dims().to_vec(),
         }
     }
+    /// The same values, cut from the autodiff graph (a planted fault).
+    #[cfg(test)]
+    fn detached(self) -> Value {
+        match self {
+            Value::Map(t) => Value::Map(t.detach()),
+            Value::Flat(t) => Value::Flat(t.detach()),
+        }
+    }
     /// A standard-normal tensor of the same shape (an upstream gradient).
     pub fn random_like(&self, device: &Device) -> Value {
         let normal = Distribution::Normal(0.0, 1.0);
@@ -121,6 +129,9 @@ pub enum Fault {
     /// Convolutions swap their top/bottom and left/right padding (the output keeps
     /// its shape; only uneven padding computes something else).
     SwappedConvPadding,
+    /// Sums stop the gradient of every addend after the first (the forward pass is
+    /// unchanged: only backward computes something else).
+    DetachedAddend,
 }
 
 /// Whether `device` (with or without autodiff) is burn-flex, whose kernels the lowering
@@ -335,6 +346,24 @@ impl Network {
         self.program.export_weights(&self.store(params, None))
     }
 
+    /// The gradient arriving at every node in the last backward pass, read from the
+    /// probes the kit added ([`Program::keep_node_gradients`]).
+    pub fn node_gradients(&self, grads: &Gradients) -> Result<Vec<NodeOutput>> {
+        self.program
+            .gradient_probes::<Value>()?
+            .into_iter()
+            .map(|(node, probe)| {
+                // A node the loss does not reach (a detached path) gets zeros.
+                let value = match &probe {
+                    Value::Map(t) => t.grad(grads).map(to_host),
+                    Value::Flat(t) => t.grad(grads).map(to_host),
+                }
+                .unwrap_or_else(|| Ok(HostTensor::zeros(probe.dims())))?;
+                Ok(NodeOutput { node, value })
+            })
+            .collect()
+    }
+
     /// The gradient of every trainable weight, in PyTorch's layout.
     pub fn weight_gradients(&self, params: &NetParams, grads: &Gradients) -> Result<Weights> {
         self.program
@@ -422,6 +451,19 @@ impl Kernels for BurnKernels<'_> {
 
     fn to_host(&self, value: &Value) -> Result<HostTensor> {
         value.to_host()
+    }
+
+    fn gradient_probe(&self, value: Value) -> Result<(Value, Value)> {
+        Ok(match value {
+            Value::Map(t) => {
+                let probe = t.zeros_like().require_grad();
+                (Value::Map(t + probe.clone()), Value::Map(probe))
+            }
+            Value::Flat(t) => {
+                let probe = t.zeros_like().require_grad();
+                (Value::Flat(t + probe.clone()), Value::Flat(probe))
+            }
+        })
     }
 
     fn conv2d(&self, x: Value, c: &Conv2d, w: ConvWeights) -> Result<Value> {
@@ -595,6 +637,12 @@ impl Kernels for BurnKernels<'_> {
         let mut xs = xs.into_iter();
         let mut acc = xs.next().ok_or_else(|| anyhow!("add has no inputs"))?;
         for x in xs {
+            #[cfg(test)]
+            let x = if self.fault == Some(Fault::DetachedAddend) {
+                x.detached()
+            } else {
+                x
+            };
             acc = match (acc, x) {
                 (Value::Map(a), Value::Map(b)) => Value::Map(a + b),
                 (Value::Flat(a), Value::Flat(b)) => Value::Flat(a + b),

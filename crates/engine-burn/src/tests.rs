@@ -151,13 +151,26 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
         .iter()
         .map(|n| (n.mode.as_str(), n.node.as_str()))
         .collect();
-    assert_eq!(firsts, [("train", "spatial"), ("infer", "spatial")]);
-    assert_eq!(report.nodes.len(), 2 * graph.nodes().len());
-    for n in report
-        .nodes
-        .iter()
-        .filter(|n| ["pointwise", "relu"].contains(&n.node.as_str()))
-    {
+    // Backward meets the wrong kernel when it hands the gradient on from "spatial" to
+    // its input, the output of "relu".
+    assert_eq!(
+        firsts,
+        [
+            ("train", "spatial"),
+            (cnnbench_bench::verify::GRADIENT_MODE, "relu"),
+            ("infer", "spatial")
+        ]
+    );
+    assert_eq!(report.nodes.len(), 3 * graph.nodes().len());
+    // Outputs agree before the wrong kernel, gradients after it (nearer the output).
+    let agrees = |n: &&cnnbench_bench::verify::NodeComparison| {
+        if n.mode == cnnbench_bench::verify::GRADIENT_MODE {
+            ["spatial", "flat", "fc"].contains(&n.node.as_str())
+        } else {
+            ["pointwise", "relu"].contains(&n.node.as_str())
+        }
+    };
+    for n in report.nodes.iter().filter(agrees) {
         assert!(n.comparison.max_relative_error < 1e-5, "{n:?}");
     }
     assert_eq!(report.first_departures[0].op, "conv2d");
@@ -165,6 +178,62 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
     // The same engine against itself parts nowhere.
     let clean = cnnbench_bench::verify::verify(&graph, &*burn(), &*burn(), &request).unwrap();
     assert!(clean.passed() && clean.first_departures.is_empty());
+}
+
+/// In training, `verify --localize` also compares the gradient arriving at every node,
+/// and names the first to part in the order backward visits them. A sum that stops the
+/// gradient of its second addend computes the same forward pass, so every output agrees;
+/// the first gradient to part is the one arriving at the branch it cut, and every
+/// gradient nearer the output agrees.
+#[test]
+fn localize_follows_the_gradients_back_to_a_planted_backward_bug() {
+    let graph = single("planted", [3, 8, 8], |b, x| {
+        let stem = b.conv("stem", x, Conv2d::new(4, 3).padding(1));
+        let r = b.relu("relu", &stem);
+        let branch = b.conv("branch", &r, Conv2d::new(4, 3).padding(1));
+        let sum = b.sum("sum", &[&r, &branch]);
+        let f = b.flatten("flat", &sum);
+        b.linear("fc", &f, 5)
+    });
+    let mut bad = BurnFlexEngine::new(None).unwrap();
+    bad.fault = Some(Fault::DetachedAddend);
+    let request = cnnbench_bench::verify::VerifyRequest {
+        batch_size: 2,
+        seed: 0,
+        tolerance: 1e-4,
+        weights: None,
+        localize: true,
+        precisions: [cnnbench_engine::Precision::F32; 2],
+    };
+    let report = cnnbench_bench::verify::verify(&graph, &*burn(), &bad, &request).unwrap();
+    assert!(!report.passed());
+    let gradient = cnnbench_bench::verify::GRADIENT_MODE;
+    let firsts: Vec<(&str, &str)> = report
+        .first_departures
+        .iter()
+        .map(|n| (n.mode.as_str(), n.node.as_str()))
+        .collect();
+    assert_eq!(
+        firsts,
+        [(gradient, "branch")],
+        "{:#?}",
+        report.first_departures
+    );
+    // Every node's output and gradient, in both modes and in training.
+    assert_eq!(report.nodes.len(), 3 * graph.nodes().len());
+    for n in report
+        .nodes
+        .iter()
+        .filter(|n| n.mode != gradient || ["sum", "flat", "fc"].contains(&n.node.as_str()))
+    {
+        assert!(n.comparison.max_relative_error < 1e-5, "{n:?}");
+    }
+    assert_eq!(report.first_departures[0].op, "conv2d");
+    // The cut branch gets no gradient at all: the whole reference gradient is the error.
+    assert!(report.first_departures[0].comparison.max_relative_error > 0.99);
+    let clean = cnnbench_bench::verify::verify(&graph, &*burn(), &*burn(), &request).unwrap();
+    assert!(clean.passed() && clean.first_departures.is_empty());
+    assert!(clean.nodes.iter().any(|n| n.mode == gradient));
 }
 
 #[test]

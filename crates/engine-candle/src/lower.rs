@@ -110,6 +110,26 @@ impl Network {
         self.program.import_weights(&mut self.store(None), weights)
     }
 
+    /// The gradient arriving at every node in the last backward pass, read from the
+    /// probes the kit added ([`Program::keep_node_gradients`]).
+    pub fn node_gradients(
+        &self,
+        grads: &candle_core::backprop::GradStore,
+    ) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.program
+            .gradient_probes::<Tensor>()?
+            .into_iter()
+            .map(|(node, probe)| {
+                // A node the loss does not reach (a detached path) gets zeros.
+                let value = match grads.get(&probe) {
+                    Some(grad) => to_host(grad)?,
+                    None => HostTensor::zeros(probe.dims().to_vec()),
+                };
+                Ok(cnnbench_engine::kit::NodeOutput { node, value })
+            })
+            .collect()
+    }
+
     pub fn weight_gradients(&self, grads: &candle_core::backprop::GradStore) -> Result<Weights> {
         self.program.weight_gradients(&self.store(Some(grads)))
     }
@@ -146,6 +166,12 @@ impl CandleKernels<'_> {
 
 impl Kernels for CandleKernels<'_> {
     type Value = Tensor;
+
+    fn gradient_probe(&self, value: Tensor) -> Result<(Tensor, Tensor)> {
+        let probe = Var::zeros(value.dims(), value.dtype(), value.device())?;
+        let probe = probe.as_tensor().clone();
+        Ok(((value + &probe)?, probe))
+    }
 
     fn to_host(&self, value: &Tensor) -> Result<HostTensor> {
         to_host(value)

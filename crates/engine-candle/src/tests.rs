@@ -85,3 +85,51 @@ fn a_step_trains_the_weights_with_momentum() {
     assert_ne!(a.data, b.data, "{key} did not change");
     assert_eq!(a.shape, b.shape);
 }
+
+/// candle's max pool hands the gradient to every place that ties for the maximum (burn
+/// and PyTorch to the first), so after a ReLU, whose zeros tie, the gradients arriving at
+/// the ReLU differ at its zeros — where ReLU's backward discards them. `verify --localize`
+/// compares gradients where the output is not zero, so the two engines agree at every
+/// node; the tied zeros really are there (a max pool over a window of zeros).
+#[test]
+fn localize_leaves_out_the_tied_zeros_a_max_pool_routes_differently() {
+    let mut b = GraphBuilder::new("tied", [3, 12, 12]);
+    let x = b.input();
+    let c = b.conv("conv", &x, Conv2d::new(4, 3).padding(1));
+    let r = b.relu("relu", &c);
+    let p = b.add("pool", Op::MaxPool2d(MaxPool2d::new(3, 2)), &[&r]);
+    let f = b.flatten("flat", &p);
+    let y = b.linear("fc", &f, 5);
+    let graph = b.finish(&y).unwrap();
+    // A negative bias leaves most of the ReLU's outputs zero: many pooling windows tie.
+    let mut weights = burn()
+        .prepare(&graph, &config(Mode::Train))
+        .unwrap()
+        .export_weights()
+        .unwrap();
+    weights.insert(
+        "conv.bias",
+        HostTensor::new(vec![4], vec![-0.5; 4]).unwrap(),
+    );
+    let request = cnnbench_bench::verify::VerifyRequest {
+        batch_size: 2,
+        seed: 0,
+        tolerance: 1e-4,
+        weights: Some(weights),
+        localize: true,
+        precisions: [Precision::F32; 2],
+    };
+    let report = cnnbench_bench::verify::verify(&graph, &*burn(), &*candle(), &request).unwrap();
+    assert!(report.passed(), "{:#?}", report.comparisons);
+    assert!(
+        report.first_departures.is_empty(),
+        "{:#?}",
+        report.first_departures
+    );
+    let pooled = report
+        .nodes
+        .iter()
+        .find(|n| n.node == "pool" && n.mode == "train")
+        .unwrap();
+    assert_eq!(pooled.shape, [2, 4, 5, 5]);
+}

@@ -188,6 +188,26 @@ impl Network {
         program.import_weights(&mut StoreMut(&mut self.weights), weights)
     }
 
+    /// The gradient arriving at every node in the last backward pass, read from the
+    /// probes the kit added ([`Program::keep_node_gradients`]).
+    pub fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.program
+            .gradient_probes::<Shared>()?
+            .into_iter()
+            .map(|(node, probe)| {
+                // A node the loss does not reach (a detached path) gets zeros.
+                let grad = probe.0.grad();
+                let value = if grad.defined() {
+                    to_host(&grad)?
+                } else {
+                    let shape = probe.0.size().iter().map(|&d| d as usize).collect();
+                    HostTensor::zeros(shape)
+                };
+                Ok(cnnbench_engine::kit::NodeOutput { node, value })
+            })
+            .collect()
+    }
+
     /// The gradient of every trainable weight after a backward pass; a weight the loss
     /// does not reach gets zeros.
     pub fn weight_gradients(&self) -> Result<Weights> {
@@ -228,6 +248,11 @@ impl Kernels for TorchKernels<'_> {
 
     fn to_host(&self, value: &Shared) -> Result<HostTensor> {
         to_host(&value.0)
+    }
+
+    fn gradient_probe(&self, value: Shared) -> Result<(Shared, Shared)> {
+        let probe = value.0.f_zeros_like()?.set_requires_grad(true);
+        Ok((Shared(value.0.f_add(&probe)?), Shared(probe)))
     }
 
     fn conv2d(&self, x: Shared, c: &Conv2d, w: ConvWeights) -> Result<Shared> {

@@ -414,6 +414,15 @@ impl Session for TorchSession {
         self.network.program().node_outputs()
     }
 
+    fn keep_node_gradients(&mut self) -> Result<()> {
+        self.network.program().keep_node_gradients();
+        Ok(())
+    }
+
+    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.network.node_gradients()
+    }
+
     fn output(&self) -> Result<HostTensor> {
         to_host(self.pass.output()?)
     }

@@ -68,7 +68,8 @@ pub struct LayerNormWeights {
 /// Graph inferred.
 pub trait Kernels {
     /// A batch of feature maps `[N, C, H, W]` or flat vectors `[N, F]`.
-    type Value: Clone;
+    /// (`Send + 'static` so the kit can keep gradient probes, [`Kernels::gradient_probe`].)
+    type Value: Clone + Send + 'static;
 
     fn conv2d(&self, x: Self::Value, op: &Conv2d, w: ConvWeights) -> Result<Self::Value>;
     /// `training`: normalise with batch statistics and update the running ones.
@@ -113,6 +114,18 @@ pub trait Kernels {
     }
     /// Copies a value to the host, for `verify --localize` (never on the timed path).
     fn to_host(&self, value: &Self::Value) -> Result<HostTensor>;
+    /// For `verify --localize` in training: `value` plus zeros created as a leaf of the
+    /// autodiff graph whose gradient the engine keeps, and that leaf (the probe). The kit
+    /// probes every node's output (adding zero changes no value), so after backward each
+    /// probe's gradient is the gradient arriving at its node, which autodiff engines do
+    /// not keep for intermediate values. The engine adds with its own tensor op, not its
+    /// `add` kernel, so a kernel under test cannot bend the probes. Engines without
+    /// autodiff keep the default refusal.
+    fn gradient_probe(&self, _value: Self::Value) -> Result<(Self::Value, Self::Value)> {
+        Err(anyhow!(
+            "this engine cannot show the gradient arriving at each node"
+        ))
+    }
 }
 
 /// An engine's weights seen as host tensors in PyTorch's layout, indexed like
@@ -156,6 +169,10 @@ pub struct Program {
     /// Every node's output of the last forward pass, as host tensors, when asked for
     /// ([`Program::keep_node_outputs`]); `None` otherwise, and then nothing is copied.
     kept: std::sync::Mutex<Option<Vec<NodeOutput>>>,
+    /// The gradient probes of the last training pass ([`Kernels::gradient_probe`]), one
+    /// per node in node order, each the engine's value type; `None` unless asked for
+    /// ([`Program::keep_node_gradients`]).
+    probes: std::sync::Mutex<Option<Vec<Box<dyn std::any::Any + Send>>>>,
 }
 
 /// One node's output, copied to the host by [`Program::keep_node_outputs`].
@@ -206,7 +223,50 @@ impl Program {
             steps,
             weights,
             kept: std::sync::Mutex::new(None),
+            probes: std::sync::Mutex::new(None),
         }
+    }
+
+    /// From the next training pass on, adds a gradient probe to every node's output
+    /// (see [`Kernels::gradient_probe`]), so that after backward the engine can read the
+    /// gradient arriving at each node ([`Program::gradient_probes`]). In-place kernels
+    /// are turned off while probing, so no later node writes into a probed value. Only
+    /// `verify --localize` asks for it, never a timed run.
+    pub fn keep_node_gradients(&self) {
+        self.probes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(Vec::new);
+    }
+
+    /// The probes of the last training pass, in node order, as the engine's value type
+    /// `V`: the engine reads each one's gradient after backward.
+    pub fn gradient_probes<V: Clone + 'static>(&self) -> Result<Vec<(String, V)>> {
+        let probes = self.probes.lock().unwrap_or_else(|e| e.into_inner());
+        let probes = match probes.as_ref() {
+            Some(probes) if !probes.is_empty() => probes,
+            Some(_) => {
+                return Err(anyhow!(
+                    "no training pass has run since node gradients were asked for"
+                ))
+            }
+            None => {
+                return Err(anyhow!(
+                    "node gradients were not kept: ask before the forward pass"
+                ))
+            }
+        };
+        probes
+            .iter()
+            .zip(self.graph.nodes())
+            .map(|(probe, node)| {
+                probe
+                    .downcast_ref::<V>()
+                    .cloned()
+                    .map(|v| (node.name.clone(), v))
+                    .ok_or_else(|| anyhow!("the gradient probes are of another value type"))
+            })
+            .collect()
     }
 
     /// From the next forward pass on, copies every node's output to the host (for
@@ -277,6 +337,11 @@ impl Program {
         if let Some(outputs) = kept.as_mut() {
             outputs.clear();
         }
+        let mut probes = self.probes.lock().unwrap_or_else(|e| e.into_inner());
+        let probing = pass.training && probes.is_some();
+        if let Some(probes) = probes.as_mut().filter(|_| probing) {
+            probes.clear();
+        }
         for step in &self.steps {
             let node = &nodes[step.node];
             let mut xs = Vec::with_capacity(node.inputs.len());
@@ -291,7 +356,14 @@ impl Program {
                 })?);
             }
             let out = self
-                .apply(kernels, step, &node.op, xs, pass)
+                .apply(
+                    kernels,
+                    step,
+                    &node.op,
+                    xs,
+                    pass,
+                    step.overwrite && !probing,
+                )
                 .and_then(|out| kernels.settle(out))
                 .with_context(|| format!("node \"{}\" ({})", node.name, node.op.tag()))?;
             if let Some(outputs) = kept.as_mut() {
@@ -303,6 +375,16 @@ impl Program {
                     value,
                 });
             }
+            let out = match probes.as_mut() {
+                Some(probes) if probing => {
+                    let (out, probe) = kernels
+                        .gradient_probe(out)
+                        .with_context(|| format!("probing node \"{}\"'s gradient", node.name))?;
+                    probes.push(Box::new(probe));
+                    out
+                }
+                _ => out,
+            };
             values[step.node] = Some(out);
             for &j in &step.frees {
                 values[j] = None;
@@ -320,6 +402,7 @@ impl Program {
         op: &Op,
         xs: Vec<K::Value>,
         pass: Pass,
+        overwrite: bool,
     ) -> Result<K::Value> {
         let w = &step.weights;
         let mut inputs = xs.into_iter();
@@ -363,7 +446,7 @@ impl Program {
                 },
             ),
             Op::LayerScale(l) => k.layer_scale(x()?, l, w[0]),
-            Op::Activation(a) => k.activation(x()?, *a, step.overwrite),
+            Op::Activation(a) => k.activation(x()?, *a, overwrite),
             Op::LocalResponseNorm(l) => k.local_response_norm(x()?, l),
             Op::MaxPool2d(p) => k.max_pool2d(x()?, p),
             Op::AvgPool2d(p) => k.avg_pool2d(x()?, p),
@@ -380,7 +463,7 @@ impl Program {
             Op::StochasticDepth(_) => x(),
             Op::Flatten(_) => k.flatten(x()?),
             Op::Concat(_) => k.concat(inputs.collect()),
-            Op::Add(_) => k.add(inputs.collect(), step.overwrite),
+            Op::Add(_) => k.add(inputs.collect(), overwrite),
             Op::Mul(_) => {
                 let a = x()?;
                 k.mul(a, x()?)

@@ -456,6 +456,21 @@ pub trait Session {
             "this engine does not keep its nodes' outputs"
         ))
     }
+    /// From the next training pass on, keep what is needed to read the gradient arriving
+    /// at every node after backward (for `verify --localize` in training); engines that
+    /// run the kit's interpreter with autodiff support it.
+    fn keep_node_gradients(&mut self) -> anyhow::Result<()> {
+        Err(anyhow::anyhow!(
+            "this engine cannot show the gradient arriving at each node, so `verify --localize` compares its outputs only"
+        ))
+    }
+    /// The gradient arriving at every node's output in the last backward pass, in node
+    /// order.
+    fn node_gradients(&self) -> anyhow::Result<Vec<kit::NodeOutput>> {
+        Err(anyhow::anyhow!(
+            "this engine does not keep the gradients arriving at its nodes"
+        ))
+    }
     /// Untimed: use this upstream gradient instead of a random one (train mode).
     fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
         Err(no_weight_exchange())

@@ -31,6 +31,15 @@ impl HostTensor {
         Ok(Self { shape, data })
     }
 
+    /// Zeros of `shape`: the gradient a value gets when the loss does not reach it.
+    pub fn zeros(shape: Vec<usize>) -> Self {
+        let n: usize = shape.iter().product();
+        Self {
+            shape,
+            data: vec![0.0; n],
+        }
+    }
+
     /// Deterministic standard-normal values from `seed` (Box–Muller over SplitMix64), so
     /// every engine can be fed the same input without sharing a random generator.
     pub fn standard_normal(shape: Vec<usize>, seed: u64) -> Self {

@@ -9,7 +9,7 @@ use super::common::{
 use super::engines;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::verify::{
-    self, Comparison, VerifyReport, VerifyRequest, FLOOR_FACTOR, PERTURBATION,
+    self, Comparison, VerifyReport, VerifyRequest, FLOOR_FACTOR, GRADIENT_MODE, PERTURBATION,
 };
 use cnnbench_engine::Precision;
 use cnnbench_graph::Weights;
@@ -51,9 +51,10 @@ pub struct VerifyArgs {
     /// List every gradient, not only the worst.
     #[arg(long)]
     pub all: bool,
-    /// Also compare every node's output in graph order (train and infer) and name the
-    /// first node where the engines part: where a wrong kernel or lowering is. Engines
-    /// that run a model as a whole (tract, ort-cpu) cannot be looked inside.
+    /// Also compare every node's output in graph order (train and infer) and the
+    /// gradient arriving at every node in training, and name the first node where the
+    /// engines part: where a wrong kernel or lowering is. Engines that run a model as a
+    /// whole (tract, ort-cpu) cannot be looked inside.
     #[arg(long)]
     pub localize: bool,
     /// Print the report as JSON.
@@ -97,16 +98,16 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         return Err(anyhow!("--tolerance must be a number ≥ 0"));
     }
     // Both engines train the batch in this process; with --localize every node's output
-    // of four runs (the reference, its two perturbed runs, the candidate) in two modes is
-    // kept on the host too: about the activations of eight passes, counted as four more
-    // training estimates.
+    // of four runs (the reference, its two perturbed runs, the candidate) in two modes,
+    // and the gradient arriving at every node in training, are kept on the host too:
+    // about the activations of twelve passes, counted as six more training estimates.
     super::common::check_fits(
         cnnbench_bench::memory::estimate_bytes(
             &graph,
             cnnbench_engine::Mode::Train,
             args.batch_size,
         )
-        .saturating_mul(if args.localize { 6 } else { 2 }),
+        .saturating_mul(if args.localize { 8 } else { 2 }),
         &format!(
             "verifying {} at batch {} on two engines",
             graph.name(),
@@ -260,8 +261,12 @@ fn print_nodes(report: &VerifyReport, all: bool) {
     const BEFORE: usize = 3;
     const AFTER: usize = 2;
     let mut shown = 0;
-    for mode in ["train", "infer"] {
-        let nodes: Vec<_> = report.nodes.iter().filter(|n| n.mode == mode).collect();
+    for mode in ["train", GRADIENT_MODE, "infer"] {
+        let mut nodes: Vec<_> = report.nodes.iter().filter(|n| n.mode == mode).collect();
+        // Gradients in the order backward computes them, from the output back.
+        if mode == GRADIENT_MODE {
+            nodes.reverse();
+        }
         let first = report
             .first_departures
             .iter()
@@ -296,9 +301,14 @@ fn print_nodes(report: &VerifyReport, all: bool) {
     }
     if shown < report.nodes.len() {
         println!(
-            "({} of {} node outputs shown: --all lists every one)",
+            "({} of {} node {} shown: --all lists every one)",
             shown,
-            report.nodes.len()
+            report.nodes.len(),
+            if report.nodes.iter().any(|n| n.mode == GRADIENT_MODE) {
+                "outputs and gradients"
+            } else {
+                "outputs"
+            }
         );
     }
     let modes: Vec<&str> = {
@@ -308,6 +318,16 @@ fn print_nodes(report: &VerifyReport, all: bool) {
     };
     for mode in modes {
         match report.first_departures.iter().find(|n| n.mode == mode) {
+            Some(n) if mode == GRADIENT_MODE => println!(
+                "{mode}: the gradients first part at node \"{}\" ({}): error {:.2e}, noise floor {:.2e}; the gradient arriving at every node after it (nearer the output) agrees",
+                cnnbench_results::printable(&n.node),
+                n.op,
+                n.comparison.max_relative_error,
+                n.comparison.noise_floor
+            ),
+            None if mode == GRADIENT_MODE => {
+                println!("{mode}: the gradient arriving at every node agrees")
+            }
             Some(n) => println!(
                 "{mode}: the engines first part at node \"{}\" ({}): error {:.2e}, noise floor {:.2e}; every node before it agrees",
                 cnnbench_results::printable(&n.node),

@@ -5,11 +5,11 @@
 use super::*;
 use cnnbench_graph::GraphBuilder;
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
-/// A value is an expression; the `Rc` lets the test see how many copies are alive.
+/// A value is an expression; the `Arc` lets the test see how many copies are alive.
 #[derive(Clone, Debug)]
-struct Expr(Rc<String>);
+struct Expr(Arc<String>);
 
 #[derive(Default)]
 struct Trace {
@@ -23,8 +23,8 @@ impl Trace {
     fn record(&self, out: String, overwrite: bool, first: &Expr) -> Result<Expr> {
         self.calls
             .borrow_mut()
-            .push((out.clone(), overwrite, Rc::strong_count(&first.0)));
-        Ok(Expr(Rc::new(out)))
+            .push((out.clone(), overwrite, Arc::strong_count(&first.0)));
+        Ok(Expr(Arc::new(out)))
     }
     fn unary(&self, name: &str, x: Expr) -> Result<Expr> {
         self.record(format!("{name}({})", x.0), false, &x)
@@ -102,9 +102,15 @@ impl Kernels for Trace {
         let data: Vec<f32> = value.0.bytes().map(f32::from).collect();
         Ok(HostTensor::new(vec![data.len()], data)?)
     }
+    fn gradient_probe(&self, value: Expr) -> Result<(Expr, Expr)> {
+        Ok((
+            Expr(Arc::new(format!("p({})", value.0))),
+            Expr(Arc::new(format!("probe of {}", value.0))),
+        ))
+    }
     fn settle(&self, value: Expr) -> Result<Expr> {
         Ok(if self.settles {
-            Expr(Rc::new(format!("s({})", value.0)))
+            Expr(Arc::new(format!("s({})", value.0)))
         } else {
             value
         })
@@ -112,7 +118,7 @@ impl Kernels for Trace {
 }
 
 fn input() -> Expr {
-    Expr(Rc::new("x".into()))
+    Expr(Arc::new("x".into()))
 }
 
 /// conv → bn → relu, a residual add with the block's input, relu, pool, dropout, fc.
@@ -403,4 +409,69 @@ fn relu_and_add_overwrite_only_values_nobody_else_needs() {
             node.op.tag()
         );
     }
+}
+
+/// With node gradients asked for, a training pass probes every node's output once,
+/// after it is settled and before any later node reads it, tells no kernel it may
+/// overwrite (a later in-place write would land in a probed value), and hands the
+/// probes back in node order; an inference pass probes nothing.
+#[test]
+fn gradient_probes_wrap_every_node_output_in_training_only() {
+    let graph = residual();
+    let program = Program::new(&graph);
+    let train = Pass {
+        training: true,
+        dropout: false,
+    };
+    assert!(program.gradient_probes::<Expr>().is_err(), "not asked for");
+    let unprobed = Trace::default();
+    program.forward(&unprobed, input(), train).unwrap();
+    assert!(
+        unprobed
+            .calls
+            .borrow()
+            .iter()
+            .any(|(_, overwrite, _)| *overwrite),
+        "the residual graph has in-place nodes"
+    );
+
+    program.keep_node_gradients();
+    let trace = Trace::default();
+    let out = program.forward(&trace, input(), train).unwrap();
+    assert!(trace
+        .calls
+        .borrow()
+        .iter()
+        .all(|(_, overwrite, _)| !overwrite));
+    let stem = "p(conv[0,Some(1)](x))";
+    let block = format!("p(ReLU(p(bn[Some((4, 5)),6,7,train=true](p(conv[2,Some(3)]({stem}))))))");
+    // Dropout is off (the identity), and its output is probed all the same.
+    assert_eq!(
+        *out.0,
+        format!("p(fc[8,Some(9)](p(p(flat(p(gap(p(ReLU(p(add({block},{stem})))))))))))")
+    );
+    let probes = program.gradient_probes::<Expr>().unwrap();
+    let names: Vec<&str> = probes.iter().map(|(n, _)| n.as_str()).collect();
+    let nodes: Vec<&str> = graph.nodes().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, nodes);
+    assert_eq!(*probes[0].1 .0, "probe of conv[0,Some(1)](x)");
+    assert!(program.gradient_probes::<String>().is_err(), "another type");
+
+    // Inference keeps the last training pass's probes and adds none.
+    let infer = Trace::default();
+    let out = program
+        .forward(
+            &infer,
+            input(),
+            Pass {
+                training: false,
+                dropout: false,
+            },
+        )
+        .unwrap();
+    assert!(!out.0.contains("p(conv"), "{}", out.0);
+    assert_eq!(
+        program.gradient_probes::<Expr>().unwrap().len(),
+        nodes.len()
+    );
 }
