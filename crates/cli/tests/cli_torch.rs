@@ -48,7 +48,7 @@ fn bf16_runs_on_the_cpu_and_is_recorded_f16_is_refused() {
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "it computes in: f32, bf16: choose one with --mode/--precision",
+            "it computes in: f32, bf16, amp-bf16: choose one with --mode/--precision",
         ));
 }
 

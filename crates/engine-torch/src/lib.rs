@@ -74,12 +74,22 @@ impl TorchBackend {
 
     /// What the engine can do, known without loading libtorch. f16 is left out on the
     /// CPU: libtorch's CPU kernels are slow or missing in half precision (bf16 is there).
-    /// The device's memory is filled in by the running engine.
+    /// `amp-f16` is left out everywhere: a training step in it needs a gradient scaler,
+    /// which libtorch's engines do not have (the pytorch engines do). The device's memory
+    /// is filled in by the running engine.
     pub fn capabilities(self) -> Capabilities {
         let (precisions, device) = match self {
-            TorchBackend::Cpu => (vec![Precision::F32, Precision::Bf16], DeviceKind::Cpu),
+            TorchBackend::Cpu => (
+                vec![Precision::F32, Precision::Bf16, Precision::AmpBf16],
+                DeviceKind::Cpu,
+            ),
             TorchBackend::Cuda { .. } => (
-                vec![Precision::F32, Precision::F16, Precision::Bf16],
+                vec![
+                    Precision::F32,
+                    Precision::F16,
+                    Precision::Bf16,
+                    Precision::AmpBf16,
+                ],
                 DeviceKind::Gpu,
             ),
         };
@@ -258,6 +268,16 @@ mod tests {
         assert!(e.to_string().contains("bf16"), "{e}");
         cpu.check("torch-cpu", Mode::Train, Precision::Bf16)
             .unwrap();
+        cpu.check("torch-cpu", Mode::Step, Precision::AmpBf16)
+            .unwrap();
+        // No gradient scaler in libtorch's engines: amp-f16 is the pytorch engines'.
+        for backend in TorchBackend::ALL {
+            let e = backend
+                .capabilities()
+                .check(backend.engine_name(), Mode::Infer, Precision::AmpF16)
+                .unwrap_err();
+            assert!(e.to_string().contains("amp-bf16"), "{e}");
+        }
         TorchBackend::Cuda { cudnn: true }
             .capabilities()
             .check("torch-cuda", Mode::Step, Precision::F16)

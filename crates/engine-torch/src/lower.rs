@@ -72,8 +72,12 @@ pub struct Network {
     program: Program,
     pub weights: Vec<Weight>,
     dropout: bool,
-    /// Autocast policy: convolutions and linear layers compute in this kind.
+    /// Autocast policy (`amp-bf16`, `amp-f16`): convolutions and linear layers compute
+    /// in this kind, the weights stay f32.
     compute: Option<Kind>,
+    /// The whole model's kind (`bf16`, `f16`: weights, running statistics and input
+    /// converted, as `model.to(torch.bfloat16)` does); f32 otherwise.
+    kind: Kind,
 }
 
 impl Network {
@@ -88,16 +92,26 @@ impl Network {
     pub fn lower(graph: &Graph, device: Device, precision: Precision) -> Result<Network> {
         let program = Program::new(graph);
         program.check_support(supports)?;
+        let (kind, compute) = match precision {
+            Precision::F32 => (Kind::Float, None),
+            Precision::Bf16 => (Kind::BFloat16, None),
+            Precision::F16 => (Kind::Half, None),
+            Precision::AmpBf16 => (Kind::Float, Some(Kind::BFloat16)),
+            Precision::AmpF16 => (Kind::Float, Some(Kind::Half)),
+        };
         let f32_on = (Kind::Float, device);
         let mut weights = Vec::with_capacity(program.weights().len());
         for slot in program.weights() {
             let shape: Vec<i64> = slot.shape.iter().map(|&d| d as i64).collect();
+            // Drawn in f32 whatever the precision, so every precision starts from the
+            // same weights (rounded to the model's kind).
             let tensor = match slot.init {
                 WeightInit::Uniform { bound } => {
                     Tensor::f_empty(shape.as_slice(), f32_on)?.f_uniform_(-bound, bound)?
                 }
                 WeightInit::Constant(v) => Tensor::f_full(shape.as_slice(), v, f32_on)?,
-            };
+            }
+            .f_to_kind(kind)?;
             let tensor = if slot.trainable {
                 tensor.f_set_requires_grad(true)?
             } else {
@@ -108,23 +122,12 @@ impl Network {
                 trainable: slot.trainable,
             });
         }
-        let compute = match precision {
-            Precision::F32 => None,
-            Precision::F16 => Some(Kind::Half),
-            Precision::Bf16 => Some(Kind::BFloat16),
-            // Not in the libtorch engines' capabilities, so refused before this.
-            Precision::AmpBf16 | Precision::AmpF16 => {
-                return Err(anyhow!(
-                    "the libtorch engines have no {}: use the pytorch engines for autocast",
-                    precision.as_str()
-                ))
-            }
-        };
         Ok(Network {
             program,
             weights,
             dropout: true,
             compute,
+            kind,
         })
     }
 
@@ -145,6 +148,11 @@ impl Network {
         Ok(())
     }
 
+    /// The kind the input must arrive in: the model's (f32 under autocast).
+    pub fn input_kind(&self) -> Kind {
+        self.kind
+    }
+
     /// Makes dropout the identity in training too (`cnnbench verify`).
     pub fn disable_dropout(&mut self) {
         self.dropout = false;
@@ -159,9 +167,11 @@ impl Network {
     /// (updating the running ones) and live dropout; autograd records when any weight
     /// requires grad and no `no_grad` guard is active.
     ///
-    /// Mixed precision follows PyTorch's autocast policy: convolutions and linear
-    /// layers compute in the reduced kind, layer norms in f32, everything else in the
-    /// kind its input arrives in. (tch's own autocast switch is CUDA-only and f16-only.)
+    /// Mixed precision (`amp-*`) follows PyTorch's autocast policy: convolutions and
+    /// linear layers compute in the reduced kind from f32 weights, layer norms in f32,
+    /// everything else in the kind its input arrives in. (tch's own autocast switch is
+    /// CUDA-only and f16-only.) A whole-model kind (`bf16`, `f16`) computes every op in
+    /// that kind, except layer norms, which PyTorch computes in f32 as well.
     pub fn forward(&self, input: &Tensor, training: bool) -> Result<Tensor> {
         let pass = Pass {
             training,
@@ -304,8 +314,8 @@ impl Kernels for TorchKernels<'_> {
                 .f_permute([0, 2, 3, 1])?
                 .f_layer_norm(
                     [l.num_channels as i64],
-                    Some(self.weight(w.weight)),
-                    Some(self.weight(w.bias)),
+                    Some(&self.weight(w.weight).f_to_kind(Kind::Float)?),
+                    Some(&self.weight(w.bias).f_to_kind(Kind::Float)?),
                     l.eps,
                     true,
                 )?

@@ -309,7 +309,8 @@ impl TorchSession {
 impl Session for TorchSession {
     fn prepare_batch(&mut self) -> Result<()> {
         self.clear()?;
-        let input = Tensor::f_randn(self.input_shape, (Kind::Float, self.device))?;
+        let input = Tensor::f_randn(self.input_shape, (Kind::Float, self.device))?
+            .f_to_kind(self.network.input_kind())?;
         self.input = Some(if self.channels_last {
             channels_last(&input)?
         } else {
@@ -400,7 +401,7 @@ impl Session for TorchSession {
         let expected: Vec<usize> = self.input_shape.iter().map(|&d| d as usize).collect();
         check_input_shape(input, &expected)?;
         self.clear()?;
-        let input = from_host(input, self.device)?;
+        let input = from_host(input, self.device)?.f_to_kind(self.network.input_kind())?;
         self.input = Some(self.track_if_parameterless(input)?);
         Ok(())
     }

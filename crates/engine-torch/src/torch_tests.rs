@@ -166,7 +166,37 @@ fn bf16_runs_on_the_cpu_and_f16_is_refused() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("it computes in: f32, bf16"), "{e}");
+    assert!(e.contains("it computes in: f32, bf16, amp-bf16"), "{e}");
+}
+
+/// `bf16` converts the whole model (its weights are bf16 values), `amp-bf16` keeps f32
+/// master weights and computes convolutions and linear layers in bf16 (its outputs are
+/// bf16 values, its weights are not).
+#[test]
+fn bf16_casts_the_model_and_amp_bf16_keeps_f32_weights() {
+    let engine = cpu();
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let bf16_exact = |t: &HostTensor| t.data.iter().all(|v| v.to_bits() & 0xffff == 0);
+    let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 5);
+    for (precision, weights_in_bf16) in [(Precision::Bf16, true), (Precision::AmpBf16, false)] {
+        let mut s = engine
+            .prepare(&graph, &config(Mode::Train, precision))
+            .unwrap();
+        s.set_input(&input).unwrap();
+        s.forward().unwrap();
+        let out = s.output().unwrap();
+        assert!(
+            bf16_exact(&out),
+            "{precision:?}: the output is rounded to bf16"
+        );
+        s.prepare_output_grad().unwrap();
+        s.backward().unwrap();
+        let grads = s.weight_gradients().unwrap();
+        assert!(grads.get("conv1.weight").unwrap().max_abs() > 0.0);
+        let weights = s.export_weights().unwrap();
+        let conv = weights.get("conv1.weight").unwrap();
+        assert_eq!(bf16_exact(conv), weights_in_bf16, "{precision:?}");
+    }
 }
 
 #[test]
