@@ -93,6 +93,7 @@ pub fn capabilities() -> Capabilities {
         device: DeviceKind::Gpu,
         weight_exchange: true,
         device_memory: None,
+        precision_refusals: Vec::new(),
     }
 }
 

@@ -11,7 +11,7 @@
 //! `onnxruntime` (see [`library`]). Without the feature this crate builds with nothing
 //! extra and only says how to get the engine.
 
-use cnnbench_engine::Capabilities;
+use cnnbench_engine::{Capabilities, Precision};
 
 #[cfg(feature = "ort")]
 pub mod library;
@@ -32,9 +32,19 @@ pub const BUILT: bool = cfg!(feature = "ort");
 /// How a build gets this engine, for error messages and `cnnbench engines`.
 pub const SETUP_HINT: &str = "build with `cargo build --release --features cnnbench-cli/ort`, then `pip install onnxruntime==1.32.0` into .venv-torch (or set ORT_DYLIB_PATH)";
 
-/// What it can do: inference in f32 on the CPU, weights exchanged.
+/// What it can do: inference in f32 on the CPU, weights exchanged. f16 was measured and
+/// refused (`scripts/ort_f16.py`, docs/src/onnx.md): the CPU provider has no f16
+/// convolution on x86 and runs an f16-converted model in f32 behind casts it inserts.
 pub fn capabilities() -> Capabilities {
     Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
+        .refusing(
+            Precision::F16,
+            "ONNX Runtime's CPU provider has no f16 convolution on x86: it runs a model converted to f16 in f32 behind casts it inserts, so the time would be f32's (docs/src/onnx.md)",
+        )
+        .refusing(
+            Precision::Bf16,
+            "ONNX Runtime's CPU provider has no bf16 convolution: openvino-cpu runs bf16 on a CPU that has it",
+        )
 }
 
 /// Whether the engine can run here, and if not, what to do: not built, or ONNX Runtime's
@@ -52,6 +62,41 @@ pub fn availability() -> Result<(), String> {
 
 #[cfg(all(test, feature = "ort"))]
 mod tests;
+
+#[cfg(test)]
+mod capabilities_tests {
+    use cnnbench_engine::{Mode, Precision};
+
+    /// f16 and bf16 are refused with the measured reason, not a bare list.
+    #[test]
+    fn low_precisions_are_refused_with_the_reason() {
+        let caps = super::capabilities();
+        let f16 = caps
+            .check("ort-cpu", Mode::Infer, Precision::F16)
+            .unwrap_err();
+        assert!(
+            f16.to_string()
+                .contains("no f16 convolution on x86: it runs a model converted to f16 in f32"),
+            "{f16}"
+        );
+        assert!(f16.to_string().ends_with("it computes in: f32"), "{f16}");
+        let bf16 = caps
+            .check("ort-cpu", Mode::Infer, Precision::Bf16)
+            .unwrap_err();
+        assert!(
+            bf16.to_string().contains("openvino-cpu runs bf16"),
+            "{bf16}"
+        );
+        // Without a recorded reason the refusal is the plain list.
+        let amp = caps
+            .check("ort-cpu", Mode::Infer, Precision::AmpBf16)
+            .unwrap_err();
+        assert_eq!(
+            amp.to_string(),
+            "ort-cpu does not compute in amp-bf16; it computes in: f32"
+        );
+    }
+}
 
 #[cfg(all(test, not(feature = "ort")))]
 mod without_ort {

@@ -98,6 +98,7 @@ impl Flavour {
                 DeviceKind::Cpu => cnnbench_host::memory_bytes(),
                 DeviceKind::Gpu => None,
             },
+            precision_refusals: Vec::new(),
         }
     }
 }

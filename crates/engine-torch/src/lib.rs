@@ -102,6 +102,10 @@ impl TorchBackend {
                 DeviceKind::Cpu => cnnbench_host::memory_bytes(),
                 DeviceKind::Gpu => None,
             },
+            precision_refusals: vec![(
+                Precision::AmpF16,
+                "a training step in amp-f16 needs a gradient scaler, which libtorch's engines do not have: the pytorch engines run it",
+            )],
         }
     }
 }

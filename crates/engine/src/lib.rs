@@ -235,6 +235,9 @@ pub struct Capabilities {
     /// Bytes of memory on the device it computes on, where known: the host's RAM for a
     /// CPU engine, the GPU's memory for a GPU engine.
     pub device_memory: Option<u64>,
+    /// Why the engine lacks a precision, where that is worth saying (a measured reason,
+    /// a way out): the refusal quotes it.
+    pub precision_refusals: Vec<(Precision, &'static str)>,
 }
 
 impl Capabilities {
@@ -247,7 +250,14 @@ impl Capabilities {
             device: DeviceKind::Cpu,
             weight_exchange: true,
             device_memory,
+            precision_refusals: Vec::new(),
         }
+    }
+
+    /// The same capabilities, with the reason `precision` is refused.
+    pub fn refusing(mut self, precision: Precision, why: &'static str) -> Self {
+        self.precision_refusals.push((precision, why));
+        self
     }
 
     /// Inference alone in f32 on the CPU, weights exchanged: what the engines on the
@@ -273,8 +283,14 @@ impl Capabilities {
             ));
         }
         if !self.precisions.contains(&precision) {
+            let why = self
+                .precision_refusals
+                .iter()
+                .find(|(p, _)| *p == precision)
+                .map(|(_, why)| format!(" ({why})"))
+                .unwrap_or_default();
             return Err(anyhow::anyhow!(
-                "{engine} does not compute in {}; it computes in: {}",
+                "{engine} does not compute in {}{why}; it computes in: {}",
                 precision.as_str(),
                 self.precisions_text()
             ));
