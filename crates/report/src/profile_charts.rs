@@ -315,7 +315,7 @@ pub fn write_profile_charts(
             base.push('_');
         }
         stems.push(base.clone());
-        let with_backward = p.doc.config.mode == cnnbench_engine::Mode::Train;
+        let with_backward = p.doc.config.mode == cnnbench_results::Mode::Train;
         for (suffix, caption, bars) in charts_of(&p.doc) {
             let svg_path = dir.join(format!("{base}-{suffix}.svg"));
             std::fs::write(&svg_path, svg(&caption, &bars, with_backward)?)
@@ -345,7 +345,7 @@ pub fn html_section(profiles: &[LoadedProfile]) -> anyhow::Result<String> {
     let mut out = String::new();
     for p in profiles {
         let d = &p.doc;
-        let with_backward = d.config.mode == cnnbench_engine::Mode::Train;
+        let with_backward = d.config.mode == cnnbench_results::Mode::Train;
         writeln!(
             out,
             "<section>\n<h2>Profile: {}</h2>",

@@ -6,7 +6,7 @@
 
 use crate::group::Entry;
 use crate::report::Report;
-use cnnbench_engine::Mode;
+use cnnbench_results::Mode;
 use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
 

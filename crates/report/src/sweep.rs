@@ -5,7 +5,7 @@
 
 use crate::group::Entry;
 use crate::report::Report;
-use cnnbench_engine::Mode;
+use cnnbench_results::Mode;
 use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
 
@@ -234,7 +234,7 @@ mod tests {
 #[cfg(test)]
 mod label_tests {
     use crate::record::EngineDesc;
-    use cnnbench_engine::Precision;
+    use cnnbench_results::Precision;
 
     /// Channels-last runs are a configuration of their own, and their name says so:
     /// otherwise a sweep would draw two layouts as one line.
