@@ -1,7 +1,7 @@
 //! Batch sweeps in a report: the rows of one model, input size and mode measured at two
 //! or more batch sizes form a sweep. Per configuration it gives throughput and latency
 //! against the batch size (with the median's 95% confidence interval as the spread), as
-//! a table (rows: batch, columns: configurations) and as curves ([`crate::charts_sweep`]).
+//! a table (rows: batch, columns: configurations) and as curves ([`crate::charts::sweep`]).
 
 use crate::group::Entry;
 use crate::report::Report;
