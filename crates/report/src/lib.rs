@@ -37,6 +37,6 @@ pub use cnnbench_results::Quantity;
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use export::{Exporter, Format};
 pub use group::{Duplicates, Entry, Stat};
-pub use load::{load_paths, Loaded};
+pub use load::{load_paths, LoadWarning, Loaded};
 pub use report::{Report, ReportOptions, SpeedupRequest};
 pub use table::{Layout, Table};

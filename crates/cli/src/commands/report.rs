@@ -309,8 +309,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `report` when profiles are among the paths: their charts and HTML sections, plus the
-/// usual report of any results beside them (the result loader's note that a profile is
-/// not a result is not repeated).
+/// usual report of any results beside them, with every chart kind `run` writes (the
+/// result loader's note that a profile is not a result is not repeated: it is told
+/// apart by its kind, `LoadWarning::is_profile`).
 fn report_with_profiles(
     args: &ReportArgs,
     format: Format,
@@ -319,12 +320,9 @@ fn report_with_profiles(
     profiles: &[profile::LoadedProfile],
 ) -> anyhow::Result<ExitCode> {
     let loaded = cnnbench_report::load_paths(&args.paths, false)?;
-    for w in &loaded.warnings {
-        if w.contains(cnnbench_results::profile::PROFILE_FORMAT) {
-            continue;
-        }
+    for w in loaded.warnings.iter().filter(|w| !w.is_profile()) {
         if args.strict {
-            let why = w.strip_prefix("skipping ").unwrap_or(w);
+            let why = w.strip_prefix("skipping ").unwrap_or(w.as_str());
             bail!("{why} (drop --strict to skip such files with a warning)");
         }
         eprintln!("warning: {w}");
@@ -343,7 +341,7 @@ fn report_with_profiles(
         let opts = report_options(args, speedups);
         let report = Report::build(loaded.records, aliases, &ZooCatalog, &opts)?;
         if let Some(dir) = &args.charts {
-            let written = charts::write_charts(&report, dir)?;
+            let written = charts::write_result_charts(&report, dir)?;
             eprintln!("wrote {} charts to {}", written.len(), dir.display());
         }
         Some(report)
