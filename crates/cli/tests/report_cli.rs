@@ -252,3 +252,61 @@ fn compare_with_nothing_in_common_fails() {
         .failure()
         .stderr(predicate::str::contains("has a counterpart"));
 }
+
+/// A report over profiles beside results draws every chart kind the results have — a
+/// batch sweep's too, not only the per-model charts — and drops the result loader's
+/// warning about each profile by its kind, not by words that other warnings may share.
+#[test]
+fn a_report_with_profiles_draws_the_results_sweep_and_keeps_other_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::copy(
+        fixtures().join("profile/resnet50.profile.json"),
+        results.join("resnet50.profile.json"),
+    )
+    .unwrap();
+    // One model on one engine at three batch sizes: a sweep.
+    let text = std::fs::read_to_string(fixtures().join("ours/base/resnet18.json")).unwrap();
+    let result: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for batch in [8, 16, 32] {
+        let mut r = result.clone();
+        r["config"]["batch_size"] = batch.into();
+        std::fs::write(
+            results.join(format!("resnet18-b{batch}.json")),
+            serde_json::to_string(&r).unwrap(),
+        )
+        .unwrap();
+    }
+    // Not a result, nor a profile, though its name and text say "cnnbench-profile".
+    std::fs::write(
+        results.join("cnnbench-profile-notes.json"),
+        r#"{"note": "cnnbench-profile"}"#,
+    )
+    .unwrap();
+    let charts = tmp.path().join("charts");
+    let out = cnnbench()
+        .arg("report")
+        .arg(&results)
+        .args(["--format", "markdown", "--charts"])
+        .arg(&charts)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("wrote 4 profile charts"), "{stderr}");
+    for ext in ["svg", "png"] {
+        let sweep = charts.join(format!("sweep-resnet18-3x224x224-train.{ext}"));
+        assert!(sweep.is_file(), "{} missing; {stderr}", sweep.display());
+    }
+    let skipped: Vec<&str> = stderr.lines().filter(|l| l.contains("skipping")).collect();
+    assert_eq!(skipped.len(), 1, "{stderr}");
+    assert!(
+        skipped[0].contains("cnnbench-profile-notes.json"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("resnet50.profile.json"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("By op type"), "{stdout}");
+}

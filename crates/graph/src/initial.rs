@@ -4,8 +4,8 @@
 
 use crate::graph::Graph;
 use crate::ops::WeightInit;
-use crate::random::SplitMix64;
 use crate::weights::{HostTensor, Weights};
+use crate::SplitMix64;
 
 impl Weights {
     /// Every weight tensor of `graph`, drawn in node order from one generator seeded with

@@ -12,17 +12,17 @@ mod graph;
 mod initial;
 mod model_file;
 pub mod ops;
-mod random;
 pub mod read;
 mod weights;
 
 pub use builder::{GraphBuilder, T};
+/// The workspace's one seeded generator (weights, inputs, labels, bootstrap resamples).
+pub use cnnbench_base::SplitMix64;
 pub use error::GraphError;
 pub use geometry::{Hw, Pad2d, Shape};
 pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::{Activation, Op, OpWeight, WeightInit};
-pub use random::SplitMix64;
 pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem};
 pub use weights::{max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights};
 

@@ -534,9 +534,9 @@ mod wire {
 /// Every op's JSON tag, for error messages that list what is supported.
 pub const OP_TAGS: &[&str] = <wire::OpFile as strum::VariantNames>::VARIANTS;
 
-/// The largest size any dimension, channel count, kernel, stride or padding may have:
-/// far beyond real networks, small enough that shape arithmetic cannot overflow.
-pub const MAX_DIMENSION: usize = 1 << 20;
+/// The largest size any dimension, channel count, kernel, stride or padding may have
+/// (defined in `cnnbench-base`, which the run spec's image-size check shares).
+pub use cnnbench_base::MAX_DIMENSION;
 
 /// Why an op cannot be applied to its inputs (the graph adds the node's name).
 pub type OpResult<T> = Result<T, String>;

@@ -367,3 +367,45 @@ mod weights {
         );
     }
 }
+
+// HostTensor::standard_normal draws from the seeded generator (`cnnbench_base::SplitMix64`).
+#[test]
+fn host_tensors_keep_their_values() {
+    // HostTensor::standard_normal as it was written before it used SplitMix64:
+    // verify feeds engines these values, so they must not change.
+    fn reference(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        let mut next_unit = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+        };
+        let mut data = Vec::with_capacity(n);
+        while data.len() < n {
+            let (u1, u2) = (next_unit(), next_unit());
+            let radius = (-2.0 * u1.ln()).sqrt();
+            let angle = 2.0 * std::f64::consts::PI * u2;
+            data.push((radius * angle.cos()) as f32);
+            if data.len() < n {
+                data.push((radius * angle.sin()) as f32);
+            }
+        }
+        data
+    }
+    for (n, seed) in [(1, 0), (7, 5), (1000, 7), (3 * 32 * 32 * 2, 12345)] {
+        let t = crate::HostTensor::standard_normal(vec![n], seed);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&t.data),
+            bits(&reference(n, seed)),
+            "n {n} seed {seed}"
+        );
+    }
+    // And two pinned values, so a change to both would be seen too.
+    let t = crate::HostTensor::standard_normal(vec![2], 0);
+    let bits: Vec<u32> = t.data.iter().map(|x| x.to_bits()).collect();
+    assert_eq!(bits, [0xBEE7_CFDD, 0x3E54_C09F], "{:?}", t.data); // −0.45275775, 0.20776604
+}

@@ -2,8 +2,8 @@
 //! `total_times` in seconds, `gpu_name`, `cudnn_version` and the `opt` table.
 
 use crate::record::{EngineDesc, Origin, Record};
-use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::Quantity;
+use cnnbench_results::{Mode, Precision};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

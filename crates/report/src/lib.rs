@@ -4,27 +4,25 @@
 //! page; compare two sets of results with confidence intervals.
 //!
 //! The flow: [`load`] → [`record::Record`]s → [`group`] into rows ([`group::Entry`])
-//! → [`report::Report`] ([`table`]s, overview, [`speedup`]s) → an [`export::Exporter`]
-//! or [`charts`]. [`compare`] pairs the rows of two sets into a
-//! [`compare::Comparison`], which the same exporters render.
+//! → [`report::Report`] ([`table`]s, overview, [`speedup`]s, [`sweep`]s, [`scaling`]s)
+//! → an [`export::Exporter`] or [`charts`]. [`compare`] pairs the rows of two sets into
+//! a [`compare::Comparison`], which the same exporters render. Profiles are not results:
+//! [`profile`] loads them and [`charts::profile`] draws them.
 //!
 //! Inside the crate dependencies point one way: `record` ← `group` ← `table` ←
-//! `speedup` ← `report` ← `charts` ← `export`, and `group` ← `compare` ← `export`. The
-//! result schema and the statistics are `cnnbench-results`.
+//! `speedup` ← `report` ← `sweep`, `scaling` ← `charts` ← `export`, and `group` ←
+//! `compare` ← `export`. The result schema and the statistics are `cnnbench-results`.
 
 pub mod aliases;
 pub mod catalog;
 pub mod charts;
-pub mod charts_scaling;
-pub mod charts_sweep;
 pub mod compare;
 pub mod export;
 pub mod fmt;
 pub mod group;
 pub mod legacy;
 pub mod load;
-mod plot;
-pub mod profile_charts;
+pub mod profile;
 pub mod record;
 pub mod report;
 pub mod scaling;
@@ -39,6 +37,6 @@ pub use cnnbench_results::Quantity;
 pub use compare::{CompareOptions, Comparison, Verdict};
 pub use export::{Exporter, Format};
 pub use group::{Duplicates, Entry, Stat};
-pub use load::{load_paths, Loaded};
+pub use load::{load_paths, LoadWarning, Loaded};
 pub use report::{Report, ReportOptions, SpeedupRequest};
 pub use table::{Layout, Table};

@@ -5,6 +5,7 @@
 use crate::legacy;
 use crate::record::{EngineDesc, Origin, Record};
 use cnnbench_graph::{read_bounded_to_string, ReadFileError, ReadProblem};
+use cnnbench_results::profile::PROFILE_FORMAT;
 use cnnbench_results::{
     AllocatorRecord, BenchResult, Quantity, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
@@ -16,9 +17,113 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub records: Vec<Record>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<LoadWarning>,
     /// How many files were looked at.
     pub files: usize,
+}
+
+/// A file or folder the loader skipped: the line a user reads (`skipping PATH: why`) and
+/// what was skipped as a value, so that a caller that knows better (the report of
+/// profiles, whose files the profile loader took) drops warnings by their kind, never by
+/// their words. It reads as its line (`Display`, and `Deref` to `str`).
+#[derive(Clone, Debug)]
+pub struct LoadWarning {
+    pub skipped: Skipped,
+    line: String,
+}
+
+/// What the loader skipped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Skipped {
+    /// A folder below the paths that could not be searched (unreadable, or too deep).
+    Folder,
+    /// A file that is not a result, and why.
+    File(NotAResult),
+}
+
+impl LoadWarning {
+    fn folder(line: String) -> LoadWarning {
+        LoadWarning {
+            skipped: Skipped::Folder,
+            line,
+        }
+    }
+
+    fn file(path: &Path, why: NotAResult) -> LoadWarning {
+        LoadWarning {
+            line: format!("skipping {}: {why}", path.display()),
+            skipped: Skipped::File(why),
+        }
+    }
+
+    /// Whether the skipped file is a profile (`cnnbench-profile`): not a result, but the
+    /// profile loader's to read.
+    pub fn is_profile(&self) -> bool {
+        match &self.skipped {
+            Skipped::File(why) => *why == NotAResult::Profile,
+            Skipped::Folder => false,
+        }
+    }
+
+    /// The line as printed.
+    pub fn as_str(&self) -> &str {
+        &self.line
+    }
+}
+
+impl std::fmt::Display for LoadWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl std::ops::Deref for LoadWarning {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.line
+    }
+}
+
+impl std::borrow::Borrow<str> for LoadWarning {
+    fn borrow(&self) -> &str {
+        &self.line
+    }
+}
+
+/// Why a file is not a result, as the warning words it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum NotAResult {
+    /// It could not be read as text: an I/O error, not a regular file, too large, not
+    /// UTF-8 (the words say which).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("not valid JSON ({0})")]
+    NotJson(String),
+    #[error("not a result file (the JSON is not an object)")]
+    NotAnObject,
+    /// A profile (`cnnbench profile --json`): the report draws it with its own loader.
+    #[error("a `{profile}` document, not a `{result}` result", profile = PROFILE_FORMAT, result = RESULT_FORMAT)]
+    Profile,
+    /// Another cnnbench document (a model file, a matrix…), by its `format`.
+    #[error("a `{0}` document, not a `{result}` result", result = RESULT_FORMAT)]
+    OtherFormat(String),
+    #[error("written by a newer cnnbench (result schema version {0}; this one reads version {ours}): upgrade cnnbench", ours = RESULT_VERSION)]
+    NewerVersion(u64),
+    #[error("unknown result schema version {0}")]
+    UnknownVersion(u64),
+    #[error("invalid cnnbench result ({0})")]
+    InvalidResult(String),
+    /// A sample that is not a time (negative, infinite, NaN), by the samples' name.
+    #[error("samples `{0}` hold a value that is not a time")]
+    NotATime(String),
+    #[error("no `total` samples and no phase samples to sum")]
+    NoSamples,
+    #[error("invalid cnn-benchmarks file: {0}")]
+    InvalidLegacy(String),
+    #[error(
+        "not a cnnbench result nor a cnn-benchmarks file (no `format` field, no `forward_times`)"
+    )]
+    Unrecognised,
 }
 
 /// Why loading stopped.
@@ -57,7 +162,7 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
                 if strict {
                     return Err(LoadError::Strict(skipped));
                 }
-                out.warnings.push(skipped);
+                out.warnings.push(LoadWarning::folder(skipped));
             }
             files.extend(found.files);
         } else {
@@ -75,11 +180,10 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
         match load_file(&f) {
             Ok(r) => out.records.push(r),
             Err(why) => {
-                let msg = format!("{}: {why}", f.display());
                 if strict {
-                    return Err(LoadError::Strict(msg));
+                    return Err(LoadError::Strict(format!("{}: {why}", f.display())));
                 }
-                out.warnings.push(format!("skipping {msg}"));
+                out.warnings.push(LoadWarning::file(&f, why));
             }
         }
     }
@@ -88,62 +192,60 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
 
 pub use cnnbench_results::folders::MAX_RESULT_FILE_BYTES;
 
-/// Reads one file; the error is a short reason for the warning. What is not a regular
-/// file (a pipe, a device) or is over [`MAX_RESULT_FILE_BYTES`] is refused before reading.
-pub fn load_file(path: &Path) -> Result<Record, String> {
-    let why = |e: ReadFileError| match e.problem {
-        ReadProblem::Io(e) => format!("cannot read it ({e})"),
-        ReadProblem::NotUtf8 => "not UTF-8 text, so not a result file".to_string(),
-        problem => format!("it {problem}"),
+/// Reads one file; the error says why it is not a result. What is not a regular file (a
+/// pipe, a device) or is over [`MAX_RESULT_FILE_BYTES`] is refused before reading.
+pub fn load_file(path: &Path) -> Result<Record, NotAResult> {
+    let why = |e: ReadFileError| {
+        NotAResult::Unreadable(match e.problem {
+            ReadProblem::Io(e) => format!("cannot read it ({e})"),
+            ReadProblem::NotUtf8 => "not UTF-8 text, so not a result file".to_string(),
+            problem => format!("it {problem}"),
+        })
     };
     let text = read_bounded_to_string(path, MAX_RESULT_FILE_BYTES, "result files").map_err(why)?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("not valid JSON ({e})"))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| NotAResult::NotJson(e.to_string()))?;
     let mut record = parse_value(path, v)?;
     record.make_printable();
     Ok(record)
 }
 
 /// Recognises a parsed document as ours or legacy.
-pub fn parse_value(path: &Path, v: Value) -> Result<Record, String> {
+pub fn parse_value(path: &Path, v: Value) -> Result<Record, NotAResult> {
     if !v.is_object() {
-        return Err("not a result file (the JSON is not an object)".into());
+        return Err(NotAResult::NotAnObject);
     }
     if let Some(format) = v.get("format").and_then(Value::as_str) {
+        if format == PROFILE_FORMAT {
+            return Err(NotAResult::Profile);
+        }
         if format != RESULT_FORMAT {
-            return Err(format!(
-                "a `{format}` document, not a `{RESULT_FORMAT}` result"
-            ));
+            return Err(NotAResult::OtherFormat(format.to_string()));
         }
         let version = v.get("version").and_then(Value::as_u64).unwrap_or(0);
         if version > RESULT_VERSION as u64 {
-            return Err(format!(
-                "written by a newer cnnbench (result schema version {version}; this one reads version {RESULT_VERSION}): upgrade cnnbench"
-            ));
+            return Err(NotAResult::NewerVersion(version));
         }
         if !RESULT_VERSIONS_READ.contains(&(version as u32)) {
-            return Err(format!("unknown result schema version {version}"));
+            return Err(NotAResult::UnknownVersion(version));
         }
         let r: BenchResult =
-            serde_json::from_value(v).map_err(|e| format!("invalid cnnbench result ({e})"))?;
+            serde_json::from_value(v).map_err(|e| NotAResult::InvalidResult(e.to_string()))?;
         return from_result(path, r);
     }
     if legacy::looks_legacy(&v) {
-        return legacy::parse(path, &v).map_err(|e| format!("invalid cnn-benchmarks file: {e}"));
+        return legacy::parse(path, &v).map_err(NotAResult::InvalidLegacy);
     }
-    Err(
-        "not a cnnbench result nor a cnn-benchmarks file (no `format` field, no `forward_times`)"
-            .into(),
-    )
+    Err(NotAResult::Unrecognised)
 }
 
-fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
+fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
     let mut samples: BTreeMap<Quantity, Vec<f64>> = BTreeMap::new();
     for (k, v) in r.samples {
         if v.is_empty() {
             continue;
         }
         if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(format!("samples `{k}` hold a value that is not a time"));
+            return Err(NotAResult::NotATime(k.to_string()));
         }
         samples.insert(k, v);
     }
@@ -158,7 +260,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             .collect();
         let n = phases.first().map_or(0, |p| p.len());
         if phases.is_empty() || phases.iter().any(|p| p.len() != n) {
-            return Err("no `total` samples and no phase samples to sum".into());
+            return Err(NotAResult::NoSamples);
         }
         let total = (0..n).map(|i| phases.iter().map(|p| p[i]).sum()).collect();
         samples.insert(Quantity::Total, total);
@@ -216,4 +318,46 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, String> {
             hosts.map(|h| h.len())
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_is_skipped_as_a_profile_whatever_its_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("p.json", r#"{"format":"cnnbench-profile","version":1}"#);
+        // Named like a profile and mentioning one, but neither: a warning of its own kind.
+        write("cnnbench-profile.json", r#"{"note":"cnnbench-profile"}"#);
+        write("m.json", r#"{"format":"cnnbench-model","version":1}"#);
+        let loaded = load_paths(&[dir.path().to_path_buf()], false).unwrap();
+        assert_eq!(loaded.warnings.len(), 3);
+        let kind = |file: &str| {
+            let w = loaded
+                .warnings
+                .iter()
+                .find(|w| w.contains(&format!("/{file}:")))
+                .unwrap();
+            assert!(w.starts_with("skipping "), "{w}");
+            w.skipped.clone()
+        };
+        assert_eq!(kind("p.json"), Skipped::File(NotAResult::Profile));
+        assert_eq!(
+            kind("cnnbench-profile.json"),
+            Skipped::File(NotAResult::Unrecognised)
+        );
+        assert_eq!(
+            kind("m.json"),
+            Skipped::File(NotAResult::OtherFormat("cnnbench-model".into()))
+        );
+        let profiles: Vec<_> = loaded.warnings.iter().filter(|w| w.is_profile()).collect();
+        assert_eq!(profiles.len(), 1);
+        assert!(
+            profiles[0].ends_with("a `cnnbench-profile` document, not a `cnnbench-result` result"),
+            "{}",
+            profiles[0]
+        );
+    }
 }

@@ -2,8 +2,8 @@
 //! are read into, so everything downstream handles a single type.
 
 use chrono::{DateTime, Utc};
-use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::{MachineInfo, Quantity};
+use cnnbench_results::{Mode, Precision};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

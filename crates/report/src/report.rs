@@ -226,7 +226,7 @@ impl Report {
     pub fn subtitle(&self, t: &Table) -> String {
         let input = group::input_desc(&t.key);
         match self.layout {
-            Layout::Legacy if t.key.mode == cnnbench_engine::Mode::Train => {
+            Layout::Legacy if t.key.mode == cnnbench_results::Mode::Train => {
                 format!("(input {input})")
             }
             Layout::Legacy => format!("(input {input}, {})", t.key.mode),

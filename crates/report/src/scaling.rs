@@ -2,11 +2,11 @@
 //! rank, in one configuration, measured at two or more world sizes. Per configuration it
 //! gives images/s against the number of ranks, the speed-up over the fewest ranks, and
 //! the efficiency (throughput at N ÷ (N × throughput at 1 rank)), as a table and a chart
-//! ([`crate::charts_scaling`]).
+//! ([`crate::charts::scaling`]).
 
 use crate::group::Entry;
 use crate::report::Report;
-use cnnbench_engine::Mode;
+use cnnbench_results::Mode;
 use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
 

@@ -1,11 +1,11 @@
 //! Batch sweeps in a report: the rows of one model, input size and mode measured at two
 //! or more batch sizes form a sweep. Per configuration it gives throughput and latency
 //! against the batch size (with the median's 95% confidence interval as the spread), as
-//! a table (rows: batch, columns: configurations) and as curves ([`crate::charts_sweep`]).
+//! a table (rows: batch, columns: configurations) and as curves ([`crate::charts::sweep`]).
 
 use crate::group::Entry;
 use crate::report::Report;
-use cnnbench_engine::Mode;
+use cnnbench_results::Mode;
 use cnnbench_results::Quantity;
 use std::collections::BTreeMap;
 
@@ -234,7 +234,7 @@ mod tests {
 #[cfg(test)]
 mod label_tests {
     use crate::record::EngineDesc;
-    use cnnbench_engine::Precision;
+    use cnnbench_results::Precision;
 
     /// Channels-last runs are a configuration of their own, and their name says so:
     /// otherwise a sweep would draw two layouts as one line.

@@ -229,7 +229,7 @@ fn a_folder_that_cannot_be_read_is_a_warning_not_the_end_of_the_report() {
         loaded.warnings[0]
     );
     // The profile loader reads the same folders and leaves the warning to this one.
-    let (profiles, warnings) = cnnbench_report::profile_charts::load_profiles(&[d.to_path_buf()]);
+    let (profiles, warnings) = cnnbench_report::profile::load_profiles(&[d.to_path_buf()]);
     assert!(profiles.is_empty() && warnings.is_empty(), "{warnings:?}");
     let e = load_paths(&[d.to_path_buf()], true).unwrap_err();
     assert!(e.to_string().contains("cannot read it"), "{e}");

@@ -181,7 +181,7 @@ fn infer_mode_has_no_backward_column_and_its_own_table() {
     let infer_table = r
         .tables
         .iter()
-        .find(|t| t.key.mode == cnnbench_engine::Mode::Infer)
+        .find(|t| t.key.mode == cnnbench_results::Mode::Infer)
         .unwrap();
     let (head, _) = r.cells(infer_table);
     assert_eq!(

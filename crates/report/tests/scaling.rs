@@ -96,7 +96,7 @@ fn world_sizes_give_speedup_and_efficiency() {
     );
     assert!(text.contains("|4|320.0|2.00×|50%|25%|"), "{text}");
 
-    let svg = cnnbench_report::charts_scaling::scaling_svg(s).unwrap();
+    let svg = cnnbench_report::charts::scaling::scaling_svg(s).unwrap();
     assert!(svg.contains("Efficiency") && svg.contains("ranks (processes)"));
     let html = Format::Html.exporter().render(&report).unwrap();
     assert!(html.contains("Scaling: resnet50"));

@@ -5,6 +5,7 @@
 //! The harness (`cnnbench-bench`) fills these types in and the report
 //! (`cnnbench-report`) reads them; neither needs the other.
 
+pub mod engine_types;
 pub mod folders;
 pub mod peak;
 pub mod profile;
@@ -14,6 +15,8 @@ pub mod spec;
 pub mod stats;
 pub mod validity;
 
+/// Mode, precision, engine settings and the engine's record: part of the schema.
+pub use engine_types::{CompileMode, EngineInfo, Mode, PerformanceHint, Phase, Precision};
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
     flops_per_pass, AllocatorRecord, BatchProbe, BatchSearch, BenchResult, MachineInfo,

@@ -2,10 +2,10 @@
 //! machine at its best (a dense f32 matrix product, a streaming element-wise op) beside
 //! the CPU's theoretical rate, so that `run` and `profile` can say "% of peak".
 
+use crate::engine_types::EngineInfo;
 use crate::result::{MachineInfo, ToolInfo};
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
-use cnnbench_engine::EngineInfo;
 use serde::{Deserialize, Serialize};
 
 pub const PEAK_FORMAT: &str = "cnnbench-peak";

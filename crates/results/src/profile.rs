@@ -3,10 +3,10 @@
 //! `cnnbench profile --json`, read by `cnnbench report`. Changing the meaning of a field
 //! bumps [`PROFILE_VERSION`].
 
+use crate::engine_types::{EngineInfo, Mode};
 use crate::result::{MachineInfo, ModelRecord, ToolInfo};
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
-use cnnbench_engine::{EngineInfo, Mode};
 use serde::{Deserialize, Serialize};
 
 pub const PROFILE_FORMAT: &str = "cnnbench-profile";

@@ -1,7 +1,7 @@
 //! The timed quantities of a pass: the phases the harness times ([`Phase`]) and their
 //! sum, `total`. Result files key their samples and summaries by these names.
 
-use cnnbench_engine::Phase;
+use crate::engine_types::Phase;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
 use std::cmp::Ordering;

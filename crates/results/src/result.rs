@@ -3,10 +3,10 @@
 //! reproduce the numbers is in it: raw samples, the configuration, the software and the
 //! machine. Changing the meaning of a field bumps [`RESULT_VERSION`].
 
+use crate::engine_types::{EngineInfo, Mode, Precision};
 use crate::quantity::Quantity;
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
-use cnnbench_engine::{EngineInfo, Mode, Precision};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

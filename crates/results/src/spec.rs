@@ -6,7 +6,7 @@
 //! own point, so that `cnnbench run --again RESULT.json` reruns exactly what produced it.
 //! A setting added here reaches every one of those paths, or fails to compile.
 
-use cnnbench_engine::{CompileMode, Mode, PerformanceHint, Precision};
+use crate::engine_types::{CompileMode, Mode, PerformanceHint, Precision};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -157,10 +157,10 @@ impl FromStr for ImageSize {
                 .ok()
                 .filter(|&n| n > 0)
                 .ok_or_else(|| format!("\"{s}\" is not an image size: use N or HxW with positive integers, e.g. 224 or 299x299"))?;
-            if n > cnnbench_graph::ops::MAX_DIMENSION {
+            if n > cnnbench_base::MAX_DIMENSION {
                 return Err(format!(
                     "image size {n} is larger than any network takes (at most {})",
-                    cnnbench_graph::ops::MAX_DIMENSION
+                    cnnbench_base::MAX_DIMENSION
                 ));
             }
             Ok(n)

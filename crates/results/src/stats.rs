@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The seeded generator the bootstrap draws its resamples from.
-pub use cnnbench_graph::SplitMix64;
+pub use cnnbench_base::SplitMix64;
 
 /// Summary of one timed quantity, in the samples' unit (seconds in result files).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 
 use anyhow::{bail, Context};
 use cnnbench_report::{
-    charts, profile_charts, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog,
-    ModelFacts, Report, ReportOptions, SpeedupRequest, Stat,
+    charts, profile, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog, ModelFacts,
+    Report, ReportOptions, SpeedupRequest, Stat,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -289,7 +289,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let aliases = aliases(args.aliases.as_deref())?;
     // Profiles (`cnnbench profile --json`) are drawn beside the results.
-    let (profiles, profile_warnings) = profile_charts::load_profiles(&args.paths);
+    let (profiles, profile_warnings) = profile::load_profiles(&args.paths);
     for w in &profile_warnings {
         eprintln!("warning: {w}");
     }
@@ -300,15 +300,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let opts = report_options(&args, speedups);
     let report = Report::build(records, &aliases, &ZooCatalog, &opts)?;
     if let Some(dir) = &args.charts {
-        let mut written = charts::write_charts(&report, dir)?;
-        let sweeps = cnnbench_report::sweep::sweeps(&report);
-        written.extend(cnnbench_report::charts_sweep::write_sweep_charts(
-            &sweeps, dir,
-        )?);
-        let scalings = cnnbench_report::scaling::scalings(&report);
-        written.extend(cnnbench_report::charts_scaling::write_scaling_charts(
-            &scalings, dir,
-        )?);
+        let written = charts::write_result_charts(&report, dir)?;
         eprintln!("wrote {} charts to {}", written.len(), dir.display());
     }
     let text = format.exporter().render(&report)?;
@@ -317,28 +309,26 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `report` when profiles are among the paths: their charts and HTML sections, plus the
-/// usual report of any results beside them (the result loader's note that a profile is
-/// not a result is not repeated).
+/// usual report of any results beside them, with every chart kind `run` writes (the
+/// result loader's note that a profile is not a result is not repeated: it is told
+/// apart by its kind, `LoadWarning::is_profile`).
 fn report_with_profiles(
     args: &ReportArgs,
     format: Format,
     speedups: SpeedupRequest,
     aliases: &Aliases,
-    profiles: &[profile_charts::LoadedProfile],
+    profiles: &[profile::LoadedProfile],
 ) -> anyhow::Result<ExitCode> {
     let loaded = cnnbench_report::load_paths(&args.paths, false)?;
-    for w in &loaded.warnings {
-        if w.contains(cnnbench_results::profile::PROFILE_FORMAT) {
-            continue;
-        }
+    for w in loaded.warnings.iter().filter(|w| !w.is_profile()) {
         if args.strict {
-            let why = w.strip_prefix("skipping ").unwrap_or(w);
+            let why = w.strip_prefix("skipping ").unwrap_or(w.as_str());
             bail!("{why} (drop --strict to skip such files with a warning)");
         }
         eprintln!("warning: {w}");
     }
     if let Some(dir) = &args.charts {
-        let written = profile_charts::write_profile_charts(profiles, dir)?;
+        let written = charts::profile::write_profile_charts(profiles, dir)?;
         eprintln!(
             "wrote {} profile charts to {}",
             written.len(),
@@ -351,14 +341,14 @@ fn report_with_profiles(
         let opts = report_options(args, speedups);
         let report = Report::build(loaded.records, aliases, &ZooCatalog, &opts)?;
         if let Some(dir) = &args.charts {
-            let written = charts::write_charts(&report, dir)?;
+            let written = charts::write_result_charts(&report, dir)?;
             eprintln!("wrote {} charts to {}", written.len(), dir.display());
         }
         Some(report)
     };
-    let section = profile_charts::html_section(profiles)?;
+    let section = charts::profile::html_section(profiles)?;
     let text = match (format, &report) {
-        (Format::Html, Some(report)) => profile_charts::insert_before_body_end(
+        (Format::Html, Some(report)) => charts::profile::insert_before_body_end(
             &format.exporter().render(report)?,
             &section,
         ),

@@ -159,7 +159,7 @@ impl Exporter for HtmlExporter {
             )?;
             let (head, rows) = sweep.cells();
             table(&mut out, &head, &rows);
-            let svg = crate::charts_sweep::sweep_svg(sweep)?;
+            let svg = crate::charts::sweep::sweep_svg(sweep)?;
             writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
         }
         for (i, scaling) in crate::scaling::scalings(report).iter().enumerate() {
@@ -170,7 +170,7 @@ impl Exporter for HtmlExporter {
             )?;
             let (head, rows) = scaling.cells();
             table(&mut out, &head, &rows);
-            let svg = crate::charts_scaling::scaling_svg(scaling)?;
+            let svg = crate::charts::scaling::scaling_svg(scaling)?;
             writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
         }
         if !report.notes.is_empty() {

@@ -1,9 +1,9 @@
 //! Charts of data-parallel scaling ([`crate::scaling`]): images/s against the number of
 //! ranks beside the linear ideal (dashed), and the efficiency, one line per
-//! configuration. SVG and PNG, with the bundled font.
+//! configuration.
 
+use super::plot::{self, draw, line_colour, Axes, Chart};
 use crate::fmt::slug;
-use crate::plot::{self, draw, line_colour, Axes, Chart};
 use crate::scaling::{Scaling, ScalingPoint};
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -1,12 +1,11 @@
-//! Charts with plotters: per table a bar chart of total time per configuration
-//! (forward, backward and update stacked, error bars from the spread) and one
-//! overview, a dot plot of time per model and configuration in family order. SVG
-//! always, PNG beside it; text in PNGs uses a bundled font, so no system library or
-//! font is needed. Titles and legends sit above the plots, where they cover nothing.
+//! The charts of a report's tables: per table a bar chart of total time per
+//! configuration (forward, backward and update stacked, error bars from the spread), one
+//! overview, a dot plot of time per model and configuration in family order, and the
+//! speed-up overview. Titles and legends sit above the plots, where they cover nothing.
 
+use super::plot::{self, draw, Chart, FONT_NAME};
 use crate::fmt::{natural_cmp, slug};
 use crate::group::{Entry, Stat};
-use crate::plot::{draw, ensure_font, FONT_NAME};
 use crate::report::Report;
 use crate::table::Table;
 use cnnbench_results::Quantity;
@@ -730,40 +729,61 @@ fn draw_speedups<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The bar chart of one table.
+struct TableChart<'a> {
+    report: &'a Report,
+    table: &'a Table,
+}
+
+impl Chart for TableChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        table_size(self.table.rows.len())
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw_table(root, self.report, self.table)
+    }
+}
+
+/// The overview: time per model across configurations.
+struct Overview<'a>(&'a Report);
+
+impl Chart for Overview<'_> {
+    fn size(&self) -> (u32, u32) {
+        overview_size(self.0)
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw_overview(root, self.0)
+    }
+}
+
+/// The speed-up overview: per model, the ratio of each compared pair.
+struct Speedups<'a>(&'a Report);
+
+impl Chart for Speedups<'_> {
+    fn size(&self) -> (u32, u32) {
+        speedup_size(self.0)
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw_speedups(root, self.0)
+    }
+}
+
 /// The speed-up overview as an SVG document; `None` when the report has no speed-ups.
 pub fn speedups_svg(report: &Report) -> anyhow::Result<Option<String>> {
     if report.speedups.is_empty() {
         return Ok(None);
     }
-    ensure_font()?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, speedup_size(report)).into_drawing_area();
-        draw_speedups(&root, report)?;
-    }
-    Ok(Some(buf))
+    plot::svg(&Speedups(report)).map(Some)
 }
 
 /// The bar chart of one table as an SVG document.
 pub fn table_svg(report: &Report, t: &Table) -> anyhow::Result<String> {
-    ensure_font()?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, table_size(t.rows.len())).into_drawing_area();
-        draw_table(&root, report, t)?;
-    }
-    Ok(buf)
+    plot::svg(&TableChart { report, table: t })
 }
 
 /// The overview chart (time per model across configurations) as an SVG document.
 pub fn overview_svg(report: &Report) -> anyhow::Result<String> {
-    ensure_font()?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, overview_size(report)).into_drawing_area();
-        draw_overview(&root, report)?;
-    }
-    Ok(buf)
+    plot::svg(&Overview(report))
 }
 
 /// The file stem of a table's chart: `resnet-50-16x3x224x224-train`.
@@ -780,60 +800,25 @@ pub fn chart_stem(t: &Table) -> String {
     )
 }
 
-/// Writes every chart into `dir` (created if needed) as SVG and PNG — one per table,
-/// the overview, and the speed-up overview when the report has speed-ups; returns
-/// the files written.
+/// Writes every chart of the report's tables into `dir` (created if needed) as SVG and
+/// PNG — one per table, the overview, and the speed-up overview when the report has
+/// speed-ups; returns the files written. [`super::write_result_charts`] adds the sweeps
+/// and scalings.
 pub fn write_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    ensure_font()?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create the chart folder {}: {e}", dir.display()))?;
+    plot::ensure_font()?;
+    plot::create_chart_dir(dir)?;
     let mut written = Vec::new();
-    let write = |path: PathBuf, text: &str, written: &mut Vec<PathBuf>| -> anyhow::Result<()> {
-        std::fs::write(&path, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        written.push(path);
-        Ok(())
-    };
     let mut stems: Vec<String> = Vec::new();
     for t in &report.tables {
-        let mut stem = chart_stem(t);
-        while stems.contains(&stem) {
-            stem.push('_');
-        }
-        stems.push(stem.clone());
-        write(
-            dir.join(format!("{stem}.svg")),
-            &table_svg(report, t)?,
-            &mut written,
-        )?;
-        let png = dir.join(format!("{stem}.png"));
-        {
-            let root = BitMapBackend::new(&png, table_size(t.rows.len())).into_drawing_area();
-            draw_table(&root, report, t)?;
-        }
-        written.push(png);
+        let stem = plot::unique_stem(chart_stem(t), &mut stems);
+        let chart = TableChart { report, table: t };
+        plot::write_svg_and_png(&chart, dir, &stem, &mut written)?;
     }
     if !report.tables.is_empty() {
-        write(
-            dir.join("overview.svg"),
-            &overview_svg(report)?,
-            &mut written,
-        )?;
-        let png = dir.join("overview.png");
-        {
-            let root = BitMapBackend::new(&png, overview_size(report)).into_drawing_area();
-            draw_overview(&root, report)?;
-        }
-        written.push(png);
+        plot::write_svg_and_png(&Overview(report), dir, "overview", &mut written)?;
     }
-    if let Some(svg) = speedups_svg(report)? {
-        write(dir.join("speedups.svg"), &svg, &mut written)?;
-        let png = dir.join("speedups.png");
-        {
-            let root = BitMapBackend::new(&png, speedup_size(report)).into_drawing_area();
-            draw_speedups(&root, report)?;
-        }
-        written.push(png);
+    if !report.speedups.is_empty() {
+        plot::write_svg_and_png(&Speedups(report), dir, "speedups", &mut written)?;
     }
     Ok(written)
 }

@@ -1,8 +1,8 @@
-//! What the report's charts share, written once: the bundled font, drawing errors as
-//! `anyhow` errors, one drawing rendered to SVG and to PNG and written beside each
-//! other, and the layout of the two-panel line charts (sweeps and scaling: a title,
-//! two panels side by side with the same margins, axes and fonts, lines with dots, and
-//! a legend strip below).
+//! What every chart shares, written once: the bundled font, drawing errors as `anyhow`
+//! errors, the one [`Chart`] trait every kind implements, and the one writer that
+//! renders a chart to SVG and to PNG side by side; then the layout of the two-panel line
+//! charts (sweeps and scaling: a title, two panels side by side with the same margins,
+//! axes and fonts, lines with dots, and a legend strip below).
 
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");
 /// The family every chart's text is drawn in (the bundled font, registered under it).
 pub(crate) const FONT_NAME: &str = "sans-serif";
 
@@ -38,7 +38,8 @@ macro_rules! draw {
 pub(crate) use draw;
 
 /// A chart that draws itself the same way on any backend, so one drawing gives both
-/// its SVG and its PNG.
+/// its SVG and its PNG. Every chart kind of the report implements it, and
+/// [`write_svg_and_png`] is the one way any of them reaches the disk.
 pub(crate) trait Chart {
     /// Width and height in pixels.
     fn size(&self) -> (u32, u32);
@@ -62,7 +63,19 @@ pub(crate) fn create_chart_dir(dir: &Path) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot create the chart folder {}: {e}", dir.display()))
 }
 
-/// Writes the chart as `dir/stem.svg` and `dir/stem.png`, adding both to `written`.
+/// `stem`, or `stem` with `_` added until it differs from every stem in `taken` (two
+/// charts that would share a file name, e.g. two tables with the same title); the stem
+/// returned is added to `taken`.
+pub(crate) fn unique_stem(mut stem: String, taken: &mut Vec<String>) -> String {
+    while taken.contains(&stem) {
+        stem.push('_');
+    }
+    taken.push(stem.clone());
+    stem
+}
+
+/// Writes the chart as `dir/stem.svg` and `dir/stem.png`, adding both to `written`: the
+/// one writer of every chart kind, so their files are named and rendered alike.
 pub(crate) fn write_svg_and_png(
     chart: &impl Chart,
     dir: &Path,

@@ -2,10 +2,9 @@
 //! against batch size side by side, one line per configuration, error bars from the 95%
 //! confidence interval of the median. The batch axis is logarithmic (base 2), as sweeps
 //! double the batch; latency goes on a log axis when it spans more than a factor of 30.
-//! SVG and PNG, with the bundled font.
 
+use super::plot::{self, draw, line_colour, Axes, Chart};
 use crate::fmt::slug;
-use crate::plot::{self, draw, line_colour, Axes, Chart};
 use crate::sweep::Sweep;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;

@@ -1,17 +1,16 @@
-//! Profiles (`cnnbench-profile` v1, written by `cnnbench profile --json`) in the
-//! report: found among the report's paths, drawn as two horizontal bar charts each
-//! (time per op type; the slowest nodes), forward and backward stacked, with the share
-//! of time against the share of MACs written beside every bar, so that a reader sees
-//! where the time goes and which layers take more than their share of the work.
+//! The charts of a profile ([`crate::profile`]): two horizontal bar charts each (time
+//! per op type; the slowest nodes), forward and backward stacked, with the share of time
+//! against the share of MACs written beside every bar, so that a reader sees where the
+//! time goes and which layers take more than their share of the work; and the HTML
+//! section that shows them.
 
+use super::plot::{self, draw, Chart, FONT_NAME};
 use crate::fmt::slug;
-use crate::plot::{draw, ensure_font, FONT_NAME};
-use cnnbench_graph::read_bounded_to_string;
-use cnnbench_results::profile::{ProfileDoc, PROFILE_FORMAT, PROFILE_VERSION};
+use crate::profile::LoadedProfile;
+use cnnbench_results::profile::ProfileDoc;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -19,75 +18,6 @@ const FORWARD: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
 const BACKWARD: RGBColor = RGBColor(0xf2, 0x8e, 0x2b);
 /// How many nodes the per-node chart shows.
 pub const TOP_NODES: usize = 20;
-/// The largest profile file read (a profile of a thousand-node network is ~1 MB).
-const MAX_PROFILE_BYTES: u64 = 64 << 20;
-
-/// A profile and the file it came from.
-#[derive(Clone, Debug)]
-pub struct LoadedProfile {
-    pub path: PathBuf,
-    pub doc: ProfileDoc,
-}
-
-/// Every profile among `paths` (files named directly, `*.json` below folders); other
-/// files are left to the result loader. A file that says it is a profile but does not
-/// parse is reported in the warnings.
-pub fn load_profiles(paths: &[PathBuf]) -> (Vec<LoadedProfile>, Vec<String>) {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            // Folders that cannot be read are the result loader's to report, as above.
-            if let Ok(found) = cnnbench_results::folders::json_files(p) {
-                files.extend(found.files);
-            }
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let mut out = Vec::new();
-    let mut warnings = Vec::new();
-    let mut read = HashSet::new();
-    for f in files {
-        if !read.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
-            continue;
-        }
-        match load_profile(&f) {
-            Ok(Some(doc)) => out.push(LoadedProfile { path: f, doc }),
-            Ok(None) => {}
-            Err(why) => warnings.push(format!("skipping {}: {why}", f.display())),
-        }
-    }
-    (out, warnings)
-}
-
-/// `Ok(None)` for a file that is not a profile (a result, anything else).
-pub fn load_profile(path: &Path) -> Result<Option<ProfileDoc>, String> {
-    // A file that cannot be read is the result loader's to report (it reads every file
-    // this one does): said here as well, its warning came twice.
-    let Ok(text) = read_bounded_to_string(path, MAX_PROFILE_BYTES, "profile files") else {
-        return Ok(None);
-    };
-    // Cheap test before parsing a large result file a second time.
-    if !text.contains(PROFILE_FORMAT) {
-        return Ok(None);
-    }
-    let v: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(_) => return Ok(None),
-    };
-    if v.get("format").and_then(|f| f.as_str()) != Some(PROFILE_FORMAT) {
-        return Ok(None);
-    }
-    let version = v.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if version != PROFILE_VERSION as u64 {
-        return Err(format!(
-            "profile schema version {version}; this cnnbench reads version {PROFILE_VERSION}"
-        ));
-    }
-    serde_json::from_value(v)
-        .map(Some)
-        .map_err(|e| format!("invalid cnnbench profile ({e})"))
-}
 
 /// One bar: a label, forward and backward milliseconds, the text at its end.
 struct Bar {
@@ -257,34 +187,48 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
-/// The two charts of a profile: `(file stem suffix, caption, bars)`.
-fn charts_of(doc: &ProfileDoc) -> [(&'static str, String, Vec<Bar>); 2] {
+/// One of a profile's bar charts: its caption, its bars, and whether they have a
+/// backward segment.
+struct BarChart {
+    caption: String,
+    bars: Vec<Bar>,
+    with_backward: bool,
+}
+
+impl Chart for BarChart {
+    fn size(&self) -> (u32, u32) {
+        size(&self.bars)
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw_bars(root, &self.caption, &self.bars, self.with_backward)
+    }
+}
+
+/// The two charts of a profile, each with the suffix of its file stem.
+fn charts_of(doc: &ProfileDoc) -> [(&'static str, BarChart); 2] {
     let top = TOP_NODES.min(doc.nodes.len());
+    let with_backward = doc.config.mode == cnnbench_results::Mode::Train;
     [
         (
             "op-types",
-            title(doc, "time per op type"),
-            op_type_bars(doc),
+            BarChart {
+                caption: title(doc, "time per op type"),
+                bars: op_type_bars(doc),
+                with_backward,
+            },
         ),
         (
             "nodes",
-            title(
-                doc,
-                &format!("the {top} slowest of {} nodes", doc.nodes.len()),
-            ),
-            node_bars(doc, TOP_NODES),
+            BarChart {
+                caption: title(
+                    doc,
+                    &format!("the {top} slowest of {} nodes", doc.nodes.len()),
+                ),
+                bars: node_bars(doc, TOP_NODES),
+                with_backward,
+            },
         ),
     ]
-}
-
-fn svg(caption: &str, bars: &[Bar], with_backward: bool) -> anyhow::Result<String> {
-    ensure_font()?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, size(bars)).into_drawing_area();
-        draw_bars(&root, caption, bars, with_backward)?;
-    }
-    Ok(buf)
 }
 
 /// The file stem of a profile's charts, e.g. `profile-resnet50-burn-flex-b16-224x224-train`.
@@ -304,29 +248,14 @@ pub fn write_profile_charts(
     profiles: &[LoadedProfile],
     dir: &Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    ensure_font()?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create the chart folder {}: {e}", dir.display()))?;
+    plot::ensure_font()?;
+    plot::create_chart_dir(dir)?;
     let mut written = Vec::new();
     let mut stems: Vec<String> = Vec::new();
     for p in profiles {
-        let mut base = stem(&p.doc);
-        while stems.contains(&base) {
-            base.push('_');
-        }
-        stems.push(base.clone());
-        let with_backward = p.doc.config.mode == cnnbench_engine::Mode::Train;
-        for (suffix, caption, bars) in charts_of(&p.doc) {
-            let svg_path = dir.join(format!("{base}-{suffix}.svg"));
-            std::fs::write(&svg_path, svg(&caption, &bars, with_backward)?)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", svg_path.display()))?;
-            written.push(svg_path);
-            let png = dir.join(format!("{base}-{suffix}.png"));
-            {
-                let root = BitMapBackend::new(&png, size(&bars)).into_drawing_area();
-                draw_bars(&root, &caption, &bars, with_backward)?;
-            }
-            written.push(png);
+        let base = plot::unique_stem(stem(&p.doc), &mut stems);
+        for (suffix, chart) in charts_of(&p.doc) {
+            plot::write_svg_and_png(&chart, dir, &format!("{base}-{suffix}"), &mut written)?;
         }
     }
     Ok(written)
@@ -345,7 +274,6 @@ pub fn html_section(profiles: &[LoadedProfile]) -> anyhow::Result<String> {
     let mut out = String::new();
     for p in profiles {
         let d = &p.doc;
-        let with_backward = d.config.mode == cnnbench_engine::Mode::Train;
         writeln!(
             out,
             "<section>\n<h2>Profile: {}</h2>",
@@ -363,8 +291,8 @@ pub fn html_section(profiles: &[LoadedProfile]) -> anyhow::Result<String> {
             d.nodes.len(),
             escape(&d.method)
         )?;
-        for (_, caption, bars) in charts_of(d) {
-            let svg = svg(&caption, &bars, with_backward)?;
+        for (_, chart) in charts_of(d) {
+            let svg = plot::svg(&chart)?;
             let inline = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
             writeln!(out, "<figure>{inline}</figure>")?;
         }
@@ -384,20 +312,6 @@ pub fn insert_before_body_end(page: &str, section: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_profiles_are_taken_and_newer_ones_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let result = dir.path().join("r.json");
-        std::fs::write(&result, r#"{"format":"cnnbench-result","version":1}"#).unwrap();
-        assert!(load_profile(&result).unwrap().is_none());
-        let newer = dir.path().join("p.json");
-        std::fs::write(&newer, r#"{"format":"cnnbench-profile","version":9}"#).unwrap();
-        assert!(load_profile(&newer).unwrap_err().contains("version 9"));
-        let (found, warnings) = load_profiles(&[dir.path().to_path_buf()]);
-        assert!(found.is_empty());
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-    }
 
     #[test]
     fn the_section_goes_before_the_end_of_the_body() {
