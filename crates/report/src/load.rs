@@ -1,6 +1,7 @@
 //! Reading result files: ours (`cnnbench-result` v1) and the original suite's, from
 //! files and folders (recursively). A file that is not a result is skipped with a
-//! warning naming it, or is an error with `--strict`.
+//! warning naming it ([`LoadWarning`], which also says why as a value), or is an error
+//! with `--strict`.
 
 use crate::legacy;
 use crate::record::{EngineDesc, Origin, Record};
@@ -28,6 +29,7 @@ pub struct Loaded {
 /// their words. It reads as its line (`Display`, and `Deref` to `str`).
 #[derive(Clone, Debug)]
 pub struct LoadWarning {
+    /// What was skipped and why: what callers match on.
     pub skipped: Skipped,
     line: String,
 }
@@ -97,8 +99,10 @@ pub enum NotAResult {
     /// UTF-8 (the words say which).
     #[error("{0}")]
     Unreadable(String),
+    /// Not JSON at all (a corrupt or half-written file), with the parser's words.
     #[error("not valid JSON ({0})")]
     NotJson(String),
+    /// JSON, but not an object (an array, a number).
     #[error("not a result file (the JSON is not an object)")]
     NotAnObject,
     /// A profile (`cnnbench profile --json`): the report draws it with its own loader.
@@ -107,19 +111,25 @@ pub enum NotAResult {
     /// Another cnnbench document (a model file, a matrix…), by its `format`.
     #[error("a `{0}` document, not a `{result}` result", result = RESULT_FORMAT)]
     OtherFormat(String),
+    /// A result of a schema version above ours: the user needs a newer cnnbench.
     #[error("written by a newer cnnbench (result schema version {0}; this one reads version {ours}): upgrade cnnbench", ours = RESULT_VERSION)]
     NewerVersion(u64),
+    /// A result whose version this cnnbench never wrote (0, or one skipped).
     #[error("unknown result schema version {0}")]
     UnknownVersion(u64),
+    /// Says it is a result but does not fit the schema, with serde's words.
     #[error("invalid cnnbench result ({0})")]
     InvalidResult(String),
     /// A sample that is not a time (negative, infinite, NaN), by the samples' name.
     #[error("samples `{0}` hold a value that is not a time")]
     NotATime(String),
+    /// A result with no timings to report.
     #[error("no `total` samples and no phase samples to sum")]
     NoSamples,
+    /// Looks like the original suite's file but is not a valid one.
     #[error("invalid cnn-benchmarks file: {0}")]
     InvalidLegacy(String),
+    /// JSON with no mark of ours nor of the original suite.
     #[error(
         "not a cnnbench result nor a cnn-benchmarks file (no `format` field, no `forward_times`)"
     )]
