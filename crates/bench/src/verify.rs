@@ -407,6 +407,12 @@ fn compare_nodes(
     shaken: &[Computed],
 ) -> Result<Vec<NodeComparison>> {
     let mut out = Vec::new();
+    // The reference's training outputs, which mask the gradients compared (below).
+    let train_outputs = base
+        .nodes
+        .iter()
+        .find(|(m, _)| *m == Mode::Train.as_str())
+        .map(|(_, outputs)| outputs);
     for (i, (mode, reference)) in base.nodes.iter().enumerate() {
         let candidate = cand
             .nodes
@@ -430,11 +436,8 @@ fn compare_nodes(
             // A gradient is compared where the reference's output is not exactly zero:
             // at ReLU's clamped zeros a later max pool's ties let engines route the
             // gradient to any of the tied places, and ReLU's backward discards it there.
-            let comparison = match base
-                .nodes
-                .iter()
-                .find(|(m, _)| *m == "train")
-                .and_then(|(_, outputs)| outputs.get(j))
+            let comparison = match train_outputs
+                .and_then(|outputs| outputs.get(j))
                 .filter(|_| *mode == GRADIENT_MODE)
             {
                 Some(output) => {

@@ -122,6 +122,18 @@ fn an_inference_only_engine_runs_the_forward_half_of_the_suite() {
     assert!(cnnbench_conformance::ops_against(&InferOnly(bad), &*burn()).is_err());
 }
 
+/// `verify --localize` in f32 at batch 2, weights from the reference.
+fn localize_request() -> cnnbench_bench::verify::VerifyRequest {
+    cnnbench_bench::verify::VerifyRequest {
+        batch_size: 2,
+        seed: 0,
+        tolerance: 1e-4,
+        weights: None,
+        localize: true,
+        precisions: [cnnbench_engine::Precision::F32; 2],
+    }
+}
+
 /// `verify --localize` names the first node whose kernel is wrong: a transposed kernel
 /// leaves a 1×1 convolution as it was, so the first to part is the 3×3 one after it, in
 /// both modes, and every node before it agrees.
@@ -136,14 +148,7 @@ fn localize_names_the_first_node_that_runs_a_planted_bug() {
     });
     let mut bad = BurnFlexEngine::new(None).unwrap();
     bad.fault = Some(Fault::TransposedConvKernel);
-    let request = cnnbench_bench::verify::VerifyRequest {
-        batch_size: 2,
-        seed: 0,
-        tolerance: 1e-4,
-        weights: None,
-        localize: true,
-        precisions: [cnnbench_engine::Precision::F32; 2],
-    };
+    let request = localize_request();
     let report = cnnbench_bench::verify::verify(&graph, &*burn(), &bad, &request).unwrap();
     assert!(!report.passed());
     let firsts: Vec<(&str, &str)> = report
@@ -197,14 +202,7 @@ fn localize_follows_the_gradients_back_to_a_planted_backward_bug() {
     });
     let mut bad = BurnFlexEngine::new(None).unwrap();
     bad.fault = Some(Fault::DetachedAddend);
-    let request = cnnbench_bench::verify::VerifyRequest {
-        batch_size: 2,
-        seed: 0,
-        tolerance: 1e-4,
-        weights: None,
-        localize: true,
-        precisions: [cnnbench_engine::Precision::F32; 2],
-    };
+    let request = localize_request();
     let report = cnnbench_bench::verify::verify(&graph, &*burn(), &bad, &request).unwrap();
     assert!(!report.passed());
     let gradient = cnnbench_bench::verify::GRADIENT_MODE;
