@@ -132,6 +132,10 @@ pub struct VerifyReport {
     /// in the order backward visits them (from the output back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub first_departures: Vec<NodeComparison>,
+    /// With `localize` in training: why the gradients arriving at the nodes were not
+    /// compared (an engine cannot show them); the node outputs still are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gradients_not_compared: Option<String>,
 }
 
 impl VerifyReport {
@@ -195,6 +199,9 @@ struct Computed {
     /// Every node's output per mode (`train`, `infer`), and the gradient arriving at
     /// every node ([`GRADIENT_MODE`]), when localizing.
     nodes: Vec<(&'static str, Vec<NodeOutput>)>,
+    /// When localizing in training: why the engine could not show the gradients
+    /// arriving at its nodes (its outputs are compared all the same).
+    gradients_refused: Option<String>,
 }
 
 /// Runs one engine on the given weights and input. The upstream gradient is drawn from
@@ -209,9 +216,11 @@ fn compute(
     trains: bool,
 ) -> Result<Computed> {
     let name = engine.info().name;
-    // A session of `mode` with the weights and input loaded, after one forward pass.
+    // A session of `mode` with the weights and input loaded, after one forward pass,
+    // and why it cannot show the gradients arriving at its nodes, if asked and it cannot.
     let mut nodes = Vec::new();
-    let mut forward = |mode: Mode| -> Result<Box<dyn Session>> {
+    let mut forward = |mode: Mode| -> Result<(Box<dyn Session>, Option<String>)> {
+        let mut gradients_refused = None;
         let mut s = session(engine, precision, graph, mode, request)?;
         s.import_weights(weights)
             .with_context(|| format!("loading the weights into {name}"))?;
@@ -220,19 +229,22 @@ fn compute(
             s.keep_node_outputs()
                 .with_context(|| format!("{name} cannot be localized"))?;
             if mode == Mode::Train {
-                s.keep_node_gradients()
-                    .with_context(|| format!("{name} cannot be localized in training"))?;
+                if let Err(e) = s.keep_node_gradients() {
+                    gradients_refused = Some(format!("{name}: {e:#}"));
+                }
             }
         }
         s.forward().with_context(|| format!("{name}: forward"))?;
         if request.localize {
             nodes.push((mode.as_str(), s.node_outputs()?));
         }
-        Ok(s)
+        Ok((s, gradients_refused))
     };
     let (mut train_output, mut gradients, mut node_gradients) = (None, Weights::new(), None);
+    let mut gradients_refused = None;
     if trains {
-        let mut train = forward(Mode::Train)?;
+        let (mut train, refused) = forward(Mode::Train)?;
+        gradients_refused = refused;
         let output = train.output()?;
         let upstream = HostTensor::standard_normal(output.shape.clone(), seed);
         train.set_output_grad(&upstream)?;
@@ -241,11 +253,11 @@ fn compute(
             .with_context(|| format!("{name}: backward"))?;
         gradients = train.weight_gradients()?;
         train_output = Some(output);
-        if request.localize {
+        if request.localize && gradients_refused.is_none() {
             node_gradients = Some(train.node_gradients()?);
         }
     }
-    let infer_output = forward(Mode::Infer)?.output()?;
+    let infer_output = forward(Mode::Infer)?.0.output()?;
     // After the training outputs, before the inference ones.
     if let Some(node_gradients) = node_gradients {
         nodes.insert(1.min(nodes.len()), (GRADIENT_MODE, node_gradients));
@@ -255,6 +267,7 @@ fn compute(
         gradients,
         infer_output,
         nodes,
+        gradients_refused,
     })
 }
 
@@ -312,7 +325,7 @@ pub fn verify(
     let run = |side, weights: &Weights, input: &HostTensor| {
         compute(side, graph, request, weights, input, grad_seed, trains)
     };
-    let base = run((reference, ref_precision), &weights, &input)?;
+    let mut base = run((reference, ref_precision), &weights, &input)?;
     let mut shaken = Vec::new();
     for draw in 0..FLOOR_DRAWS {
         let seed = request.seed.wrapping_add(1000 * (draw + 1));
@@ -329,7 +342,20 @@ pub fn verify(
             &perturb(&input, seed),
         )?);
     }
-    let cand = run((candidate, cand_precision), &weights, &input)?;
+    let mut cand = run((candidate, cand_precision), &weights, &input)?;
+    // Node gradients are compared only when both engines show them.
+    let gradients_not_compared = base
+        .gradients_refused
+        .clone()
+        .or_else(|| cand.gradients_refused.clone());
+    if gradients_not_compared.is_some() {
+        for c in std::iter::once(&mut base)
+            .chain(std::iter::once(&mut cand))
+            .chain(shaken.iter_mut())
+        {
+            c.nodes.retain(|(mode, _)| *mode != GRADIENT_MODE);
+        }
+    }
 
     let compare =
         |name: String, pick: &dyn Fn(&Computed) -> Result<HostTensor>| -> Result<Comparison> {
@@ -396,6 +422,7 @@ pub fn verify(
         comparisons,
         nodes,
         first_departures,
+        gradients_not_compared,
     })
 }
 
@@ -625,6 +652,17 @@ mod tests {
             self.output_grad = Some(grad.clone());
             Ok(())
         }
+        // Its one node's output is its output; it keeps no node gradients (the
+        // default refusal), as an engine that runs in another process may not.
+        fn keep_node_outputs(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn node_outputs(&self) -> Result<Vec<NodeOutput>> {
+            Ok(vec![NodeOutput {
+                node: "s".into(),
+                value: self.output()?,
+            }])
+        }
         fn weight_gradients(&self) -> Result<Weights> {
             let mut w = Weights::new();
             let grad = self.grad.clone().context("no backward")?;
@@ -697,6 +735,35 @@ mod tests {
         assert_eq!(failed, ["output (train)", "output (infer)"]);
         // Both in f32, the same engines agree exactly.
         assert!(run_in(0.0, 0.0, [Precision::F32; 2], DEFAULT_TOLERANCE).passed());
+    }
+
+    /// An engine that keeps its nodes' outputs but cannot show the gradients arriving
+    /// at them is still localized: outputs in both modes, and the report says why the
+    /// gradients were not compared.
+    #[test]
+    fn localize_compares_outputs_when_an_engine_cannot_show_node_gradients() {
+        let engine = |name| ScaleEngine {
+            name,
+            output_error: 0.0,
+            grad_error: 0.0,
+        };
+        let request = VerifyRequest {
+            batch_size: 2,
+            seed: 3,
+            tolerance: DEFAULT_TOLERANCE,
+            weights: None,
+            localize: true,
+            precisions: [Precision::F32; 2],
+        };
+        let report = verify(&graph(), &engine("ref"), &engine("cand"), &request).unwrap();
+        assert!(report.passed());
+        let modes: Vec<&str> = report.nodes.iter().map(|n| n.mode.as_str()).collect();
+        assert_eq!(modes, ["train", "infer"]);
+        let why = report.gradients_not_compared.unwrap();
+        assert!(
+            why.starts_with("ref: this engine cannot show the gradient arriving at each node"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -316,6 +316,9 @@ fn print_nodes(report: &VerifyReport, all: bool) {
         m.dedup();
         m
     };
+    if let Some(why) = &report.gradients_not_compared {
+        println!("{GRADIENT_MODE}: not compared ({why})");
+    }
     for mode in modes {
         match report.first_departures.iter().find(|n| n.mode == mode) {
             Some(n) if mode == GRADIENT_MODE => println!(
