@@ -12,6 +12,7 @@ use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
 use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Precision, Session, SessionConfig};
 use cnnbench_graph::Graph;
+use cnnbench_results::peak::BestRate;
 use cnnbench_results::validity::ColdStart;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,8 +54,8 @@ pub struct RunRequest {
     pub spec: Option<cnnbench_results::RunSpec>,
     /// How `-b max` chose this batch size, recorded with the result.
     pub batch_search: Option<BatchSearch>,
-    /// The engine's matrix-product rate from `cnnbench peak`, for "% of peak".
-    pub peak_gflops_per_s: Option<f64>,
+    /// The engine's best rate from `cnnbench peak` in this precision, for "% of peak".
+    pub peak: Option<BestRate>,
 }
 
 impl RunRequest {
@@ -80,7 +81,7 @@ impl RunRequest {
             process_tree_root: None,
             spec: None,
             batch_search: None,
-            peak_gflops_per_s: None,
+            peak: None,
         }
     }
 
@@ -364,7 +365,7 @@ pub fn run(
             worker_peak_rss_bytes: worker_peak_rss,
             estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
         },
-        peak_gflops_per_s: request.peak_gflops_per_s,
+        peak: request.peak.clone().into(),
         warnings,
         distributed,
         validity: Some(validity),
@@ -524,35 +525,32 @@ mod tests {
     struct SleepySession {
         log: Rc<RefCell<Vec<&'static str>>>,
     }
+    impl SleepySession {
+        /// Logs the call, then takes `ms` milliseconds.
+        fn call(&self, name: &'static str, ms: u64) -> Result<()> {
+            self.log.borrow_mut().push(name);
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok(())
+        }
+    }
     impl Session for SleepySession {
         fn prepare_batch(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("batch");
-            std::thread::sleep(Duration::from_millis(20)); // untimed: must not show up
-            Ok(())
+            self.call("batch", 20) // untimed: must not show up
         }
         fn forward(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("forward");
-            std::thread::sleep(Duration::from_millis(4));
-            Ok(())
+            self.call("forward", 4)
         }
         fn prepare_output_grad(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("grad");
-            std::thread::sleep(Duration::from_millis(20));
-            Ok(())
+            self.call("grad", 20)
         }
         fn backward(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("backward");
-            std::thread::sleep(Duration::from_millis(8));
-            Ok(())
+            self.call("backward", 8)
         }
         fn update(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("update");
-            std::thread::sleep(Duration::from_millis(2));
-            Ok(())
+            self.call("update", 2)
         }
         fn sync(&mut self) -> Result<()> {
-            self.log.borrow_mut().push("sync");
-            Ok(())
+            self.call("sync", 0)
         }
     }
     impl Engine for SleepyEngine {

@@ -1,14 +1,17 @@
-//! `cnnbench peak`: the best an engine does on this machine, measured through the
-//! engine itself (a dense f32 matrix product as one Linear layer, a streaming ReLU for
-//! memory bandwidth), beside the CPU's theoretical rate read from `/proc/cpuinfo`. The
-//! measurement is cached per engine, device and thread count so that `run` and
-//! `profile` can say what fraction of it a network achieves.
+//! `cnnbench peak`: the best an engine does on this machine in one precision, measured
+//! through the engine itself (a dense matrix product as one Linear layer, a 3×3
+//! convolution as one Conv2d layer, a streaming ReLU for memory bandwidth), beside the
+//! CPU's theoretical f32 rate read from `/proc/cpuinfo`. The measurement is cached per
+//! engine, device, thread count and precision so that `run` and `profile` can say what
+//! fraction of it a network achieves. Both compute primitives are measured because a
+//! stack may run its convolutions on other kernels than its matrix product (PyTorch on
+//! the CPU: oneDNN's convolutions, MKL's `mm`), and "% of peak" takes the faster.
 
 use crate::profile::{time_graph, Timing};
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
-use cnnbench_engine::{Engine, EngineInfo, Mode};
-use cnnbench_graph::ops::{Linear, NoParams};
+use cnnbench_engine::{Engine, EngineInfo, Mode, Precision};
+use cnnbench_graph::ops::{Conv2d, Linear, NoParams};
 use cnnbench_graph::{Activation, Graph, ModelInfo, NodeSpec, Op};
 use cnnbench_results::peak::*;
 use cnnbench_results::result::ToolInfo;
@@ -23,8 +26,15 @@ pub struct PeakRequest {
     pub n: usize,
     pub k: usize,
     pub m: usize,
-    /// f32 elements the bandwidth test streams through (read once, written once).
+    /// The convolution: `conv_batch` images of `conv_channels` maps of
+    /// `conv_size`×`conv_size`, 3×3 to as many channels.
+    pub conv_batch: usize,
+    pub conv_channels: usize,
+    pub conv_size: usize,
+    /// Elements the bandwidth test streams through (read once, written once).
     pub elements: usize,
+    /// What every measurement computes in.
+    pub precision: Precision,
     pub warmup: usize,
     pub passes: usize,
     /// FMA units per core assumed for the theoretical figure.
@@ -33,14 +43,19 @@ pub struct PeakRequest {
 }
 
 impl PeakRequest {
-    /// 2048³ (17 GFLOP per product) and 64 Mi elements (512 MiB moved): large enough
-    /// to leave the caches and the start-up costs behind.
+    /// 2048³ (17 GFLOP per product), 256 → 256 channels on 8 maps of 56×56 (ResNet's
+    /// second stage: 29.6 GFLOP per convolution) and 64 Mi elements (512 MiB moved in
+    /// f32): large enough to leave the caches and the start-up costs behind.
     pub fn new(tool: ToolInfo) -> Self {
         PeakRequest {
             n: 2048,
             k: 2048,
             m: 2048,
+            conv_batch: 8,
+            conv_channels: 256,
+            conv_size: 56,
             elements: 64 << 20,
+            precision: Precision::F32,
             warmup: 2,
             passes: 10,
             fma_units: 2,
@@ -71,6 +86,29 @@ pub fn matmul_graph(k: usize, m: usize) -> Result<Graph> {
         .context("building the matrix-product graph")
 }
 
+/// The convolution as a Graph: 3×3, stride 1, padding 1, no bias, `channels` to as many
+/// on `size`×`size` maps.
+pub fn conv_graph(channels: usize, size: usize) -> Result<Graph> {
+    let conv = Conv2d {
+        in_channels: channels,
+        bias: false,
+        ..Conv2d::new(channels, 3).padding(1)
+    };
+    let specs = vec![NodeSpec {
+        name: "conv".into(),
+        op: Op::Conv2d(conv),
+        inputs: vec![cnnbench_graph::INPUT_NAME.into()],
+    }];
+    Graph::new(
+        "conv3x3",
+        [channels, size, size],
+        specs,
+        None,
+        ModelInfo::default(),
+    )
+    .context("building the convolution graph")
+}
+
 /// The streaming op as a Graph: ReLU over `[64, 256, 256]` maps (4 Mi elements each).
 pub fn stream_graph() -> Result<Graph> {
     let specs = vec![NodeSpec {
@@ -84,49 +122,70 @@ pub fn stream_graph() -> Result<Graph> {
 
 const STREAM_MAP: [usize; 3] = [64, 256, 256];
 
-/// Measures the engine's matrix-product rate and memory bandwidth on this machine.
+/// Median seconds of `graph`'s forward pass at `batch_size` in the request's precision.
+fn median_forward(
+    engine: &dyn Engine,
+    graph: &Graph,
+    batch_size: usize,
+    request: &PeakRequest,
+    cancel: &AtomicBool,
+) -> Result<Summary> {
+    let samples = time_graph(
+        engine,
+        graph,
+        Timing {
+            mode: Mode::Infer,
+            batch_size,
+            seed: 0,
+            warmup: request.warmup,
+            passes: request.passes,
+            precision: request.precision,
+        },
+        cancel,
+    )
+    .with_context(|| format!("timing the {}", graph.name()))?;
+    Summary::of(&samples.forward).ok_or_else(|| anyhow!("no samples of the {}", graph.name()))
+}
+
+/// Bytes an element of the streamed tensor takes in `precision`: the whole-model casts
+/// stream 2-byte values; the others (mixed precision keeps element-wise ops in f32) 4.
+pub fn element_bytes(precision: Precision) -> f64 {
+    match precision {
+        Precision::Bf16 | Precision::F16 => 2.0,
+        Precision::F32 | Precision::Tf32 | Precision::AmpBf16 | Precision::AmpF16 => 4.0,
+    }
+}
+
+/// Measures the engine's matrix-product and convolution rates and memory bandwidth on
+/// this machine.
 pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) -> Result<PeakDoc> {
-    if request.passes == 0 || request.n == 0 || request.k == 0 || request.m == 0 {
+    if request.passes == 0
+        || [request.n, request.k, request.m].contains(&0)
+        || [request.conv_batch, request.conv_channels, request.conv_size].contains(&0)
+    {
         return Err(anyhow!(
             "the sizes and the number of passes must be at least 1"
         ));
     }
     let info = engine.info();
-    let mm = matmul_graph(request.k, request.m)?;
-    let s = time_graph(
+    let mm_time = median_forward(
         engine,
-        &mm,
-        Timing {
-            mode: Mode::Infer,
-            batch_size: request.n,
-            seed: 0,
-            warmup: request.warmup,
-            passes: request.passes,
-        },
+        &matmul_graph(request.k, request.m)?,
+        request.n,
+        request,
         cancel,
-    )
-    .context("timing the matrix product")?;
-    let mm_time = Summary::of(&s.forward).ok_or_else(|| anyhow!("no matrix-product samples"))?;
+    )?;
     let flops = 2.0 * request.n as f64 * request.k as f64 * request.m as f64;
+
+    let conv = conv_graph(request.conv_channels, request.conv_size)?;
+    let conv_time = median_forward(engine, &conv, request.conv_batch, request, cancel)?;
+    let conv_flops = 2.0 * conv.macs() as f64 * request.conv_batch as f64;
 
     let per_map: usize = STREAM_MAP.iter().product();
     let batch = request.elements.div_ceil(per_map).max(1);
-    let s = time_graph(
-        engine,
-        &stream_graph()?,
-        Timing {
-            mode: Mode::Infer,
-            batch_size: batch,
-            seed: 0,
-            warmup: request.warmup,
-            passes: request.passes,
-        },
-        cancel,
-    )
-    .context("timing the streaming op")?;
-    let bw_time = Summary::of(&s.forward).ok_or_else(|| anyhow!("no streaming samples"))?;
+    let bw_time = median_forward(engine, &stream_graph()?, batch, request, cancel)?;
     let elements = (batch * per_map) as u64;
-    let bytes = elements as f64 * 8.0;
+    let bytes = elements as f64 * 2.0 * element_bytes(request.precision);
 
     let theoretical = if info.device == "cpu" {
         read_cpuinfo().and_then(|text| {
@@ -142,6 +201,7 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
         engine: info,
         machine: crate::env::detect_machine(),
         measured_at: Utc::now(),
+        precision: request.precision,
         matmul: MatmulPeak {
             n: request.n,
             k: request.k,
@@ -150,6 +210,14 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
             gflops_per_s: flops / mm_time.median / 1e9,
             time: mm_time,
         },
+        conv: Some(ConvPeak {
+            batch: request.conv_batch,
+            channels: request.conv_channels,
+            size: request.conv_size,
+            flops: conv_flops,
+            gflops_per_s: conv_flops / conv_time.median / 1e9,
+            time: conv_time,
+        }),
         bandwidth: BandwidthPeak {
             elements,
             bytes,
@@ -261,11 +329,16 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("cnnbench").join("peak"))
 }
 
-/// The cache file of one engine on one device with one thread count.
-pub fn cache_file(dir: &Path, info: &EngineInfo) -> PathBuf {
+/// The cache file of one engine on one device with one thread count, in one precision
+/// (f32's file keeps the name it had before peaks had a precision).
+pub fn cache_file(dir: &Path, info: &EngineInfo, precision: Precision) -> PathBuf {
     let slug = crate::output::slug;
+    let suffix = match precision {
+        Precision::F32 => String::new(),
+        other => format!("_{}", other.as_str()),
+    };
     dir.join(format!(
-        "{}_{}_{}_t{}.json",
+        "{}_{}_{}_t{}{suffix}.json",
         slug(&info.name),
         slug(&info.device),
         slug(&info.device_name),
@@ -277,7 +350,7 @@ pub fn cache_file(dir: &Path, info: &EngineInfo) -> PathBuf {
 pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the peak cache folder {}", dir.display()))?;
-    let path = cache_file(dir, &doc.engine);
+    let path = cache_file(dir, &doc.engine, doc.precision);
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_string_pretty(doc)?)
         .with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -285,12 +358,13 @@ pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The cached measurement for this engine, device and thread count, if any (a file that
-/// does not parse as a peak counts as none).
-pub fn load(dir: &Path, info: &EngineInfo) -> Option<PeakDoc> {
-    let text = std::fs::read_to_string(cache_file(dir, info)).ok()?;
+/// The cached measurement for this engine, device, thread count and precision, if any
+/// (a file that does not parse as a peak, or of another precision, counts as none).
+pub fn load(dir: &Path, info: &EngineInfo, precision: Precision) -> Option<PeakDoc> {
+    let text = std::fs::read_to_string(cache_file(dir, info, precision)).ok()?;
     let doc: PeakDoc = serde_json::from_str(&text).ok()?;
-    (doc.format == PEAK_FORMAT && doc.version == PEAK_VERSION).then_some(doc)
+    (doc.format == PEAK_FORMAT && doc.version == PEAK_VERSION && doc.precision == precision)
+        .then_some(doc)
 }
 
 #[cfg(test)]
@@ -323,5 +397,20 @@ mod tests {
         assert_eq!(g.macs(), 64 * 32);
         assert_eq!(g.output_shape().as_flat(), Some(32));
         assert_eq!(stream_graph().unwrap().macs(), 0);
+        let c = conv_graph(8, 5).unwrap();
+        assert_eq!(c.macs(), 8 * 8 * 9 * 5 * 5);
+        assert_eq!(c.output_shape().0, vec![8, 5, 5]);
+    }
+
+    #[test]
+    fn each_precision_has_its_own_cache_file_and_f32_keeps_the_old_name() {
+        let info = EngineInfo::on_the_cpu("burn-flex", "burn", "0", "flex", 2, "CPU X".into());
+        let dir = Path::new("/cache");
+        let f32_file = cache_file(dir, &info, Precision::F32);
+        assert_eq!(f32_file, dir.join("burn-flex_cpu_cpu-x_t2.json"));
+        let bf16 = cache_file(dir, &info, Precision::Bf16);
+        assert_eq!(bf16, dir.join("burn-flex_cpu_cpu-x_t2_bf16.json"));
+        assert_eq!(element_bytes(Precision::Bf16), 2.0);
+        assert_eq!(element_bytes(Precision::AmpBf16), 4.0);
     }
 }

@@ -47,8 +47,10 @@ pub struct ProfileRequest {
     pub threads_requested: Option<usize>,
     pub model_source: String,
     pub tool: ToolInfo,
-    /// The engine's measured matrix-multiply rate, when known, for "% of peak".
-    pub peak_gflops_per_s: Option<f64>,
+    /// What every benchmark computes in.
+    pub precision: Precision,
+    /// The engine's best measured rate in that precision, when known, for "% of peak".
+    pub peak: Option<cnnbench_results::peak::BestRate>,
 }
 
 /// Progress after each benchmark, for progress bars.
@@ -241,6 +243,7 @@ pub struct Timing {
     pub seed: u64,
     pub warmup: usize,
     pub passes: usize,
+    pub precision: Precision,
 }
 
 /// Times `graph` with the harness's pass, outside any result file.
@@ -256,12 +259,13 @@ pub fn time_graph(
         seed,
         warmup,
         passes,
+        precision,
     } = timing;
     let config = SessionConfig {
         mode,
         batch_size,
         seed,
-        precision: Precision::F32,
+        precision,
         deterministic: false,
     };
     let mut session = engine
@@ -363,6 +367,7 @@ pub fn profile(
             seed: request.seed,
             warmup: request.warmup,
             passes: request.passes,
+            precision: request.precision,
         };
         time_graph(engine, g, timing, cancel)
     };
@@ -428,6 +433,7 @@ pub fn profile(
         seed: request.seed,
         threads_requested: request.threads_requested,
         model_source: request.model_source.clone(),
+        precision: request.precision,
         ..RunRequest::new(request.mode, request.batch_size, request.tool.clone())
     };
     let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
@@ -499,6 +505,7 @@ pub fn profile(
         config: ProfileConfig {
             mode: request.mode,
             batch_size: request.batch_size,
+            precision: request.precision,
             image_size: [h, w],
             warmup: request.warmup,
             passes: request.passes,
@@ -511,7 +518,7 @@ pub fn profile(
         started_at,
         duration_s: clock.elapsed().as_secs_f64(),
         method: METHOD.into(),
-        peak_gflops_per_s: request.peak_gflops_per_s,
+        peak: request.peak.clone().into(),
         end_to_end,
         sum_of_nodes: PhaseSums {
             forward: forward_sum,

@@ -15,12 +15,13 @@ pub const DEFAULT_TOLERANCE: f64 = 1e-4;
 /// The tolerance when the lower of the two precisions is `precision`: f32's
 /// [`DEFAULT_TOLERANCE`]; bf16 keeps 8 bits of mantissa (a rounding of 2⁻⁸ ≈ 4e-3 per
 /// operation), which through a network's layers and back again moves tensors by about
-/// 1e-2, so 3e-2; f16 keeps 11 bits (5e-4 per operation), so 1e-2. Mixed precision
-/// takes its low type's tolerance: the ops autocast lowers round as much.
+/// 1e-2, so 3e-2; f16 keeps 11 bits (5e-4 per operation), so 1e-2, and so does TF32,
+/// whose products round their inputs to the same 10 stored bits. Mixed precision takes
+/// its low type's tolerance: the ops autocast lowers round as much.
 pub fn tolerance_for(precision: Precision) -> f64 {
     match precision.narrowest() {
         Precision::Bf16 => 3e-2,
-        Precision::F16 => 1e-2,
+        Precision::F16 | Precision::Tf32 => 1e-2,
         Precision::F32 | Precision::AmpBf16 | Precision::AmpF16 => DEFAULT_TOLERANCE,
     }
 }
@@ -577,7 +578,11 @@ mod tests {
             // In bf16 the scale engine rounds: its output is 2⁻⁸ off, as bf16's would be.
             let rounding = match config.precision {
                 Precision::Bf16 => 1.0 / 256.0,
-                Precision::F32 | Precision::F16 | Precision::AmpBf16 | Precision::AmpF16 => 0.0,
+                Precision::F32
+                | Precision::Tf32
+                | Precision::F16
+                | Precision::AmpBf16
+                | Precision::AmpF16 => 0.0,
             };
             Ok(Box::new(ScaleSession {
                 output_error: self.output_error + rounding,

@@ -31,7 +31,11 @@ fn request(mode: Mode, batch: usize, passes: usize) -> ProfileRequest {
         threads_requested: None,
         model_source: "test".into(),
         tool: tool(),
-        peak_gflops_per_s: Some(100.0),
+        precision: cnnbench_engine::Precision::F32,
+        peak: Some(cnnbench_results::peak::BestRate {
+            gflops_per_s: 100.0,
+            primitive: "matrix product",
+        }),
     }
 }
 
@@ -176,8 +180,19 @@ fn peak_measures_and_reads_back() {
     let engine = BurnFlexEngine::new(None).unwrap();
     let mut req = PeakRequest::new(tool());
     (req.n, req.k, req.m, req.elements, req.passes, req.warmup) = (64, 128, 96, 1 << 20, 2, 1);
+    (req.conv_batch, req.conv_channels, req.conv_size) = (2, 16, 8);
     let doc = peak::measure(&engine, &req, &AtomicBool::new(false)).unwrap();
     assert_eq!(doc.matmul.flops, 2.0 * 64.0 * 128.0 * 96.0);
+    let conv = doc.conv.as_ref().unwrap();
+    assert_eq!(conv.flops, 2.0 * 2.0 * 16.0 * 16.0 * 9.0 * 64.0);
+    assert!(conv.gflops_per_s > 0.0);
+    // "% of peak" is against the faster of the two primitives.
+    let best = doc.best();
+    assert_eq!(
+        best.gflops_per_s,
+        doc.matmul.gflops_per_s.max(conv.gflops_per_s)
+    );
+    assert_eq!(doc.precision, cnnbench_engine::Precision::F32);
     assert!(doc.matmul.gflops_per_s > 0.0 && doc.bandwidth.gb_per_s > 0.0);
     assert!(doc.bandwidth.elements >= 1 << 20);
     let text = serde_json::to_string_pretty(&doc).unwrap();
@@ -187,9 +202,15 @@ fn peak_measures_and_reads_back() {
     // The cache finds it again for the same engine, and not for another thread count.
     let dir = tempfile::tempdir().unwrap();
     peak::save(dir.path(), &doc).unwrap();
-    let cached = peak::load(dir.path(), &doc.engine).unwrap();
+    let f32 = cnnbench_engine::Precision::F32;
+    let cached = peak::load(dir.path(), &doc.engine, f32).unwrap();
     assert_eq!(cached.matmul.gflops_per_s, doc.matmul.gflops_per_s);
     let mut other = doc.engine.clone();
     other.threads += 1;
-    assert_eq!(peak::load(dir.path(), &other), None);
+    assert_eq!(peak::load(dir.path(), &other, f32), None);
+    // Nor for another precision: a bf16 run is not measured against f32's peak.
+    assert_eq!(
+        peak::load(dir.path(), &doc.engine, cnnbench_engine::Precision::Bf16),
+        None
+    );
 }

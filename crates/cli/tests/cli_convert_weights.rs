@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::cnnbench;
+use common::{cnnbench, convert, fails_saying};
 
 use cnnbench_graph::Weights;
 use predicates::prelude::*;
@@ -38,13 +38,10 @@ fn convert_writes_the_weights_beside_the_json_and_never_overwrites() {
     loaded.check(&graph, true).unwrap();
 
     // A second convert refuses, whichever of the two files is in the way.
-    cnnbench()
-        .arg("convert")
-        .arg(&onnx)
-        .arg(&json)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("exists already"));
+    fails_saying(
+        cnnbench().arg("convert").arg(&onnx).arg(&json),
+        "exists already",
+    );
     std::fs::remove_file(&json).unwrap();
     cnnbench()
         .arg("convert")
@@ -136,12 +133,7 @@ fn verify_uses_the_model_files_weights_unless_given_others() {
     // --weights wins over the file's own.
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("tiny.json");
-    cnnbench()
-        .arg("convert")
-        .arg(&onnx)
-        .arg(&json)
-        .assert()
-        .success();
+    convert(&onnx, &json);
     cnnbench()
         .args([
             "verify",

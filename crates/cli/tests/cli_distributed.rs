@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cnnbench;
+use common::{cnnbench, fails_saying};
 use predicates::prelude::*;
 
 #[test]
@@ -42,12 +42,12 @@ fn settings_that_differ_per_rank_are_refused() {
         &["-b", "max"],
         &["--mode", "infer"],
     ] {
-        cnnbench()
-            .args(["run", "resnet18", "-e", "torch-cpu", "--nproc", "2"])
-            .args(extra)
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains("data-parallel"));
+        fails_saying(
+            cnnbench()
+                .args(["run", "resnet18", "-e", "torch-cpu", "--nproc", "2"])
+                .args(extra),
+            "data-parallel",
+        );
     }
 }
 
@@ -247,6 +247,18 @@ mod torch {
         );
     }
 
+    /// What a torch-cuda run says on a machine without a GPU (or a build without NCCL):
+    /// why, and no panic.
+    fn refused_without_a_gpu() -> impl predicates::Predicate<str> {
+        predicate::str::contains("torch-cuda")
+            .and(predicate::str::contains("panicked").not())
+            .and(
+                predicate::str::contains("no CUDA GPU").or(predicate::str::contains(
+                    "NCCL backend, which was not compiled in",
+                )),
+            )
+    }
+
     /// Whether torch-cuda can run here, from `cnnbench engines`.
     fn torch_cuda_runs_here() -> bool {
         let out = cnnbench().arg("engines").output().unwrap();
@@ -287,15 +299,7 @@ mod torch {
             .timeout(Duration::from_secs(60))
             .assert()
             .failure()
-            .stderr(
-                predicate::str::contains("torch-cuda")
-                    .and(predicate::str::contains("panicked").not())
-                    .and(
-                        predicate::str::contains("no CUDA GPU").or(predicate::str::contains(
-                            "NCCL backend, which was not compiled in",
-                        )),
-                    ),
-            );
+            .stderr(refused_without_a_gpu());
         // One rank under a launcher's variables, its peer never started.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -314,15 +318,7 @@ mod torch {
             .timeout(Duration::from_secs(60))
             .assert()
             .failure()
-            .stderr(
-                predicate::str::contains("torch-cuda")
-                    .and(predicate::str::contains("panicked").not())
-                    .and(
-                        predicate::str::contains("no CUDA GPU").or(predicate::str::contains(
-                            "NCCL backend, which was not compiled in",
-                        )),
-                    ),
-            );
+            .stderr(refused_without_a_gpu());
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the refusals took {:?}",

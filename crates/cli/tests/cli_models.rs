@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{cnnbench, json_stdout};
+use common::{cnnbench, convert, fails_saying, json_stdout};
 
 use predicates::prelude::*;
 use serde_json::Value;
@@ -47,11 +47,10 @@ fn shows_one_models_layers_at_any_size() {
 
 #[test]
 fn unknown_names_suggest_the_closest() {
-    cnnbench()
-        .args(["models", "resnt50"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("did you mean resnet50"));
+    fails_saying(
+        cnnbench().args(["models", "resnt50"]),
+        "did you mean resnet50",
+    );
 }
 
 #[test]
@@ -76,12 +75,12 @@ fn exports_and_reloads_model_files_without_overwriting() {
     let row: Value = json_stdout(cnnbench().args(["models", "--json", "--file"]).arg(&file));
     assert_eq!(row["params"], 11_689_512u64);
     assert_eq!(row["depth"], 18);
-    cnnbench()
-        .args(["models", "resnet18", "--export"])
-        .arg(&file)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("exists already"));
+    fails_saying(
+        cnnbench()
+            .args(["models", "resnet18", "--export"])
+            .arg(&file),
+        "exists already",
+    );
 }
 
 #[test]
@@ -162,13 +161,10 @@ fn converts_caffe_prototxt_and_runs_it() {
         .assert()
         .success()
         .stdout(predicate::str::contains("tiny-caffe (32×32)"));
-    cnnbench()
-        .arg("convert")
-        .arg(&prototxt)
-        .arg(&json)
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("exists already"));
+    fails_saying(
+        cnnbench().arg("convert").arg(&prototxt).arg(&json),
+        "exists already",
+    );
 }
 
 #[test]
@@ -183,12 +179,7 @@ fn onnx_files_are_models_too() {
         .success()
         .stdout(predicate::str::contains("1,814,073,344"));
     let json = dir.path().join("r18.json");
-    cnnbench()
-        .arg("convert")
-        .arg(&onnx)
-        .arg(&json)
-        .assert()
-        .success();
+    convert(&onnx, &json);
     cnnbench()
         .args([
             "run",

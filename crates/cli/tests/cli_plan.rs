@@ -195,12 +195,12 @@ fn the_kubernetes_job_parses_as_an_indexed_job_with_one_completion_per_cell() {
         "bench-results"
     );
     // Without an image the command says what is missing.
-    cnnbench()
-        .current_dir(dir.path())
-        .args(["plan", m.to_str().unwrap(), "--k8s"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("--image"));
+    fails_saying(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["plan", m.to_str().unwrap(), "--k8s"]),
+        "--image",
+    );
 }
 
 #[test]

@@ -5,24 +5,35 @@ mod common;
 use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
+use std::path::Path;
+
+/// `cnnbench peak` on sizes that take milliseconds (a 64² matrix product, an 8-channel
+/// 8×8 convolution, 1 Mi values streamed), cached in `cache`.
+fn tiny_peak(cache: &Path) -> assert_cmd::Command {
+    let mut command = cnnbench();
+    command.env("XDG_CACHE_HOME", cache).args([
+        "peak",
+        "--size",
+        "64",
+        "--stream-mi",
+        "1",
+        "--conv-channels",
+        "8",
+        "--conv-size",
+        "8",
+        "--conv-batch",
+        "1",
+    ]);
+    command
+}
 
 #[test]
 fn profile_lists_every_node_once_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r18.profile.json");
     let v: Value = json_stdout(
-        cnnbench()
+        one_pass("profile", "resnet18", "32")
             .env("XDG_CACHE_HOME", dir.path())
-            .args([
-                "profile",
-                "resnet18",
-                "--image-size",
-                "32",
-                "-b",
-                "1",
-                "-n",
-                "1",
-            ])
             .args(["-q", "--json", "-o"])
             .arg(&file),
     );
@@ -45,17 +56,7 @@ fn profile_lists_every_node_once_and_writes_json() {
 
 #[test]
 fn profile_tables_say_how_they_were_measured() {
-    cnnbench()
-        .args([
-            "profile",
-            "alexnet",
-            "--image-size",
-            "64",
-            "-b",
-            "1",
-            "-n",
-            "1",
-        ])
+    one_pass("profile", "alexnet", "64")
         .args(["-q", "--mode", "infer", "--top", "3"])
         .assert()
         .success()
@@ -69,30 +70,24 @@ fn profile_tables_say_how_they_were_measured() {
 
 #[test]
 fn profile_refuses_step_mode() {
-    cnnbench()
-        .args(["profile", "resnet18", "--mode", "step"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("train"));
+    fails_saying(
+        cnnbench().args(["profile", "resnet18", "--mode", "step"]),
+        "train",
+    );
 }
 
 #[test]
 fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_ok(cnnbench().env("XDG_CACHE_HOME", dir.path()).args([
-        "peak",
-        "--size",
-        "128",
-        "--stream-mi",
-        "1",
-        "-n",
-        "2",
-        "--json",
-    ]));
+    let out = run_ok(tiny_peak(dir.path()).args(["-n", "2", "--json"]));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "cnnbench-peak");
-    assert_eq!(v["matmul"]["flops"].as_f64().unwrap(), 2.0 * 128f64.powi(3));
-    let peak = v["matmul"]["gflops_per_s"].as_f64().unwrap();
+    assert_eq!(v["matmul"]["flops"].as_f64().unwrap(), 2.0 * 64f64.powi(3));
+    // "% of peak" is against the faster of the matrix product and the convolution.
+    let peak = v["matmul"]["gflops_per_s"]
+        .as_f64()
+        .unwrap()
+        .max(v["conv"]["gflops_per_s"].as_f64().unwrap());
     assert!(peak > 0.0);
     assert!(v["bandwidth"]["gb_per_s"].as_f64().unwrap() > 0.0);
     let cached = std::fs::read_dir(dir.path().join("cnnbench").join("peak"))
@@ -100,18 +95,8 @@ fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
         .count();
     assert_eq!(cached, 1);
     let p: Value = json_stdout(
-        cnnbench()
+        one_pass("profile", "resnet18", "32")
             .env("XDG_CACHE_HOME", dir.path())
-            .args([
-                "profile",
-                "resnet18",
-                "--image-size",
-                "32",
-                "-b",
-                "1",
-                "-n",
-                "1",
-            ])
             .args(["-q", "--json"]),
     );
     assert_eq!(p["peak_gflops_per_s"].as_f64().unwrap(), peak);
@@ -120,18 +105,8 @@ fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
 #[test]
 fn peak_table_states_the_fma_assumption() {
     let dir = tempfile::tempdir().unwrap();
-    let assert = cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args([
-            "peak",
-            "--size",
-            "64",
-            "--stream-mi",
-            "1",
-            "-n",
-            "1",
-            "--no-save",
-        ])
+    let assert = tiny_peak(dir.path())
+        .args(["-n", "1", "--no-save"])
         .assert()
         .success()
         .stdout(predicate::str::contains("f32 matrix product (measured)"));
@@ -151,10 +126,9 @@ fn run_records_the_cached_peak() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     let run = || {
-        cnnbench()
+        one_pass("run", "resnet18", "32")
             .env("XDG_CACHE_HOME", dir.path())
-            .args(["run", "resnet18", "--image-size", "32"])
-            .args(["-b", "1", "-n", "1", "-q", "-o"])
+            .args(["-q", "-o"])
             .arg(&results)
             .assert()
             .success()
@@ -164,16 +138,12 @@ fn run_records_the_cached_peak() {
     let first = result_files(&results);
     let v: Value = read_json(&first[0]);
     assert!(v.get("peak_gflops_per_s").is_none());
-    cnnbench()
-        .env("XDG_CACHE_HOME", dir.path())
-        .args(["peak", "--size", "128", "--stream-mi", "1", "-n", "1"])
-        .assert()
-        .success();
+    tiny_peak(dir.path()).args(["-n", "1"]).assert().success();
     run().stdout(predicate::str::contains("% of peak ("));
     let files = result_files(&results);
     let newest = files.iter().find(|f| !first.contains(f)).unwrap();
     let r: cnnbench_bench::BenchResult = read_json(newest);
-    assert!(r.peak_gflops_per_s.unwrap() > 0.0);
+    assert!(r.peak.gflops_per_s.unwrap() > 0.0);
 }
 
 #[test]
@@ -181,19 +151,8 @@ fn report_draws_profiles_beside_results() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     std::fs::create_dir_all(&results).unwrap();
-    cnnbench()
-        .args([
-            "profile",
-            "alexnet",
-            "--image-size",
-            "64",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "-q",
-            "-o",
-        ])
+    one_pass("profile", "alexnet", "64")
+        .args(["-q", "-o"])
         .arg(results.join("alexnet.profile.json"))
         .assert()
         .success();
@@ -223,19 +182,8 @@ fn report_draws_profiles_beside_results() {
     assert!(page.contains("Profile: alexnet"));
     assert_eq!(page.matches("<svg").count(), 2);
     // Beside a result, the result's report and the profile's section share the page.
-    cnnbench()
-        .args([
-            "run",
-            "alexnet",
-            "--image-size",
-            "64",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "-q",
-            "-o",
-        ])
+    one_pass("run", "alexnet", "64")
+        .args(["-q", "-o"])
         .arg(&results)
         .assert()
         .success();
@@ -254,4 +202,69 @@ fn report_draws_profiles_beside_results() {
         .assert()
         .success()
         .stdout(predicate::str::contains("By op type"));
+}
+
+#[test]
+fn a_run_faster_than_its_peak_says_so_and_names_the_primitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    tiny_peak(dir.path())
+        .args(["-n", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("f32 3×3 convolution (measured)"));
+    // A peak far below anything the network reaches, as a stale or busy measurement
+    // would leave: every share is over 100%.
+    let cache = dir.path().join("cnnbench/peak");
+    let file = std::fs::read_dir(&cache)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut doc: Value = read_json(&file);
+    doc["matmul"]["gflops_per_s"] = 1e-6.into();
+    doc["conv"]["gflops_per_s"] = 2e-6.into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    one_pass("run", "resnet18", "32")
+        .env("XDG_CACHE_HOME", dir.path())
+        .args(["-q", "-o"])
+        .arg(&results)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "'s 3×3 convolution in f32 by `cnnbench peak`",
+        ))
+        .stderr(predicate::str::contains(
+            "warning: % of peak above 100% (resnet18",
+        ))
+        .stderr(predicate::str::contains(
+            "cnnbench peak --engine burn-flex --precision f32",
+        ));
+    let r: cnnbench_bench::BenchResult = only_result(&results);
+    assert_eq!(r.peak.gflops_per_s, Some(2e-6));
+    assert_eq!(r.peak.primitive(), "3×3 convolution");
+    // A profile against the same peak names the nodes over it.
+    one_pass("profile", "resnet18", "32")
+        .env("XDG_CACHE_HOME", dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("node(s) above 100% of peak"));
+}
+
+#[test]
+fn peak_and_profile_refuse_a_precision_the_engine_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_peak(dir.path())
+        .args(["--precision", "bf16", "-n", "1", "--no-save"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "burn-flex does not compute in bf16",
+        ));
+    one_pass("profile", "resnet18", "32")
+        .args(["--precision", "tf32"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("GPU tensor cores"));
 }

@@ -184,22 +184,22 @@ fn bad_requests_fail_with_one_clear_line_and_write_nothing() {
     for (args, expected) in cases {
         assert_refused_writing_nothing(cnnbench().args(&args), &out, expected);
     }
-    cnnbench()
-        .args([
-            "run",
-            "resnet18",
-            "--image-size",
-            "32",
-            "-b",
-            "1",
-            "-n",
-            "1",
-            "-o",
-        ])
-        .arg(blocker.join("sub"))
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("cannot create the output folder"));
+    fails_saying(
+        cnnbench()
+            .args([
+                "run",
+                "resnet18",
+                "--image-size",
+                "32",
+                "-b",
+                "1",
+                "-n",
+                "1",
+                "-o",
+            ])
+            .arg(blocker.join("sub")),
+        "cannot create the output folder",
+    );
 }
 
 #[test]
@@ -295,11 +295,10 @@ fn the_heap_policy_is_recorded_and_keeps_runs_apart() {
     let from_env = run("env", &[], Some("system"));
     assert_eq!(from_env["config"]["allocator"]["policy"], "system");
 
-    cnnbench()
-        .args(["run", "resnet18", "--allocator", "jemalloc"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("possible values: keep, system"));
+    fails_saying(
+        cnnbench().args(["run", "resnet18", "--allocator", "jemalloc"]),
+        "possible values: keep, system",
+    );
 
     // One row per policy, the non-default one labelled.
     cnnbench()

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::cnnbench;
+use common::{cnnbench, fails_saying};
 
 use predicates::prelude::*;
 use std::path::PathBuf;
@@ -115,40 +115,34 @@ fn nothing_to_report_is_a_clear_error() {
         .stderr(predicate::str::contains(
             "no such file or folder: /no/such/folder",
         ));
-    cnnbench()
-        .arg("report")
-        .arg(fixtures().join("ours/base"))
-        .arg("--aliases")
-        .arg(fixtures().join("bad/corrupt.json"))
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("aliases file"));
+    fails_saying(
+        cnnbench()
+            .arg("report")
+            .arg(fixtures().join("ours/base"))
+            .arg("--aliases")
+            .arg(fixtures().join("bad/corrupt.json")),
+        "aliases file",
+    );
 }
 
 #[test]
 fn csv_and_json_formats() {
-    let out = cnnbench()
-        .arg("report")
-        .arg(fixtures().join("ours/base"))
-        .args(["--format", "csv"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let csv = String::from_utf8(out).unwrap();
+    // `cnnbench report` of the base fixtures in a format, its standard output.
+    let report = |format: &str| {
+        cnnbench()
+            .arg("report")
+            .arg(fixtures().join("ours/base"))
+            .args(["--format", format])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone()
+    };
+    let csv = String::from_utf8(report("csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
     assert!(csv.starts_with("model,model_label,batch_size,"));
-    let out = cnnbench()
-        .arg("report")
-        .arg(fixtures().join("ours/base"))
-        .args(["--format", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&report("json")).unwrap();
     assert_eq!(v["results"].as_array().unwrap().len(), 3);
 }
 
@@ -184,20 +178,20 @@ fn html_output_and_charts_are_files() {
 fn compare_reports_verdicts_and_gates_regressions() {
     let base = fixtures().join("ours/base");
     let new = fixtures().join("ours/new");
-    cnnbench()
-        .arg("compare")
-        .arg(&base)
-        .arg(&new)
+    // `cnnbench compare BASE NEW`, to which each check adds its options.
+    let compare = || {
+        let mut command = cnnbench();
+        command.arg("compare").arg(&base).arg(&new);
+        command
+    };
+    compare()
         .assert()
         .success()
         .stdout(predicate::str::contains("1 faster, 1 slower, 1 no change"))
         .stderr(predicate::str::contains(
             "warning: the framework version differs: BASE burn 0.22.1 vs NEW burn 0.22.2",
         ));
-    cnnbench()
-        .arg("compare")
-        .arg(&base)
-        .arg(&new)
+    compare()
         .args(["--fail-on-regression", "10"])
         .assert()
         .code(1)
@@ -205,17 +199,11 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .stderr(predicate::str::contains(
             "slower than BASE by more than 10%",
         ));
-    cnnbench()
-        .arg("compare")
-        .arg(&base)
-        .arg(&new)
+    compare()
         .args(["--fail-on-regression", "30"])
         .assert()
         .success();
-    let out = cnnbench()
-        .arg("compare")
-        .arg(&base)
-        .arg(&new)
+    let out = compare()
         .args(["--format", "json"])
         .assert()
         .success()
@@ -224,10 +212,7 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["pairs"].as_array().unwrap().len(), 3);
-    cnnbench()
-        .arg("compare")
-        .arg(&base)
-        .arg(&new)
+    compare()
         .args(["--format", "html"])
         .assert()
         .success()
@@ -244,13 +229,13 @@ fn compare_with_nothing_in_common_fails() {
     .unwrap();
     v["model"]["name"] = "tiny-custom".into();
     std::fs::write(tmp.path().join("tiny.json"), v.to_string()).unwrap();
-    cnnbench()
-        .arg("compare")
-        .arg(fixtures().join("ours/base"))
-        .arg(tmp.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("has a counterpart"));
+    fails_saying(
+        cnnbench()
+            .arg("compare")
+            .arg(fixtures().join("ours/base"))
+            .arg(tmp.path()),
+        "has a counterpart",
+    );
 }
 
 /// A report over profiles beside results draws every chart kind the results have — a

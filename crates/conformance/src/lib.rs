@@ -223,13 +223,17 @@ pub fn models_against(engine: &dyn Engine, reference: &dyn Engine) -> Result<()>
 /// [`small_zoo_models_against`]: the families an inference engine on the ONNX path
 /// meets (residual, inverted-residual with squeeze-and-excitation, ConvNeXt's layer
 /// norm, channel shuffle, Inception's branches), and AlexNet at 64×64, whose 1×1 map
-/// pooled to 6×6 takes the ONNX exporter's averaging MatMuls.
+/// pooled to 6×6 takes the ONNX exporter's averaging MatMuls. EfficientNet-B0 and
+/// ShuffleNet run at 64×64: at 32×32 their last batch norms see 1×1 maps, two values per
+/// channel at batch 2, whose gradients are so ill-conditioned that the reference's own
+/// noise floor reached 1e3 (relative) and summation order alone decided the verdict (on
+/// an AVX2 CPU the pytorch engine's gradients were 12× that floor).
 pub const SMALL_ZOO_MODELS: [(&str, usize); 7] = [
     ("resnet18", 32),
     ("mobilenet-v3-large", 32),
-    ("efficientnet-b0", 32),
+    ("efficientnet-b0", 64),
     ("convnext-tiny", 32),
-    ("shufflenet-v2-x1.0", 32),
+    ("shufflenet-v2-x1.0", 64),
     ("inception-v1", 64),
     ("alexnet", 64),
 ];

@@ -19,7 +19,9 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
-use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::kit::{
+    check_input_shape, last_gradients, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM,
+};
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
@@ -308,25 +310,12 @@ impl Session for BurnSession {
         Ok(())
     }
 
-    fn keep_node_outputs(&mut self) -> Result<()> {
-        self.network.program().keep_node_outputs();
-        Ok(())
-    }
-
-    fn node_outputs(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        self.network.program().node_outputs()
-    }
-
-    fn keep_node_gradients(&mut self) -> Result<()> {
-        self.network.program().keep_node_gradients();
-        Ok(())
+    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
+        Some(self.network.program())
     }
 
     fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        let grads = self
-            .grads
-            .as_ref()
-            .context("no gradients: run backward first")?;
+        let grads = last_gradients(&self.grads)?;
         self.network.node_gradients(grads)
     }
 
@@ -344,10 +333,7 @@ impl Session for BurnSession {
     }
 
     fn weight_gradients(&self) -> Result<Weights> {
-        let grads = self
-            .grads
-            .as_ref()
-            .context("no gradients: run backward first")?;
+        let grads = last_gradients(&self.grads)?;
         self.network.weight_gradients(self.params()?, grads)
     }
 }

@@ -1,10 +1,9 @@
-//! candle as the command line's registry sees it.
+//! candle as the command line's registry sees it, built in or not.
 
 use cnnbench_engine::provider::{EngineOptions, Provider};
 use cnnbench_engine::{Capabilities, Engine};
 
-/// The line `cnnbench engines` shows (the CLI shows the same when this crate is left out
-/// of its build: `crates/cli/src/commands/engines.rs`).
+/// The line `cnnbench engines` shows.
 const DESCRIPTION: &str = "candle 0.11 CPU backend with its autograd (pure Rust, feature `candle`)";
 
 struct Candle;
@@ -20,10 +19,20 @@ impl Provider for Candle {
         crate::capabilities()
     }
     fn availability(&self, _: &EngineOptions) -> Result<(), String> {
-        Ok(())
+        crate::availability()
     }
     fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
-        Ok(Box::new(crate::CandleEngine::new(options.threads)?))
+        #[cfg(feature = "candle")]
+        {
+            Ok(Box::new(crate::CandleEngine::new(options.threads)?))
+        }
+        #[cfg(not(feature = "candle"))]
+        {
+            let _ = options;
+            Err(anyhow::anyhow!(
+                cnnbench_engine::provider::not_in_this_build(crate::SETUP_HINT)
+            ))
+        }
     }
 }
 

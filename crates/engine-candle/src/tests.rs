@@ -1,10 +1,11 @@
 //! candle-specific checks; correctness of every op, forward and backward, is the engine
 //! kit's conformance suite, run here with burn-flex as the reference.
 
-use crate::*;
-use cnnbench_engine::Precision;
+use crate::CandleEngine;
+use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
 use cnnbench_graph::ops::*;
 use cnnbench_graph::GraphBuilder;
+use cnnbench_graph::HostTensor;
 
 fn candle() -> Box<dyn Engine> {
     Box::new(CandleEngine::new(None).unwrap())

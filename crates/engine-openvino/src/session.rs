@@ -89,7 +89,7 @@ fn openvino_precision(precision: Precision) -> Option<(&'static str, &'static st
         Precision::F32 => Some(("f32", "FP32")),
         Precision::Bf16 => Some(("bf16", "BF16")),
         Precision::F16 => Some(("f16", "FP16")),
-        Precision::AmpBf16 | Precision::AmpF16 => None,
+        Precision::Tf32 | Precision::AmpBf16 | Precision::AmpF16 => None,
     }
 }
 

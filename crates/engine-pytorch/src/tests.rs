@@ -36,24 +36,42 @@ fn start(path: PathBuf) -> String {
     }
 }
 
+/// The error of a worker started on a stand-in Python running `script` (`#!/bin/sh`),
+/// which must say each of `says`; the stand-in's path, for what depends on it.
+fn start_fake(script: &str, says: &[&str]) -> (String, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(dir.path(), script);
+    let e = start(python.clone());
+    assert_says(&e, says);
+    (e, python)
+}
+
+/// `text` says each of `parts`.
+fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} not in: {text}");
+    }
+}
+
 #[test]
 fn a_missing_python_is_named_with_what_to_do() {
     let e = start(PathBuf::from("/nonexistent/bin/python3"));
-    assert!(e.contains("pytorch cannot start its worker"), "{e}");
-    assert!(e.contains("/nonexistent/bin/python3"), "{e}");
-    assert!(e.contains("--python PATH"), "{e}");
+    assert_says(
+        &e,
+        &[
+            "pytorch cannot start its worker",
+            "/nonexistent/bin/python3",
+            "--python PATH",
+        ],
+    );
 }
 
 #[test]
 fn a_python_without_torch_gets_the_pip_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let python = fake_python(
-        dir.path(),
+    let (e, python) = start_fake(
         r#"echo '{"type": "fatal", "kind": "no-torch", "error": "ModuleNotFoundError: No module named '"'"'torch'"'"'"}'"#,
+        &["cannot import torch", "No module named"],
     );
-    let e = start(python.clone());
-    assert!(e.contains("cannot import torch"), "{e}");
-    assert!(e.contains("No module named"), "{e}");
     assert!(
         e.contains(&format!(
             "{} -m pip install torch==2.11.0",
@@ -65,27 +83,33 @@ fn a_python_without_torch_gets_the_pip_line() {
 
 #[test]
 fn another_torch_release_is_refused_with_the_pip_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let python = fake_python(
-        dir.path(),
+    start_fake(
         r#"echo '{"type": "hello", "protocol": 1, "torch": "2.9.1+cpu", "threads": 1}'; sleep 5"#,
+        &[
+            "has torch 2.9.1+cpu",
+            "tested with 2.11.0",
+            "pip install torch==2.11.0",
+        ],
     );
-    let e = start(python);
-    assert!(e.contains("has torch 2.9.1+cpu"), "{e}");
-    assert!(e.contains("tested with 2.11.0"), "{e}");
-    assert!(e.contains("pip install torch==2.11.0"), "{e}");
 }
 
 #[test]
 fn a_python_that_dies_at_start_shows_its_last_words() {
-    let dir = tempfile::tempdir().unwrap();
-    let python = fake_python(
-        dir.path(),
+    start_fake(
         "echo 'SyntaxError: this is not python 3' >&2; exit 7",
+        &[
+            "exited (exit status: 7)",
+            "SyntaxError: this is not python 3",
+        ],
     );
-    let e = start(python);
-    assert!(e.contains("exited (exit status: 7)"), "{e}");
-    assert!(e.contains("SyntaxError: this is not python 3"), "{e}");
+}
+
+/// The error of calling `op` on `worker`, which must fail.
+fn failed_call(worker: &mut Worker, op: &str) -> String {
+    match worker.call(op, serde_json::Value::Null, &[]) {
+        Ok(_) => panic!("'{op}' succeeded on a worker that cannot answer"),
+        Err(e) => format!("{e:#}"),
+    }
 }
 
 /// A worker that greets, then dies or falls silent on its first request.
@@ -107,26 +131,19 @@ fn a_worker_that_dies_mid_call_is_an_error_at_once_naming_the_call() {
         "echo 'Killed by the OOM killer' >&2; kill -9 $$",
     );
     let clock = std::time::Instant::now();
-    let e = format!(
-        "{:#}",
-        worker
-            .call("forward", serde_json::Value::Null, &[])
-            .err()
-            .unwrap()
-    );
+    let e = failed_call(&mut worker, "forward");
     assert!(clock.elapsed() < std::time::Duration::from_secs(5));
-    assert!(e.contains("pytorch's worker"), "{e}");
-    assert!(e.contains("during 'forward'"), "{e}");
-    assert!(e.contains("signal: 9"), "{e}");
-    assert!(e.contains("Killed by the OOM killer"), "{e}");
-    // And every later call says the same, without waiting.
-    let again = format!(
-        "{:#}",
-        worker
-            .call("noop", serde_json::Value::Null, &[])
-            .err()
-            .unwrap()
+    assert_says(
+        &e,
+        &[
+            "pytorch's worker",
+            "during 'forward'",
+            "signal: 9",
+            "Killed by the OOM killer",
+        ],
     );
+    // And every later call says the same, without waiting.
+    let again = failed_call(&mut worker, "noop");
     assert_eq!(again, e);
 }
 
@@ -135,13 +152,7 @@ fn a_silent_worker_is_stopped_after_the_hang_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let mut worker = greeting_worker(dir.path(), "exec sleep 600");
     let clock = std::time::Instant::now();
-    let e = format!(
-        "{:#}",
-        worker
-            .call("forward", serde_json::Value::Null, &[])
-            .err()
-            .unwrap()
-    );
+    let e = failed_call(&mut worker, "forward");
     let waited = clock.elapsed();
     assert!(waited >= crate::worker::HANG_TIMEOUT, "{waited:?}");
     assert!(waited < crate::worker::HANG_TIMEOUT * 2, "{waited:?}");

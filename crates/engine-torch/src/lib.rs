@@ -72,8 +72,9 @@ impl TorchBackend {
         }
     }
 
-    /// What the engine can do, known without loading libtorch. f16 is left out on the
-    /// CPU: libtorch's CPU kernels are slow or missing in half precision (bf16 is there).
+    /// What the engine can do, known without loading libtorch. TF32 is for GPUs (the
+    /// engine turns it on when it starts, so in one process every torch-cuda engine has
+    /// it or none does). f16 is left out on the CPU: libtorch's CPU kernels are slow or missing in half precision (bf16 is there).
     /// `amp-f16` is left out everywhere: a training step in it needs a gradient scaler,
     /// which libtorch's engines do not have (the pytorch engines do). The device's memory
     /// is filled in by the running engine.
@@ -86,6 +87,7 @@ impl TorchBackend {
             TorchBackend::Cuda { .. } => (
                 vec![
                     Precision::F32,
+                    Precision::Tf32,
                     Precision::F16,
                     Precision::Bf16,
                     Precision::AmpBf16,

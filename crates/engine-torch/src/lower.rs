@@ -93,7 +93,8 @@ impl Network {
         let program = Program::new(graph);
         program.check_support(supports)?;
         let (kind, compute) = match precision {
-            Precision::F32 => (Kind::Float, None),
+            // TF32 is a switch of the CUDA libraries, set when the engine starts.
+            Precision::F32 | Precision::Tf32 => (Kind::Float, None),
             Precision::Bf16 => (Kind::BFloat16, None),
             Precision::F16 => (Kind::Half, None),
             Precision::AmpBf16 => (Kind::Float, Some(Kind::BFloat16)),

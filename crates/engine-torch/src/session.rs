@@ -83,7 +83,7 @@ impl TorchEngine {
                     set_env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1");
                     if std::env::var("NVIDIA_TF32_OVERRIDE").as_deref() == Ok("0") {
                         return Err(anyhow!(
-                            "--tf32 asks for TF32 but NVIDIA_TF32_OVERRIDE=0 in the environment forbids it; unset it"
+                            "TF32 is asked for (--precision tf32 or --tf32) but NVIDIA_TF32_OVERRIDE=0 in the environment forbids it: unset it (an engine without TF32 started earlier in this process sets it: TF32 is chosen once per process)"
                         ));
                     }
                 } else {
@@ -406,18 +406,8 @@ impl Session for TorchSession {
         Ok(())
     }
 
-    fn keep_node_outputs(&mut self) -> Result<()> {
-        self.network.program().keep_node_outputs();
-        Ok(())
-    }
-
-    fn node_outputs(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        self.network.program().node_outputs()
-    }
-
-    fn keep_node_gradients(&mut self) -> Result<()> {
-        self.network.program().keep_node_gradients();
-        Ok(())
+    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
+        Some(self.network.program())
     }
 
     fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {

@@ -26,7 +26,7 @@ pub use cnnbench_graph::WeightInit;
 pub mod input;
 pub mod pass_state;
 pub use input::{check_input_shape, InputBatches};
-pub use pass_state::{BackwardFrom, PassState};
+pub use pass_state::{last_gradients, BackwardFrom, PassState};
 
 /// Learning rate of the SGD step in `step` mode (it does not change the timing).
 pub const LEARNING_RATE: f64 = 0.01;

@@ -127,7 +127,13 @@ impl Capabilities {
                 .precision_refusals
                 .iter()
                 .find(|(p, _)| *p == precision)
-                .map(|(_, why)| format!(" ({why})"))
+                .map(|(_, why)| *why)
+                .or_else(|| {
+                    (precision == Precision::Tf32 && self.device == DeviceKind::Cpu).then_some(
+                        "TF32 is a format of GPU tensor cores; on a CPU f32 is what would run: use --precision f32",
+                    )
+                })
+                .map(|why| format!(" ({why})"))
                 .unwrap_or_default();
             return Err(anyhow::anyhow!(
                 "{engine} does not compute in {}{why}; it computes in: {}",
@@ -248,26 +254,35 @@ pub trait Session {
     fn output(&self) -> anyhow::Result<HostTensor> {
         Err(no_weight_exchange())
     }
+    /// The kit's interpreter this session runs, for an engine built on it: the node
+    /// outputs and gradient probes `verify --localize` reads are kept there.
+    fn program(&self) -> Option<&kit::Program> {
+        None
+    }
     /// From the next forward pass on, keep every node's output on the host (for
     /// `verify --localize`); engines that run the kit's interpreter support it.
     fn keep_node_outputs(&mut self) -> anyhow::Result<()> {
-        Err(anyhow::anyhow!(
+        let program = self.program().ok_or_else(|| anyhow::anyhow!(
             "this engine cannot show its nodes' outputs (it runs the model as a whole), so `verify --localize` cannot look inside it"
-        ))
+        ))?;
+        program.keep_node_outputs();
+        Ok(())
     }
     /// Every node's output of the last forward pass, in node order.
     fn node_outputs(&self) -> anyhow::Result<Vec<kit::NodeOutput>> {
-        Err(anyhow::anyhow!(
-            "this engine does not keep its nodes' outputs"
-        ))
+        self.program()
+            .ok_or_else(|| anyhow::anyhow!("this engine does not keep its nodes' outputs"))?
+            .node_outputs()
     }
     /// From the next training pass on, keep what is needed to read the gradient arriving
     /// at every node after backward (for `verify --localize` in training); engines that
     /// run the kit's interpreter with autodiff support it.
     fn keep_node_gradients(&mut self) -> anyhow::Result<()> {
-        Err(anyhow::anyhow!(
+        let program = self.program().ok_or_else(|| anyhow::anyhow!(
             "this engine cannot show the gradient arriving at each node, so `verify --localize` compares its outputs only"
-        ))
+        ))?;
+        program.keep_node_gradients();
+        Ok(())
     }
     /// The gradient arriving at every node's output in the last backward pass, in node
     /// order.
@@ -389,5 +404,31 @@ mod capabilities_tests {
             },
             Capabilities::cpu_f32(Some(1 << 30))
         );
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_engine_refuses_tf32_saying_why_and_a_given_reason_wins() {
+        let cpu = Capabilities::cpu_f32(None);
+        let e = cpu.check("x", Mode::Infer, Precision::Tf32).unwrap_err();
+        assert!(e.to_string().contains("GPU tensor cores"), "{e}");
+        assert!(e.to_string().contains("it computes in: f32"), "{e}");
+        let e = cpu
+            .clone()
+            .refusing(Precision::Tf32, "a reason of its own")
+            .check("x", Mode::Infer, Precision::Tf32)
+            .unwrap_err();
+        assert!(e.to_string().contains("(a reason of its own)"), "{e}");
+        // A GPU engine that lacks TF32 gets no CPU wording.
+        let gpu = Capabilities {
+            device: DeviceKind::Gpu,
+            ..cpu
+        };
+        let e = gpu.check("x", Mode::Infer, Precision::Tf32).unwrap_err();
+        assert!(!e.to_string().contains("tensor cores"), "{e}");
     }
 }

@@ -376,7 +376,10 @@ impl Matrix {
         spec.target_ci_pct = s.target_ci;
         spec.warmup_time_s = s.warmup_time;
         spec.engine_options.cudnn_benchmark = s.cudnn_benchmark;
-        spec.engine_options.tf32 = s.tf32;
+        // The matrix's `tf32` is for its f32 cells, which it makes tf32 cells.
+        spec.engine_options.tf32 =
+            s.tf32 && matches!(cell.precision, Precision::F32 | Precision::Tf32);
+        spec.settle_tf32();
         spec.engine_options.channels_last = s.channels_last;
         spec
     }

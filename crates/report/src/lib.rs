@@ -25,6 +25,7 @@ pub mod load;
 pub mod profile;
 pub mod record;
 pub mod report;
+pub mod runs;
 pub mod scaling;
 pub mod speedup;
 pub mod sweep;

@@ -36,15 +36,22 @@ fn fixture(base: &Path, new: &Path) {
     Run::new("same", "Test CPU", noisy(200.0, 3.0, 30, 6)).write(new, "same.json");
 }
 
-#[test]
-fn verdicts_on_synthetic_samples() {
+/// The fixture's base and new entries.
+fn fixture_entries() -> (Vec<Entry>, Vec<Entry>) {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
-    let c = compare(
-        &entries(b.path()),
-        &entries(n.path()),
-        &CompareOptions::default(),
-    );
+    (entries(b.path()), entries(n.path()))
+}
+
+/// The fixture compared with `options`.
+fn fixture_compared(options: &CompareOptions) -> Comparison {
+    let (base, new) = fixture_entries();
+    compare(&base, &new, options)
+}
+
+#[test]
+fn verdicts_on_synthetic_samples() {
+    let c = fixture_compared(&CompareOptions::default());
     assert_eq!(c.pairs.len(), 3);
     let get = |m: &str| c.pairs.iter().find(|p| p.model == m).unwrap();
     assert_eq!(get("slow").verdict, Verdict::Slower);
@@ -77,9 +84,7 @@ fn verdicts_on_synthetic_samples() {
 
 #[test]
 fn the_same_seed_gives_the_same_intervals() {
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
-    let (eb, en) = (entries(b.path()), entries(n.path()));
+    let (eb, en) = fixture_entries();
     let one = compare(&eb, &en, &CompareOptions::default());
     let two = compare(&eb, &en, &CompareOptions::default());
     assert_eq!(render(&one, Format::Json), render(&two, Format::Json));
@@ -87,9 +92,7 @@ fn the_same_seed_gives_the_same_intervals() {
 
 #[test]
 fn regression_gate_fires_only_beyond_its_percentage() {
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
-    let (eb, en) = (entries(b.path()), entries(n.path()));
+    let (eb, en) = fixture_entries();
     let gate = |pct: f64| {
         compare(
             &eb,
@@ -119,16 +122,10 @@ fn regression_gate_fires_only_beyond_its_percentage() {
 
 #[test]
 fn a_wide_threshold_calls_everything_no_change() {
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
-    let c = compare(
-        &entries(b.path()),
-        &entries(n.path()),
-        &CompareOptions {
-            threshold: 0.5,
-            ..Default::default()
-        },
-    );
+    let c = fixture_compared(&CompareOptions {
+        threshold: 0.5,
+        ..Default::default()
+    });
     assert!(c.pairs.iter().all(|p| p.verdict == Verdict::NoChange));
 }
 
@@ -241,13 +238,7 @@ fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
     let text = c.summary().join("\n");
     assert!(text.contains("not a clear change"), "{text}");
     // A clear regression keeps its plain sentence.
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
-    let c = compare(
-        &entries(b.path()),
-        &entries(n.path()),
-        &CompareOptions::default(),
-    );
+    let c = fixture_compared(&CompareOptions::default());
     let clear = c.geomean_ci95.unwrap();
     let text = c.summary().join("\n");
     assert_eq!(
@@ -259,13 +250,7 @@ fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
 
 #[test]
 fn every_format_renders_a_comparison_through_the_exporters() {
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
-    let c = compare(
-        &entries(b.path()),
-        &entries(n.path()),
-        &CompareOptions::default(),
-    );
+    let c = fixture_compared(&CompareOptions::default());
     let summary = "1 faster, 1 slower, 1 no change (noise threshold ±2%).";
     let pretty = render(&c, Format::Pretty);
     assert!(
@@ -294,11 +279,10 @@ fn every_format_renders_a_comparison_through_the_exporters() {
 
 #[test]
 fn a_phase_can_be_compared() {
-    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixture(b.path(), n.path());
+    let (base, new) = fixture_entries();
     let forward = compare(
-        &entries(b.path()),
-        &entries(n.path()),
+        &base,
+        &new,
         &CompareOptions {
             quantity: Quantity::Forward,
             ..Default::default()
@@ -311,8 +295,8 @@ fn a_phase_can_be_compared() {
     assert!(forward.summary()[0].contains("(forward time, medians)"));
     // Train-mode results have no update phase: nothing to compare, and a warning each.
     let update = compare(
-        &entries(b.path()),
-        &entries(n.path()),
+        &base,
+        &new,
         &CompareOptions {
             quantity: Quantity::Update,
             ..Default::default()

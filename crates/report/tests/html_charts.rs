@@ -9,20 +9,13 @@ use cnnbench_report::{
 use common::*;
 
 fn report() -> Report {
-    let loaded = cnnbench_report::load_paths(
-        &[
-            legacy_outputs().join("1080Ti"),
-            legacy_outputs().join("1080Ti_cudnn51"),
-        ],
-        true,
-    )
-    .unwrap();
+    let records = gtx_1080ti_records();
     let opts = ReportOptions {
         layout: Layout::Legacy,
         speedups: SpeedupRequest::All,
         ..Default::default()
     };
-    Report::build(loaded.records, &legacy_aliases(), &NoCatalog, &opts).unwrap()
+    Report::build(records, &legacy_aliases(), &NoCatalog, &opts).unwrap()
 }
 
 /// Checks that every non-void element is closed in order; returns the tag counts.
@@ -109,14 +102,7 @@ fn html_is_well_formed_and_self_contained() {
 fn html_escapes_names() {
     let tmp = tempfile::tempdir().unwrap();
     Run::new("<b>m</b>", "A & B \"GPU\"", vec![1.0, 2.0]).write(tmp.path(), "x.json");
-    let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
-    let r = Report::build(
-        loaded.records,
-        &Default::default(),
-        &NoCatalog,
-        &Default::default(),
-    )
-    .unwrap();
+    let r = report_of(tmp.path());
     let html = Format::Html.exporter().render(&r).unwrap();
     assert!(!html.contains("<b>m</b>"));
     assert!(html.contains("&lt;b&gt;m&lt;/b&gt;") && html.contains("A &amp; B &quot;GPU&quot;"));
@@ -312,14 +298,7 @@ fn model_chart_legend_sits_above_the_bars_and_values_inside_the_image() {
 fn no_speedup_chart_without_speedups() {
     let tmp = tempfile::tempdir().unwrap();
     Run::new("m", "CPU A", vec![1.0, 2.0]).write(tmp.path(), "x.json");
-    let loaded = cnnbench_report::load_paths(&[tmp.path().to_path_buf()], true).unwrap();
-    let r = Report::build(
-        loaded.records,
-        &Default::default(),
-        &NoCatalog,
-        &Default::default(),
-    )
-    .unwrap();
+    let r = report_of(tmp.path());
     assert!(charts::speedups_svg(&r).unwrap().is_none());
     let files = charts::write_charts(&r, &tmp.path().join("charts")).unwrap();
     assert_eq!(files.len(), 4, "one model and the overview: {files:?}");

@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn legacy_report(paths: &[PathBuf], duplicates: Duplicates, with_std: bool) -> Report {
-    let loaded = cnnbench_report::load_paths(paths, true).unwrap();
+    let records = cnnbench_report::load_paths(paths, true).unwrap().records;
     let opts = ReportOptions {
         layout: Layout::Legacy,
         duplicates,
         with_std,
         ..ReportOptions::default()
     };
-    Report::build(loaded.records, &legacy_aliases(), &NoCatalog, &opts).unwrap()
+    Report::build(records, &legacy_aliases(), &NoCatalog, &opts).unwrap()
 }
 
 fn markdown(r: &Report) -> String {
@@ -225,13 +225,13 @@ fn speedup_range_and_geometric_mean_match_a_hand_computation() {
         legacy_outputs().join("1080Ti"),
         legacy_outputs().join("1080Ti_cudnn51"),
     ];
-    let loaded = cnnbench_report::load_paths(&dirs, true).unwrap();
+    let records = cnnbench_report::load_paths(&dirs, true).unwrap().records;
     let opts = ReportOptions {
         layout: Layout::Legacy,
         speedups: SpeedupRequest::Pairs(vec![("cuDNN 5.1.10".into(), "nn".into())]),
         ..ReportOptions::default()
     };
-    let r = Report::build(loaded.records, &legacy_aliases(), &NoCatalog, &opts).unwrap();
+    let r = Report::build(records, &legacy_aliases(), &NoCatalog, &opts).unwrap();
     let lines: Vec<String> = r.speedups.iter().map(|s| s.sentence()).collect();
     // By hand from the files: mean total per model, nn / cuDNN, over the common models.
     let mean_total = |path: &std::path::Path| -> (String, f64) {
@@ -310,20 +310,13 @@ fn legacy_names_are_kept_for_display_and_mapped_for_grouping() {
 fn engine_words_pair_like_devices() {
     // `nn` must not match inside `cuDNN`; both sides name engines, so only the GTX
     // 1080 Ti's own nn run is compared with its cuDNN run.
-    let loaded = cnnbench_report::load_paths(
-        &[
-            legacy_outputs().join("1080Ti"),
-            legacy_outputs().join("1080Ti_cudnn51"),
-        ],
-        true,
-    )
-    .unwrap();
+    let records = gtx_1080ti_records();
     let opts = ReportOptions {
         layout: Layout::Legacy,
         speedups: SpeedupRequest::Pairs(vec![("cuDNN 5.1.10".into(), "nn".into())]),
         ..ReportOptions::default()
     };
-    let r = Report::build(loaded.records, &legacy_aliases(), &NoCatalog, &opts).unwrap();
+    let r = Report::build(records, &legacy_aliases(), &NoCatalog, &opts).unwrap();
     let lines: Vec<String> = r.speedups.iter().map(|s| s.sentence()).collect();
     assert_eq!(
         lines,

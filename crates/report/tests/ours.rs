@@ -31,6 +31,20 @@ fn build(dir: &Path, opts: &ReportOptions) -> Report {
     Report::build(loaded.records, &Aliases::default(), &FakeCatalog, opts).unwrap()
 }
 
+/// Two results written into `dir` as `a.json` and `b.json`, reported with the cold-start
+/// columns.
+fn cold_start_report(dir: &Path, a: &serde_json::Value, b: &serde_json::Value) -> Report {
+    std::fs::write(dir.join("a.json"), a.to_string()).unwrap();
+    std::fs::write(dir.join("b.json"), b.to_string()).unwrap();
+    build(
+        dir,
+        &ReportOptions {
+            cold_start: true,
+            ..Default::default()
+        },
+    )
+}
+
 #[test]
 fn speedups_match_a_hand_computation() {
     let tmp = tempfile::tempdir().unwrap();
@@ -385,15 +399,7 @@ fn disturbed_rows_are_marked_and_cold_start_shown_on_request() {
     b["validity"]["verdict"] = "disturbed".into();
     b["validity"]["reasons"] =
         serde_json::json!(["other processes used 97% of the machine's CPU time (limit 10%)"]);
-    std::fs::write(tmp.path().join("a.json"), a.to_string()).unwrap();
-    std::fs::write(tmp.path().join("b.json"), b.to_string()).unwrap();
-    let r = build(
-        tmp.path(),
-        &ReportOptions {
-            cold_start: true,
-            ..Default::default()
-        },
-    );
+    let r = cold_start_report(tmp.path(), &a, &b);
     let (head, rows) = r.cells(&r.tables[0]);
     let col = |name: &str| {
         head.iter()
@@ -443,15 +449,7 @@ fn cold_start_shows_compile_time_where_an_engine_compiled() {
         Some(42.5),
     );
     let eager = with(Run::new("tiny", "Device B", vec![20.0; 3]).json(), None);
-    std::fs::write(tmp.path().join("a.json"), compiled.to_string()).unwrap();
-    std::fs::write(tmp.path().join("b.json"), eager.to_string()).unwrap();
-    let r = build(
-        tmp.path(),
-        &ReportOptions {
-            cold_start: true,
-            ..Default::default()
-        },
-    );
+    let r = cold_start_report(tmp.path(), &compiled, &eager);
     let (head, rows) = r.cells(&r.tables[0]);
     let col = head
         .iter()

@@ -71,8 +71,12 @@ impl Phase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
+    /// Strict f32: on GPUs, TF32 tensor-core math is off.
     #[default]
     F32,
+    /// f32 tensors whose GPU matrix products and convolutions run on tensor cores in
+    /// TF32 (10 bits of mantissa, f32's range): what PyTorch's `allow_tf32` does.
+    Tf32,
     F16,
     Bf16,
     /// Automatic mixed precision in bf16 (PyTorch's autocast, timm's `--amp
@@ -87,8 +91,9 @@ pub enum Precision {
 
 impl Precision {
     /// Every precision, in the order listings show them.
-    pub const ALL: [Precision; 5] = [
+    pub const ALL: [Precision; 6] = [
         Precision::F32,
+        Precision::Tf32,
         Precision::Bf16,
         Precision::F16,
         Precision::AmpBf16,
@@ -98,6 +103,7 @@ impl Precision {
     pub fn as_str(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
+            Precision::Tf32 => "tf32",
             Precision::F16 => "f16",
             Precision::Bf16 => "bf16",
             Precision::AmpBf16 => "amp-bf16",
@@ -110,6 +116,7 @@ impl Precision {
     pub fn narrowest(self) -> Precision {
         match self {
             Precision::F32 => Precision::F32,
+            Precision::Tf32 => Precision::Tf32,
             Precision::F16 | Precision::AmpF16 => Precision::F16,
             Precision::Bf16 | Precision::AmpBf16 => Precision::Bf16,
         }
@@ -256,6 +263,7 @@ mod tests {
         assert_eq!(Precision::AmpBf16.narrowest(), Precision::Bf16);
         assert_eq!(Precision::AmpF16.narrowest(), Precision::F16);
         assert_eq!(Precision::F32.narrowest(), Precision::F32);
+        assert_eq!(Precision::Tf32.narrowest(), Precision::Tf32);
         assert_eq!(Precision::default(), Precision::F32);
     }
 

@@ -27,6 +27,22 @@ pub use spec::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSp
 pub use stats::{Percentiles, Summary};
 pub use validity::{ColdStart, GpuSignals, Signals, Validity, Verdict};
 
+/// Bytes in binary units, e.g. "2.25 GiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
 /// Text from a file or a user (a model, device or file name, a label) made safe to print
 /// on a terminal or write into a table, a heading or a comment line: control characters
 /// (ESC, CR, newlines) are shown escaped (`\n`, `\u{1b}`) instead of acting.

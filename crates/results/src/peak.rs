@@ -1,8 +1,9 @@
 //! The peak file, schema `cnnbench-peak` version 1: what an engine achieves on this
-//! machine at its best (a dense f32 matrix product, a streaming element-wise op) beside
-//! the CPU's theoretical rate, so that `run` and `profile` can say "% of peak".
+//! machine at its best in one precision (a dense matrix product, a 3×3 convolution, a
+//! streaming element-wise op) beside the CPU's theoretical f32 rate, so that `run` and
+//! `profile` can say "% of peak".
 
-use crate::engine_types::EngineInfo;
+use crate::engine_types::{EngineInfo, Precision};
 use crate::result::{MachineInfo, ToolInfo};
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
@@ -21,7 +22,15 @@ pub struct PeakDoc {
     pub engine: EngineInfo,
     pub machine: MachineInfo,
     pub measured_at: DateTime<Utc>,
+    /// The precision every measurement ran in (files from before it was recorded: f32).
+    #[serde(default)]
+    pub precision: Precision,
     pub matmul: MatmulPeak,
+    /// A 3×3 convolution as ResNet's middle stages have it: the primitive a CNN spends
+    /// its time in, which some stacks run on other kernels than their matrix product
+    /// (files from before it was measured have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv: Option<ConvPeak>,
     pub bandwidth: BandwidthPeak,
     /// The CPU's theoretical f32 rate, where its vector width, cores and clock can be
     /// read (CPU engines only).
@@ -41,6 +50,85 @@ pub struct MatmulPeak {
     pub time: Summary,
     /// FLOPs over the median time.
     pub gflops_per_s: f64,
+}
+
+/// A 3×3 convolution, stride 1, padding 1, `channels` → `channels` on `size`×`size`
+/// maps, `batch` images at a time, run through the engine as one Conv2d layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConvPeak {
+    pub batch: usize,
+    pub channels: usize,
+    pub size: usize,
+    /// 2 · batch · channels² · 9 · size².
+    pub flops: f64,
+    /// Seconds per convolution.
+    pub time: Summary,
+    /// FLOPs over the median time.
+    pub gflops_per_s: f64,
+}
+
+/// The best compute rate measured, and the primitive it was measured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestRate {
+    pub gflops_per_s: f64,
+    /// `matrix product` or `3×3 convolution`.
+    pub primitive: &'static str,
+}
+
+impl PeakDoc {
+    /// The faster of the matrix product and the convolution: the denominator of "% of
+    /// peak", so that a network whose convolutions run other kernels than the matrix
+    /// product is not measured against a rate it beats.
+    pub fn best(&self) -> BestRate {
+        let matmul = BestRate {
+            gflops_per_s: self.matmul.gflops_per_s,
+            primitive: "matrix product",
+        };
+        match &self.conv {
+            Some(c) if c.gflops_per_s > matmul.gflops_per_s => BestRate {
+                gflops_per_s: c.gflops_per_s,
+                primitive: "3×3 convolution",
+            },
+            Some(_) | None => matmul,
+        }
+    }
+}
+
+/// The peak a result or a profile was measured against, as its file records it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeakUsed {
+    /// The engine's best compute rate measured by `cnnbench peak` on this machine in the
+    /// run's precision, when one was cached.
+    #[serde(
+        rename = "peak_gflops_per_s",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gflops_per_s: Option<f64>,
+    /// What that rate was measured with (`matrix product`, `3×3 convolution`); files from
+    /// before the convolution was measured have none (the matrix product).
+    #[serde(
+        rename = "peak_primitive",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub primitive: Option<String>,
+}
+
+impl From<Option<BestRate>> for PeakUsed {
+    fn from(best: Option<BestRate>) -> PeakUsed {
+        PeakUsed {
+            gflops_per_s: best.as_ref().map(|b| b.gflops_per_s),
+            primitive: best.map(|b| b.primitive.to_string()),
+        }
+    }
+}
+
+impl PeakUsed {
+    /// The primitive, "matrix product" for files from before it was recorded.
+    pub fn primitive(&self) -> &str {
+        self.primitive.as_deref().unwrap_or("matrix product")
+    }
 }
 
 /// A streaming element-wise op (ReLU) over a large tensor, read once and written once.
@@ -70,4 +158,40 @@ pub struct TheoreticalPeak {
     /// Where the clock came from (`cpufreq max` or `/proc/cpuinfo MHz`).
     pub clock_source: String,
     pub gflops_per_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inside a result or a profile, the peak's fields sit at the top level as they
+    /// always have, and files from before the primitive was recorded still read.
+    #[test]
+    fn the_peak_used_reads_and_writes_the_fields_files_have() {
+        #[derive(Serialize, Deserialize)]
+        struct Holder {
+            name: String,
+            #[serde(flatten)]
+            peak: PeakUsed,
+        }
+        let old: Holder =
+            serde_json::from_str(r#"{"name": "r", "peak_gflops_per_s": 12.5}"#).unwrap();
+        assert_eq!(old.peak.gflops_per_s, Some(12.5));
+        assert_eq!(old.peak.primitive(), "matrix product");
+        let none: Holder = serde_json::from_str(r#"{"name": "r"}"#).unwrap();
+        assert_eq!(none.peak, PeakUsed::default());
+        assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"name":"r"}"#);
+        let new = Holder {
+            name: "r".into(),
+            peak: Some(BestRate {
+                gflops_per_s: 3.0,
+                primitive: "3×3 convolution",
+            })
+            .into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&new).unwrap(),
+            r#"{"name":"r","peak_gflops_per_s":3.0,"peak_primitive":"3×3 convolution"}"#
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! `cnnbench profile --json`, read by `cnnbench report`. Changing the meaning of a field
 //! bumps [`PROFILE_VERSION`].
 
-use crate::engine_types::{EngineInfo, Mode};
+use crate::engine_types::{EngineInfo, Mode, Precision};
 use crate::result::{MachineInfo, ModelRecord, ToolInfo};
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
@@ -30,10 +30,9 @@ pub struct ProfileDoc {
     pub duration_s: f64,
     /// How the per-node times were obtained, in words, for the reader of the numbers.
     pub method: String,
-    /// The engine's measured matrix-multiply rate when `cnnbench peak` recorded one for
-    /// this engine and machine: the denominator of every "% of peak".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_gflops_per_s: Option<f64>,
+    /// The denominator of every "% of peak".
+    #[serde(flatten)]
+    pub peak: crate::peak::PeakUsed,
     /// The whole network timed by the harness, apart from the per-node benchmarks.
     pub end_to_end: PhaseTimes,
     /// The sum of the per-node medians, per phase, to set beside `end_to_end`.
@@ -51,6 +50,9 @@ pub struct ProfileConfig {
     /// `train` (forward and backward) or `infer` (forward only).
     pub mode: Mode,
     pub batch_size: usize,
+    /// What every benchmark computed in (profiles from before it was recorded: f32).
+    #[serde(default)]
+    pub precision: Precision,
     /// `[H, W]`.
     pub image_size: [usize; 2],
     /// Warm-up passes of every benchmark, dropped.

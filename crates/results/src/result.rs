@@ -4,6 +4,7 @@
 //! machine. Changing the meaning of a field bumps [`RESULT_VERSION`].
 
 use crate::engine_types::{EngineInfo, Mode, Precision};
+use crate::peak::PeakUsed;
 use crate::quantity::Quantity;
 use crate::stats::Summary;
 use chrono::{DateTime, Utc};
@@ -57,10 +58,9 @@ pub struct BenchResult {
     pub summary: BTreeMap<Quantity, Summary>,
     pub throughput: Throughput,
     pub memory: MemoryRecord,
-    /// The engine's matrix-product rate measured by `cnnbench peak` on this machine, when
-    /// one was cached: `throughput.gflops_per_s` over it is the run's "% of peak".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_gflops_per_s: Option<f64>,
+    /// The peak "% of peak" is against: `throughput.gflops_per_s` over it.
+    #[serde(flatten)]
+    pub peak: PeakUsed,
     /// Things the reader should know about these numbers (wide spread, timer resolution…).
     #[serde(default)]
     pub warnings: Vec<String>,

@@ -95,6 +95,8 @@ pub struct EngineSettings {
     pub device: Option<usize>,
     pub allow_cpu_adapter: bool,
     pub cudnn_benchmark: bool,
+    /// `--tf32`, the spelling older than the `tf32` precision: an f32 run with it is a
+    /// `tf32` run ([`RunSpec::settle_tf32`]).
     pub tf32: bool,
     pub channels_last: bool,
     /// openvino-cpu's performance hint; left out of files when it is `latency`.
@@ -226,9 +228,28 @@ impl RunSpec {
         }
     }
 
+    /// An f32 run with `--tf32` is a `tf32` run: labelled so, so that its results group
+    /// with `--precision tf32`'s and never with strict f32's.
+    pub fn settle_tf32(&mut self) {
+        if self.engine_options.tf32 && self.precision == Precision::F32 {
+            self.precision = Precision::Tf32;
+        }
+    }
+
+    /// Whether the engine is to allow TF32 math.
+    pub fn tf32(&self) -> bool {
+        self.engine_options.tf32 || self.precision == Precision::Tf32
+    }
+
     /// Everything a spec must be before anything runs; the message says what to change,
     /// in the command line's words.
     pub fn validate(&self) -> Result<(), String> {
+        if self.engine_options.tf32 && !matches!(self.precision, Precision::F32 | Precision::Tf32) {
+            return Err(format!(
+                "--tf32 is TF32 math for f32 tensors and this run's precision is {}: leave out --tf32, or use --precision tf32",
+                self.precision.as_str()
+            ));
+        }
         if self.models.is_empty() {
             return Err("no model to run".into());
         }

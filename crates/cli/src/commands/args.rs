@@ -22,7 +22,8 @@ pub struct GpuArgs {
     /// Let cuDNN time its algorithms on the first (warm-up) passes and keep the fastest.
     #[arg(long)]
     pub cudnn_benchmark: bool,
-    /// Allow TF32 tensor-core math for f32 convolutions and matrix products (off by default).
+    /// The older spelling of `--precision tf32`: TF32 tensor-core math for f32
+    /// convolutions and matrix products on GPUs (off by default).
     #[arg(long)]
     pub tf32: bool,
     /// Channels-last (NHWC) memory for images and convolution weights (torch engines).
@@ -117,9 +118,13 @@ impl GpuArgs {
         }
     }
 
-    /// The engine options for these settings and a thread count.
-    pub fn engine_options(&self, threads: Option<usize>) -> engines::EngineOptions {
-        engines::options(&self.settings(), threads)
+    /// The engine options for these settings, a thread count and a precision.
+    pub fn engine_options(
+        &self,
+        threads: Option<usize>,
+        precision: Precision,
+    ) -> engines::EngineOptions {
+        engines::options(&self.settings(), threads, precision)
     }
 }
 
@@ -140,11 +145,14 @@ impl From<ModeArg> for Mode {
     }
 }
 
-/// `f32`; `bf16`/`f16`: the model computes in that type; `amp-bf16`/`amp-f16`:
-/// automatic mixed precision (f32 weights, autocast's ops in the low type).
+/// `f32` (strict: no TF32 on GPUs); `tf32`: f32 tensors, GPU matrix products and
+/// convolutions in TF32; `bf16`/`f16`: the model computes in that type;
+/// `amp-bf16`/`amp-f16`: automatic mixed precision (f32 weights, autocast's ops in the
+/// low type).
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum PrecisionArg {
     F32,
+    Tf32,
     F16,
     Bf16,
     #[value(name = "amp-bf16")]
@@ -157,6 +165,7 @@ impl From<PrecisionArg> for Precision {
     fn from(p: PrecisionArg) -> Precision {
         match p {
             PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::Tf32 => Precision::Tf32,
             PrecisionArg::F16 => Precision::F16,
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::AmpBf16 => Precision::AmpBf16,

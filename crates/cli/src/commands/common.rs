@@ -139,21 +139,7 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// Bytes in binary units, e.g. "2.25 GiB".
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
+pub use cnnbench_results::bytes;
 
 /// The most threads an engine's pool may have here: 8 per logical core, at least 256.
 /// More only makes the kernel schedule thousands of threads (`--threads 10000` took

@@ -1,6 +1,5 @@
 //! `cnnbench engines`, and the registry: the one list of every engine's provider. No
-//! engine is named here but candle, whose crate is an optional dependency and so is
-//! listed from here when left out.
+//! engine is named here: each crate says what it is, built in or not.
 
 use anyhow::{anyhow, Result};
 pub use cnnbench_engine::provider::EngineOptions;
@@ -13,7 +12,7 @@ use std::process::ExitCode;
 pub fn registry() -> Vec<Box<dyn Provider>> {
     let mut all = Vec::new();
     all.extend(cnnbench_engine_burn::providers());
-    all.extend(candle());
+    all.extend(cnnbench_engine_candle::providers());
     all.extend(cnnbench_engine_tract::providers());
     all.extend(cnnbench_engine_burn_gpu::providers());
     all.extend(cnnbench_engine_ort::providers());
@@ -21,23 +20,6 @@ pub fn registry() -> Vec<Box<dyn Provider>> {
     all.extend(cnnbench_engine_torch::providers());
     all.extend(cnnbench_engine_pytorch::providers());
     all
-}
-
-#[cfg(feature = "candle")]
-fn candle() -> Vec<Box<dyn Provider>> {
-    cnnbench_engine_candle::providers()
-}
-
-/// candle when its crate is left out of the build (its words as the crate's own
-/// `provider.rs` has them).
-#[cfg(not(feature = "candle"))]
-fn candle() -> Vec<Box<dyn Provider>> {
-    vec![Box::new(cnnbench_engine::provider::NotBuilt {
-        name: "candle",
-        description: "candle 0.11 CPU backend with its autograd (pure Rust, feature `candle`)",
-        capabilities: Capabilities::cpu_f32(cnnbench_host::memory_bytes()),
-        hint: "build with `--features candle` (pure Rust, nothing to install)",
-    })]
 }
 
 /// Whether an engine can run here, and if not, why and what to do.
@@ -62,17 +44,19 @@ pub fn statuses() -> Vec<EngineStatus> {
         .collect()
 }
 
-/// The engine options of a run spec's engine settings and thread count.
+/// The engine options of a run spec's engine settings, thread count and precision
+/// (TF32 is chosen when the engine starts, before its first kernel).
 pub fn options(
     settings: &cnnbench_results::EngineSettings,
     threads: Option<usize>,
+    precision: cnnbench_engine::Precision,
 ) -> EngineOptions {
     EngineOptions {
         threads,
         device: settings.device,
         allow_cpu_adapter: settings.allow_cpu_adapter,
         cudnn_benchmark: settings.cudnn_benchmark,
-        tf32: settings.tf32,
+        tf32: settings.tf32 || precision == cnnbench_engine::Precision::Tf32,
         channels_last: settings.channels_last,
         performance_hint: settings.performance_hint,
         python: settings.python.clone(),

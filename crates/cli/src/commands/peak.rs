@@ -1,8 +1,8 @@
-//! `cnnbench peak`: the engine's measured f32 matrix-product rate and memory bandwidth
-//! on this machine, beside the CPU's theoretical rate; cached so that `run` and
-//! `profile` can show "% of peak".
+//! `cnnbench peak`: the engine's measured matrix-product and 3×3-convolution rates and
+//! memory bandwidth on this machine in one precision, beside the CPU's theoretical f32
+//! rate; cached so that `run` and `profile` can show "% of peak".
 
-use super::args::GpuArgs;
+use super::args::{GpuArgs, PrecisionArg};
 use super::common::{align_right, new_table};
 use super::engines;
 use anyhow::{anyhow, Result};
@@ -10,6 +10,7 @@ use cnnbench_bench::peak::{self, PeakRequest};
 use cnnbench_bench::result::ToolInfo;
 use cnnbench_bench::HarnessError;
 use cnnbench_results::peak::PeakDoc;
+use cnnbench_results::Precision;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -22,9 +23,21 @@ pub struct PeakArgs {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,
+    /// What every measurement computes in: a run's "% of peak" is against the peak of
+    /// its own precision.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
     /// Side of the square matrix product N×N × N×N.
     #[arg(long, default_value_t = 2048, value_name = "N")]
     pub size: usize,
+    /// The 3×3 convolution: CH channels to as many on --conv-batch maps of
+    /// --conv-size² (ResNet-50's second stage by default).
+    #[arg(long, default_value_t = 256, value_name = "CH")]
+    pub conv_channels: usize,
+    #[arg(long, default_value_t = 56, value_name = "N")]
+    pub conv_size: usize,
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub conv_batch: usize,
     /// Millions of f32 elements streamed for the bandwidth (read once, written once).
     #[arg(long, default_value_t = 64, value_name = "MI")]
     pub stream_mi: usize,
@@ -44,20 +57,44 @@ pub struct PeakArgs {
 }
 
 pub fn run(args: PeakArgs) -> Result<ExitCode> {
-    if args.size == 0 || args.stream_mi == 0 || args.passes == 0 || args.fma_units == 0 {
+    let sizes = [
+        args.size,
+        args.stream_mi,
+        args.passes,
+        args.fma_units,
+        args.conv_channels,
+        args.conv_size,
+        args.conv_batch,
+    ];
+    if sizes.contains(&0) {
         return Err(anyhow!(
-            "--size, --stream-mi, --passes and --fma-units must be at least 1"
+            "--size, --stream-mi, --passes, --fma-units and the --conv-… sizes must be at least 1"
         ));
     }
     // Three f32 matrices of --size² for the matrix product, three --stream-mi Mi-element
-    // vectors for the stream.
+    // vectors for the stream; the convolution's input and output maps and weights.
     let square = (args.size as u64).saturating_mul(args.size as u64);
     let stream = (args.stream_mi as u64).saturating_mul(1 << 20);
+    let channels = args.conv_channels as u64;
+    let maps = channels
+        .saturating_mul((args.conv_size as u64).saturating_pow(2))
+        .saturating_mul(args.conv_batch as u64);
+    let conv = maps
+        .saturating_mul(2)
+        .saturating_add(channels.saturating_mul(channels).saturating_mul(9));
     super::common::check_fits(
-        square.saturating_add(stream).saturating_mul(3 * 4),
+        square
+            .saturating_add(stream)
+            .saturating_mul(3)
+            .saturating_add(conv)
+            .saturating_mul(4),
         &format!("peak --size {} --stream-mi {}", args.size, args.stream_mi),
     )?;
-    let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
+    let precision = args.precision.into();
+    let engine = engines::create(
+        &args.engine,
+        &args.gpu.engine_options(args.threads, precision),
+    )?;
     let cancel = super::common::stop_on_ctrl_c();
     let mut request = PeakRequest::new(ToolInfo {
         name: "cnnbench".into(),
@@ -68,6 +105,10 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
     request.k = args.size;
     request.m = args.size;
     request.elements = args.stream_mi << 20;
+    request.conv_channels = args.conv_channels;
+    request.conv_size = args.conv_size;
+    request.conv_batch = args.conv_batch;
+    request.precision = precision;
     request.passes = args.passes;
     request.fma_units = args.fma_units;
     let doc = match peak::measure(engine.as_ref(), &request, &cancel) {
@@ -98,18 +139,27 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
 }
 
 fn print_peak(doc: &PeakDoc) {
+    let precision = doc.precision.as_str();
     println!(
-        "{} on {} ({} threads)",
+        "{} on {} ({} threads), {precision}",
         doc.engine.name, doc.engine.device_name, doc.engine.threads
     );
     let mut table = new_table(&["Measure", "Size", "Median ms", "Rate"]);
     let mm = &doc.matmul;
     table.add_row(vec![
-        "f32 matrix product (measured)".to_string(),
+        format!("{precision} matrix product (measured)"),
         format!("{}×{} · {}×{}", mm.n, mm.k, mm.k, mm.m),
         format!("{:.2}", mm.time.median * 1e3),
         format!("{:.1} GFLOP/s", mm.gflops_per_s),
     ]);
+    if let Some(c) = &doc.conv {
+        table.add_row(vec![
+            format!("{precision} 3×3 convolution (measured)"),
+            format!("{} × {}×{}² → {}", c.batch, c.channels, c.size, c.channels),
+            format!("{:.2}", c.time.median * 1e3),
+            format!("{:.1} GFLOP/s", c.gflops_per_s),
+        ]);
+    }
     let bw = &doc.bandwidth;
     table.add_row(vec![
         "memory bandwidth, ReLU (measured)".to_string(),
@@ -135,13 +185,28 @@ fn print_peak(doc: &PeakDoc) {
     }
     align_right(&mut table, &[2, 3]);
     println!("{table}");
+    let best = doc.best();
+    println!(
+        "% of peak in `run` and `profile` ({precision}): against the {}, {:.1} GFLOP/s",
+        best.primitive, best.gflops_per_s
+    );
     if let Some(t) = &doc.theoretical {
+        let share = best.gflops_per_s / t.gflops_per_s * 100.0;
         println!(
-            "measured / theoretical: {:.0}% (clock from {}; {} FMA units per core is an assumption, set it with --fma-units)",
-            mm.gflops_per_s / t.gflops_per_s * 100.0,
+            "measured / f32 theoretical: {share:.0}% (clock from {}; {} FMA units per core is an assumption, set it with --fma-units)",
             t.clock_source,
             t.fma_units_assumed
         );
+        if share > 100.0 {
+            println!(
+                "warning: above 100% of the f32 theoretical rate: {}",
+                if doc.precision == Precision::F32 {
+                    format!("the CPU does more per cycle than {} FMA unit(s) of {} lanes assumed; give --fma-units", t.fma_units_assumed, t.lanes)
+                } else {
+                    format!("{precision} packs more values per vector than f32, which the theoretical figure counts")
+                }
+            );
+        }
     } else if doc.engine.device == "cpu" {
         println!("theoretical: unknown (no vector unit or clock readable in /proc/cpuinfo)");
     }

@@ -2,7 +2,7 @@
 //! share of MACs, achieved GFLOP/s and "% of peak", beside the end-to-end time of the
 //! same run. The measuring is `cnnbench_bench::profile`; this file prints it.
 
-use super::args::{GpuArgs, ModeArg};
+use super::args::{GpuArgs, ModeArg, PrecisionArg};
 use super::common::{align_right, file_model, new_table, zoo_model, ImageSize};
 use super::engines;
 use anyhow::{anyhow, Context, Result};
@@ -10,7 +10,7 @@ use cnnbench_bench::peak;
 use cnnbench_bench::profile::{self, ProfileRequest};
 use cnnbench_bench::result::ToolInfo;
 use cnnbench_bench::HarnessError;
-use cnnbench_engine::Mode;
+use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::profile::{NodeProfile, NodeTime, ProfileDoc};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -34,6 +34,9 @@ pub struct ProfileArgs {
     /// train: forward and backward per node; infer: forward only, evaluation mode.
     #[arg(long, value_enum, default_value = "train")]
     pub mode: ModeArg,
+    /// Numeric precision of every benchmark (as `run --precision`).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
     /// Images per pass.
     #[arg(long, short = 'b', default_value_t = 16)]
     pub batch_size: usize,
@@ -97,12 +100,18 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             args.batch_size
         ),
     )?;
-    let engine = engines::create(&args.engine, &args.gpu.engine_options(args.threads))?;
+    let precision: Precision = args.precision.into();
+    let engine = engines::create(
+        &args.engine,
+        &args.gpu.engine_options(args.threads, precision),
+    )?;
     engine
         .capabilities()
-        .check(&args.engine, mode, cnnbench_engine::Precision::F32)
-        .map_err(|e| anyhow!("{e}: choose another --mode or engine"))?;
-    let peak = peak::default_cache_dir().and_then(|dir| peak::load(&dir, &engine.info()));
+        .check(&args.engine, mode, precision)
+        .map_err(|e| anyhow!("{e}: choose another --mode, --precision or engine"))?;
+    let peak = peak::default_cache_dir()
+        .and_then(|dir| peak::load(&dir, &engine.info(), precision))
+        .map(|doc| doc.best());
     let cancel = super::common::stop_on_ctrl_c();
     let request = ProfileRequest {
         mode,
@@ -117,7 +126,8 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             version: env!("CARGO_PKG_VERSION").into(),
             git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
         },
-        peak_gflops_per_s: peak.as_ref().map(|p| p.matmul.gflops_per_s),
+        precision,
+        peak,
     };
     let bar = progress_bar(args.quiet, graph.name());
     let outcome = profile::profile(engine.as_ref(), &graph, &request, &cancel, &mut |p| {
@@ -265,7 +275,7 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
             }),
             percent(share_macs),
             n.gflops_per_s().map_or("–".into(), |g| format!("{g:.1}")),
-            of_peak(n.gflops_per_s(), doc.peak_gflops_per_s),
+            of_peak(n.gflops_per_s(), doc.peak.gflops_per_s),
         ]);
         table.add_row(row);
     }
@@ -301,7 +311,7 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
             percent(c.time_share),
             percent(c.macs_share),
             c.gflops_per_s.map_or("–".into(), |g| format!("{g:.1}")),
-            of_peak(c.gflops_per_s, doc.peak_gflops_per_s),
+            of_peak(c.gflops_per_s, doc.peak.gflops_per_s),
         ]);
         table.add_row(row);
     }
@@ -329,11 +339,40 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
     };
     wln!(out, "{line}");
     wln!(out, "{whole}; sum of nodes / end to end = {ratio:.2}");
-    match doc.peak_gflops_per_s {
-        Some(p) => wln!(out,
-            "% of peak: against {p:.1} GFLOP/s, this engine's matrix product measured by `cnnbench peak`"
+    let precision = doc.config.precision.as_str();
+    match doc.peak.gflops_per_s {
+        Some(p) => {
+            let primitive = doc.peak.primitive();
+            wln!(out,
+                "% of peak: against {p:.1} GFLOP/s, this engine's {primitive} in {precision} measured by `cnnbench peak`"
+            );
+            let over: Vec<String> = doc
+                .nodes
+                .iter()
+                .filter_map(|n| Some((n, n.gflops_per_s()?)))
+                .filter(|(_, g)| *g > p)
+                .map(|(n, g)| {
+                    format!(
+                        "{} {:.0}%",
+                        cnnbench_results::printable(&n.name),
+                        g / p * 100.0
+                    )
+                })
+                .collect();
+            if !over.is_empty() {
+                wln!(out,
+                    "warning: {} node(s) above 100% of peak ({}): they ran faster than the {primitive} `cnnbench peak` measured, so it is not this engine's best for them (other kernels, Winograd or FFT convolutions doing fewer operations than the counted MACs, or a peak measured on a busy machine): measure it again with `cnnbench peak --engine {} --precision {precision}` on a quiet machine",
+                    over.len(),
+                    over.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                    doc.engine.name
+                );
+            }
+        }
+        None => wln!(
+            out,
+            "% of peak: unknown until `cnnbench peak --engine {} --precision {precision}` has run",
+            doc.engine.name
         ),
-        None => wln!(out, "% of peak: unknown until `cnnbench peak --engine {}` has run", doc.engine.name),
     }
     wln!(
         out,

@@ -114,9 +114,14 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
             args.batch_size
         ),
     )?;
-    let options = args.gpu.engine_options(args.threads);
-    let reference = engines::create(reference, &options)?;
-    let candidate = engines::create(candidate, &options)?;
+    let reference = engines::create(
+        reference,
+        &args.gpu.engine_options(args.threads, precisions[0]),
+    )?;
+    let candidate = engines::create(
+        candidate,
+        &args.gpu.engine_options(args.threads, precisions[1]),
+    )?;
     let weights = args
         .weights
         .as_deref()

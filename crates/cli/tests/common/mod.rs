@@ -170,3 +170,28 @@ pub fn assert_refused_writing_nothing(cmd: &mut Command, out: &Path, message: &s
     let files = result_files(out);
     assert!(files.is_empty(), "a refused run wrote {files:?}");
 }
+
+/// `cmd` fails, its stderr saying `message`.
+pub fn fails_saying(cmd: &mut Command, message: impl AsRef<str>) -> assert_cmd::assert::Assert {
+    cmd.assert()
+        .failure()
+        .stderr(predicate::str::contains(message.as_ref()))
+}
+
+/// `cnnbench COMMAND MODEL` at SIZE×SIZE, batch 1, one timed pass: the smallest
+/// measurement `run` or `profile` makes, to which a test adds what it checks.
+pub fn one_pass(command: &str, model: &str, size: &str) -> Command {
+    let mut cmd = cnnbench();
+    cmd.args([command, model, "--image-size", size, "-b", "1", "-n", "1"]);
+    cmd
+}
+
+/// `cnnbench convert FROM TO`, which must succeed.
+pub fn convert(from: &Path, to: &Path) {
+    cnnbench()
+        .arg("convert")
+        .arg(from)
+        .arg(to)
+        .assert()
+        .success();
+}

@@ -85,6 +85,14 @@ impl<T, L> PassState<T, L> {
     }
 }
 
+/// The gradients the last backward pass left, or the one error every engine gives when
+/// they are asked for before it.
+pub fn last_gradients<G>(grads: &Option<G>) -> anyhow::Result<&G> {
+    grads
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no gradients: run backward first"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

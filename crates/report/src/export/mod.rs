@@ -5,7 +5,7 @@ mod csv;
 mod html;
 mod json;
 mod markdown;
-mod pretty;
+pub mod pretty;
 
 pub use csv::CsvExporter;
 pub use html::HtmlExporter;

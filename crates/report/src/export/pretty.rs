@@ -3,25 +3,49 @@
 use super::{is_text_column, Exporter};
 use crate::compare::Comparison;
 use crate::report::Report;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, ContentArrangement, Table};
+use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+use comfy_table::{CellAlignment, ContentArrangement, Table};
 use std::fmt::Write;
 
 pub struct PrettyExporter;
 
+/// How a table is drawn: box lines for a terminal, or markdown whose columns line up
+/// (for a pipe or a log, readable as text and as markdown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableStyle {
+    Boxed,
+    AlignedMarkdown,
+}
+
 /// A comfy table with numbers right-aligned.
 pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let numeric: Vec<usize> = (0..head.len())
+        .filter(|&i| !is_text_column(&head[i]))
+        .collect();
+    styled_table(head, rows, &numeric, TableStyle::Boxed)
+}
+
+/// A comfy table in `style` with the `numeric` columns right-aligned.
+pub fn styled_table(
+    head: &[String],
+    rows: &[Vec<String>],
+    numeric: &[usize],
+    style: TableStyle,
+) -> String {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    match style {
+        TableStyle::Boxed => t
+            .load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled),
+        TableStyle::AlignedMarkdown => t.load_preset(ASCII_MARKDOWN),
+    };
     t.set_header(head);
     for r in rows {
         t.add_row(r);
     }
-    for (i, h) in head.iter().enumerate() {
-        if !is_text_column(h) {
-            if let Some(c) = t.column_mut(i) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
+    for &i in numeric {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
         }
     }
     t.to_string()

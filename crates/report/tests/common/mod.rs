@@ -132,3 +132,28 @@ pub fn noisy(center: f64, spread: f64, n: usize, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// The report of every result in `dir`, with the default options.
+pub fn report_of(dir: &Path) -> cnnbench_report::Report {
+    let loaded = cnnbench_report::load_paths(&[dir.to_path_buf()], true).unwrap();
+    cnnbench_report::Report::build(
+        loaded.records,
+        &Default::default(),
+        &cnnbench_report::NoCatalog,
+        &Default::default(),
+    )
+    .unwrap()
+}
+
+/// The original suite's two GTX 1080 Ti folders (nn and cuDNN 5.1.10), loaded.
+pub fn gtx_1080ti_records() -> Vec<cnnbench_report::record::Record> {
+    cnnbench_report::load_paths(
+        &[
+            legacy_outputs().join("1080Ti"),
+            legacy_outputs().join("1080Ti_cudnn51"),
+        ],
+        true,
+    )
+    .unwrap()
+    .records
+}

@@ -143,7 +143,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     let role = job.role;
     let mode = spec.mode;
     let planned = plan(spec)?;
-    let mut options = engines::options(&spec.engine_options, spec.threads);
+    let mut options = engines::options(&spec.engine_options, spec.threads, spec.precision);
     let data_parallel = spec.data_parallel.as_ref().filter(|_| role == Role::Rank);
     let (engine, group) = match data_parallel {
         Some(dp) => {
@@ -197,9 +197,11 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
 
     let cancel = crate::commands::common::stop_on_ctrl_c();
     let tool = tool();
-    // The matrix-product rate `cnnbench peak` cached for this engine, for "% of peak".
+    // The best rate `cnnbench peak` cached for this engine in this precision, for "% of
+    // peak".
     let peak = cnnbench_bench::peak::default_cache_dir()
-        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info()));
+        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info(), spec.precision))
+        .map(|doc| doc.best());
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
     // Results that could not be written where asked (kept elsewhere).
     let mut unwritten = 0usize;
@@ -259,7 +261,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
         for (done, batch_size) in batches.into_iter().enumerate() {
             let request = RunRequest {
                 batch_search: search.clone(),
-                peak_gflops_per_s: peak.as_ref().map(|p| p.matmul.gflops_per_s),
+                peak: peak.clone(),
                 ..point_request(&job, p, batch_size, tool.clone())
             };
             let bar = progress_bar(
@@ -427,7 +429,7 @@ pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) 
         process_tree_root: (job.role == Role::Rank).then(std::os::unix::process::parent_id),
         spec: Some(spec.point(&p.model, p.size, batch_size)),
         batch_search: None,
-        peak_gflops_per_s: None,
+        peak: None,
     }
 }
 

@@ -4,8 +4,9 @@
 use super::execute::Planned;
 use super::job::{self, Delivery, Job, Role};
 use crate::commands::common::bytes;
-use crate::commands::sweep::{self, ProbeReport};
+use crate::commands::sweep;
 use anyhow::{anyhow, Result};
+use cnnbench_bench::batch_search::{self, ProbeReport};
 use cnnbench_bench::harness;
 use cnnbench_bench::result::BatchSearch;
 use cnnbench_bench::{memory, HarnessError};
@@ -74,7 +75,7 @@ pub fn find_max_batch(
             );
         }
     }
-    let search = sweep::search_max_batch(estimated, available, from, &mut |batch| {
+    let search = batch_search::search_max_batch(estimated, available, from, &mut |batch| {
         let payload = job::encode(&probe_job(
             &job.spec,
             &p.model,
@@ -89,7 +90,10 @@ pub fn find_max_batch(
         }
         let probe = probe?;
         if !quiet {
-            eprintln!("  batch {}", sweep::describe(std::slice::from_ref(&probe)));
+            eprintln!(
+                "  batch {}",
+                batch_search::describe(std::slice::from_ref(&probe))
+            );
         }
         Ok(probe)
     })

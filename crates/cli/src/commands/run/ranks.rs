@@ -33,7 +33,7 @@ pub fn launch(spec: RunSpec, delivery: Delivery, nproc: usize) -> Result<ExitCod
     if let Some(why) = data_parallel.refusal() {
         return Err(anyhow!(why));
     }
-    let options = engines::options(&spec.engine_options, spec.threads);
+    let options = engines::options(&spec.engine_options, spec.threads, spec.precision);
     provider
         .availability(&options)
         .map_err(|why| anyhow!("engine {} cannot run: {why}", spec.engine))?;

@@ -83,6 +83,8 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         matrix_sets: true,
         take: |s, a| {
             s.precision = a.precision.into();
+            // A precision given anew replaces a recorded `--tf32` (`run --again`).
+            s.engine_options.tf32 = false;
             Ok(())
         },
     },
@@ -203,6 +205,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         matrix_sets: true,
         take: |s, a| {
             s.engine_options.tf32 = a.gpu.tf32;
+            s.settle_tf32();
             Ok(())
         },
     },

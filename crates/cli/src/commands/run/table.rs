@@ -1,13 +1,13 @@
 //! What `cnnbench run` shows: the live progress bar, the table of results and the
 //! machine's quietness under it.
 
-use crate::commands::common::{align_right, bytes, new_table};
 use cnnbench_bench::output;
-use cnnbench_bench::result::{BenchResult, StopReason};
-use cnnbench_bench::Quantity;
-use cnnbench_engine::Mode;
+use cnnbench_bench::result::BenchResult;
 use cnnbench_graph::Graph;
+use cnnbench_report::export::pretty::TableStyle;
+use cnnbench_report::runs::RunTable;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Under the table: whether the machine was quiet while each result was measured. On
@@ -87,142 +87,21 @@ pub fn progress_bar(
     bar
 }
 
-/// "123.45 ± 1.23" in milliseconds: the median and the sample standard deviation.
-fn ms(result: &BenchResult, quantity: Quantity) -> String {
-    match result.summary.get(&quantity) {
-        Some(s) => format!("{:.2} ± {:.2}", s.median * 1e3, s.std * 1e3),
-        None => "–".into(),
-    }
-}
-
-/// A percentile of the total in milliseconds, "–" in a version 1 result.
-fn percentile_ms(result: &BenchResult, name: &str) -> String {
-    result
-        .summary
-        .get(&Quantity::Total)
-        .and_then(|s| s.percentiles)
-        .and_then(|p| p.get(name))
-        .map_or("–".into(), |v| format!("{:.2}", v * 1e3))
-}
-
-/// "10", or "37 (target-ci, ±1.9%)" when something other than the pass count stopped it.
-fn passes(result: &BenchResult) -> String {
-    let count = result.summary.get(&Quantity::Total).map_or(0, |s| s.count);
-    match &result.stop {
-        Some(stop) if stop.reason != StopReason::Passes => match stop.median_ci95_rel {
-            Some(ci) => format!("{count} ({}, ±{:.1}%)", stop.reason, ci * 100.0),
-            None => format!("{count} ({})", stop.reason),
-        },
-        _ => count.to_string(),
-    }
-}
-
-/// One table across every model and sweep point. Inference runs show the latency of a
-/// batch with its tail (p90, p99) instead of the phases.
+/// The table of what was measured (report's [`RunTable`]): boxes on a terminal, markdown
+/// whose columns line up in a pipe or a log; what makes a number suspect on standard
+/// error.
 pub fn print_table(results: &[(BenchResult, PathBuf)]) {
-    if results.is_empty() {
+    let results: Vec<&BenchResult> = results.iter().map(|(r, _)| r).collect();
+    let Some(table) = RunTable::new(&results) else {
         return;
-    }
-    let all_infer = results.iter().all(|(r, _)| r.config.mode == Mode::Infer);
-    let with_update = results
-        .iter()
-        .any(|(r, _)| r.summary.contains_key(&Quantity::Update));
-    let with_allreduce = results
-        .iter()
-        .any(|(r, _)| r.summary.contains_key(&Quantity::Allreduce));
-    let mut headers = vec!["Model", "Engine", "Device", "Mode", "Batch"];
-    let ranks = results
-        .iter()
-        .filter_map(|(r, _)| r.config.world_size)
-        .max();
-    if ranks.is_some() {
-        headers.push("Ranks");
-    }
-    if all_infer {
-        headers.extend(["Latency (ms)", "p90 (ms)", "p99 (ms)"]);
+    };
+    let style = if std::io::stdout().is_terminal() {
+        TableStyle::Boxed
     } else {
-        headers.extend(["Forward (ms)", "Backward (ms)"]);
-        if with_allreduce {
-            headers.push("Allreduce (ms)");
-        }
-        if with_update {
-            headers.push("Update (ms)");
-        }
-        headers.push("Total (ms)");
-    }
-    headers.extend(["Images/s", "GFLOP/s", "Peak RSS", "Passes"]);
-    let mut table = new_table(&headers);
-    for (r, _) in results {
-        let [h, w] = r.config.image_size;
-        let mut row = vec![
-            format!("{} ({h}×{w})", r.model.name),
-            r.engine.name.clone(),
-            r.engine.device_name.clone(),
-            r.config.mode.to_string(),
-            r.config.batch_size.to_string(),
-        ];
-        if ranks.is_some() {
-            row.push(r.config.world_size.unwrap_or(1).to_string());
-        }
-        if all_infer {
-            row.extend([
-                ms(r, Quantity::Total),
-                percentile_ms(r, "p90"),
-                percentile_ms(r, "p99"),
-            ]);
-        } else {
-            row.extend([ms(r, Quantity::Forward), ms(r, Quantity::Backward)]);
-            if with_allreduce {
-                row.push(ms(r, Quantity::Allreduce));
-            }
-            if with_update {
-                row.push(ms(r, Quantity::Update));
-            }
-            row.push(ms(r, Quantity::Total));
-        }
-        row.extend([
-            format!("{:.1}", r.throughput.images_per_s),
-            format!("{:.1}", r.throughput.gflops_per_s),
-            r.memory.host_peak_bytes().map_or("–".into(), bytes),
-            passes(r),
-        ]);
-        table.add_row(row);
-    }
-    let numeric: Vec<usize> = (4..headers.len()).collect();
-    align_right(&mut table, &numeric);
-    println!("{table}");
-    if all_infer {
-        println!("latency: of one batch, median ± standard deviation and percentiles over the timed passes; results in the files above");
-    } else {
-        println!(
-            "times: median ± standard deviation over the timed passes; results in the files above"
-        );
-    }
-    if let Some(d) = results.iter().find_map(|(r, _)| r.distributed.as_ref()) {
-        println!(
-            "data-parallel: batch is per rank, times are rank 0's, images/s counts every rank's images; gradients averaged by {} over {} in {} MiB buckets after backward",
-            d.backend,
-            d.transport,
-            d.bucket_bytes / (1024 * 1024)
-        );
-    }
-    if let Some((r, _)) = results.first() {
-        if let Some(peak) = r.peak_gflops_per_s.filter(|p| *p > 0.0) {
-            let shares: Vec<String> = results
-                .iter()
-                .map(|(r, _)| {
-                    format!(
-                        "{} {:.0}%",
-                        r.model.name,
-                        r.throughput.gflops_per_s / peak * 100.0
-                    )
-                })
-                .collect();
-            println!(
-                "% of peak ({peak:.1} GFLOP/s, {}'s matrix product by `cnnbench peak`): {}",
-                r.engine.name,
-                shares.join(", ")
-            );
-        }
+        TableStyle::AlignedMarkdown
+    };
+    println!("{}", table.render(style));
+    for warning in &table.warnings {
+        eprintln!("warning: {warning}");
     }
 }

@@ -111,7 +111,12 @@ prop_compose! {
             allocator: allocator.into(),
             data_parallel: data_parallel.map(|(local_ranks, timeout_s)| DataParallel { local_ranks, timeout_s }),
         };
-        // What validate refuses, made valid rather than filtered (so every case runs).
+        // What validate refuses, made valid rather than filtered (so every case runs):
+        // `--tf32` is for f32 (which it makes tf32).
+        if !matches!(spec.precision, Precision::F32 | Precision::Tf32) {
+            spec.engine_options.tf32 = false;
+        }
+        spec.settle_tf32();
         if let (Some(min), Some(max)) = (spec.min_time_s, spec.effective_max_time_s()) {
             if min > max {
                 spec.min_time_s = Some(max);
@@ -417,4 +422,32 @@ fn a_job_that_is_not_ours_is_refused_with_what_to_do() {
         .unwrap_err()
         .to_string()
         .contains("--passes must be at least 1"));
+}
+
+#[test]
+fn tf32_is_a_precision_and_the_older_flag_spells_it() {
+    let spec_of = |argv: &[&str]| spec::from_args(&parse(argv).0).unwrap();
+    let flag = spec_of(&["run", "resnet18", "--tf32"]);
+    let named = spec_of(&["run", "resnet18", "--precision", "tf32"]);
+    assert_eq!(flag.precision, Precision::Tf32, "--tf32 on f32 is tf32");
+    assert_eq!(named.precision, Precision::Tf32);
+    assert!(flag.tf32() && named.tf32());
+    // Strict f32 has TF32 off.
+    let strict = spec_of(&["run", "resnet18"]);
+    assert!(!strict.tf32() && strict.precision == Precision::F32);
+    // The engine is asked for TF32 either way.
+    for s in [&flag, &named] {
+        assert!(crate::commands::engines::options(&s.engine_options, None, s.precision).tf32);
+    }
+    assert!(!crate::commands::engines::options(&strict.engine_options, None, Precision::F32).tf32);
+    // Beside a low precision the flag means nothing, and is refused.
+    let bf16 = spec_of(&["run", "resnet18", "--tf32", "--precision", "bf16"]);
+    let e = bf16.validate().unwrap_err();
+    assert!(e.contains("--tf32") && e.contains("bf16"), "{e}");
+    // A precision given to `--again` replaces a recorded --tf32.
+    let (args, given) = parse(&["run", "--again", "r.json", "--precision", "f32"]);
+    let mut again = flag.clone();
+    spec::apply_given(&mut again, &args, &given, |_| false).unwrap();
+    assert_eq!(again.precision, Precision::F32);
+    assert!(!again.tf32());
 }
