@@ -135,7 +135,8 @@ impl PeakUsed {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthPeak {
     pub elements: u64,
-    /// Bytes read plus bytes written (4 each per f32 element).
+    /// Bytes read plus bytes written: 4 each per element in f32, tf32 and the amp values
+    /// (element-wise ops stay f32), 2 in a whole-model bf16 or f16.
     pub bytes: f64,
     pub time: Summary,
     pub gb_per_s: f64,
