@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 #[cfg(not(feature = "torch"))]
 fn compile_c10d_shim(_lib: &Path) {}
 
+#[cfg(not(feature = "torch"))]
+fn compile_aten_shim(_lib: &Path) {}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     if std::env::var_os("CARGO_FEATURE_TORCH").is_none() {
@@ -29,14 +32,49 @@ fn main() {
         {
             println!("cargo:rustc-env=CNNBENCH_LIBTORCH_VERSION={version}");
         }
+        compile_aten_shim(&lib);
         compile_c10d_shim(&lib);
     } else {
-        println!(
-            "cargo:warning=torch-sys did not say where libtorch is (DEP_TCH_LIBTORCH_LIB): distributed training is left out of this build"
+        // The ATen shim (autocast, oneDNN's verbose switch) is not optional.
+        panic!(
+            "torch-sys did not say where libtorch is (DEP_TCH_LIBTORCH_LIB), so the ATen shim cannot be compiled: build against the PyTorch wheel with LIBTORCH_USE_PYTORCH=1 (see the README, \"The libtorch engines\")"
         );
     }
     println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
     println!("cargo:rustc-link-arg=-ltorch");
+}
+
+/// Compiles the ATen shim (`shim/aten_shim.cpp`: autocast on any device and type,
+/// oneDNN's verbose switch, ATen's CPU capability) against libtorch's headers, which
+/// every libtorch has.
+#[cfg(feature = "torch")]
+fn compile_aten_shim(lib: &Path) {
+    println!("cargo:rerun-if-changed=shim/aten_shim.cpp");
+    let Some(torch) = lib.parent() else {
+        panic!("libtorch's library folder {} has no parent", lib.display());
+    };
+    let include = torch.join("include");
+    if !include.join("ATen/autocast_mode.h").exists() {
+        panic!(
+            "this libtorch has no ATen headers ({} is missing): install the PyTorch 2.11.0 wheel, whose headers tch builds against too",
+            include.join("ATen/autocast_mode.h").display()
+        );
+    }
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    cc::Build::new()
+        .cpp(true)
+        .file(manifest.join("shim/aten_shim.cpp"))
+        .include(&include)
+        .include(include.join("torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        .flag_if_supported("-Wno-unused-parameter")
+        .flag_if_supported("-Wno-deprecated-declarations")
+        .warnings(false)
+        .compile("cnnbench_aten");
+    println!("cargo:rustc-link-search=native={}", lib.display());
+    println!("cargo:rustc-link-lib=dylib=torch_cpu");
+    println!("cargo:rustc-link-lib=dylib=c10");
 }
 
 /// Compiles the c10d shim against libtorch's headers (`<torch>/include`, beside `lib`)

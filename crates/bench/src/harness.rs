@@ -249,8 +249,18 @@ pub fn run(
     };
     let device_peak = session.device_peak_memory();
     let worker_peak_rss = session.worker_peak_rss();
-    let reported_settings = session.reported_settings();
-    let session_warnings = session.timed_pass_warnings()?;
+    let mut reported_settings = session.reported_settings();
+    let mut session_warnings = session.timed_pass_warnings()?;
+    // A failure to read which kernels ran costs that record, not the measurement.
+    match session.kernels_chosen() {
+        Ok(kernels) => {
+            reported_settings.extend(kernels.settings);
+            session_warnings.extend(kernels.warnings);
+        }
+        Err(e) => session_warnings.push(format!(
+            "which kernels ran was not recorded: asking the stack failed ({e:#})"
+        )),
+    }
     drop(session);
     let validity = watch.finish(engine.capabilities().device == DeviceKind::Gpu);
     let cold_start = ColdStart {
@@ -513,7 +523,7 @@ fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_engine::EngineInfo;
+    use cnnbench_engine::{ChosenKernels, EngineInfo};
     use cnnbench_graph::{ops::Conv2d, GraphBuilder};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -701,6 +711,89 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.downcast_ref::<HarnessError>().is_some());
+    }
+
+    /// The sleepy engine in inference, saying which kernels it ran as `kernels` says.
+    struct TellingEngine(SleepyEngine, fn() -> Result<ChosenKernels>);
+    struct TellingSession(SleepySession, fn() -> Result<ChosenKernels>);
+    impl Session for TellingSession {
+        fn prepare_batch(&mut self) -> Result<()> {
+            self.0.prepare_batch()
+        }
+        fn forward(&mut self) -> Result<()> {
+            self.0.forward()
+        }
+        fn sync(&mut self) -> Result<()> {
+            self.0.sync()
+        }
+        fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
+            self.0.log.borrow_mut().push("kernels");
+            (self.1)()
+        }
+    }
+    impl Engine for TellingEngine {
+        fn capabilities(&self) -> cnnbench_engine::Capabilities {
+            self.0.capabilities()
+        }
+        fn info(&self) -> EngineInfo {
+            self.0.info()
+        }
+        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+            let log = self.0.log.clone();
+            Ok(Box::new(TellingSession(SleepySession { log }, self.1)))
+        }
+    }
+
+    /// What the stack says it ran is asked once, after the timed passes, and lands in the
+    /// result's engine settings and warnings; a stack that cannot say costs that record
+    /// only, with a warning, never the measurement.
+    #[test]
+    fn the_kernels_a_stack_ran_are_recorded_and_failing_to_ask_keeps_the_result() {
+        fn telling() -> Result<ChosenKernels> {
+            Ok(ChosenKernels {
+                settings: [("onednn_convolution".to_string(), "jit:avx2 ×3".to_string())].into(),
+                warnings: vec!["the convolutions ran in reference kernels".to_string()],
+            })
+        }
+        fn failing() -> Result<ChosenKernels> {
+            Err(anyhow!("no verbose output"))
+        }
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let engine = TellingEngine(SleepyEngine { log: log.clone() }, telling);
+        let go = |engine: &TellingEngine| {
+            run(
+                engine,
+                &tiny_graph(),
+                &request(Mode::Infer),
+                &AtomicBool::new(false),
+                &mut |_| {},
+            )
+        };
+        let result = go(&engine).unwrap();
+        assert_eq!(result.engine.settings["onednn_convolution"], "jit:avx2 ×3");
+        assert!(result
+            .warnings
+            .contains(&"the convolutions ran in reference kernels".to_string()));
+        let calls = log.borrow().clone();
+        assert_eq!(calls.iter().filter(|c| **c == "kernels").count(), 1);
+        assert_eq!(
+            calls.last(),
+            Some(&"kernels"),
+            "asked after every timed pass: {calls:?}"
+        );
+        let engine = TellingEngine(SleepyEngine { log }, failing);
+        let result = go(&engine).unwrap();
+        assert_eq!(result.summary[&Quantity::Total].count, 3);
+        assert!(!result.engine.settings.contains_key("onednn_convolution"));
+        assert!(
+            result
+                .warnings
+                .iter()
+                .any(|w| w.contains("which kernels ran was not recorded")
+                    && w.contains("no verbose output")),
+            "{:?}",
+            result.warnings
+        );
     }
 
     /// A fake engine whose forward pass takes `pace(pass)` (counting every pass, warm-up

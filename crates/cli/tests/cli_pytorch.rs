@@ -228,3 +228,30 @@ fn verify_torch_cpu_against_pytorch() {
         .assert()
         .success();
 }
+
+/// torch-cpu's amp-bf16 is libtorch's own autocast: the same casts as `torch.autocast`
+/// in the worker, so the outputs agree exactly (MobileNet-V2: depthwise and pointwise
+/// convolutions, batch norms on bf16 inputs, the classifier).
+#[cfg(all(feature = "pytorch-tests", feature = "torch"))]
+#[test]
+fn torch_cpu_amp_bf16_computes_what_torch_autocast_computes() {
+    let out = cnnbench()
+        .args(["verify", "mobilenet_v2", "--image-size", "32"])
+        .args(["--engines", "pytorch,torch-cpu"])
+        .args(["--precisions", "amp-bf16,amp-bf16", "--tolerance", "1e-6"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outputs: Vec<&serde_json::Value> = report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("output"))
+        .collect();
+    assert_eq!(outputs.len(), 2, "{report}");
+    for c in outputs {
+        assert_eq!(c["max_relative_error"].as_f64(), Some(0.0), "{c}");
+    }
+}

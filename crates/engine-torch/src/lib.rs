@@ -14,6 +14,8 @@ mod dist;
 mod provider;
 pub use provider::providers;
 #[cfg(feature = "torch")]
+mod aten;
+#[cfg(feature = "torch")]
 mod info;
 #[cfg(feature = "torch")]
 mod lower;

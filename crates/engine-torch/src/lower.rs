@@ -2,6 +2,7 @@
 //! them under autograd. Weights are plain libtorch tensors keyed as
 //! [`Graph::weight_specs`] names them, which is PyTorch's own layout.
 
+use crate::aten::AutocastGuard;
 use anyhow::{anyhow, Result};
 use cnnbench_engine::kit::{
     ConvWeights, Kernels, LayerNormWeights, LinearWeights, NormWeights, Pass, Program, WeightInit,
@@ -72,9 +73,10 @@ pub struct Network {
     program: Program,
     pub weights: Vec<Weight>,
     dropout: bool,
-    /// Autocast policy (`amp-bf16`, `amp-f16`): convolutions and linear layers compute
-    /// in this kind, the weights stay f32.
-    compute: Option<Kind>,
+    /// Mixed precision (`amp-bf16`, `amp-f16`): the forward pass runs in libtorch's
+    /// autocast to this kind; the weights stay f32.
+    autocast: Option<Kind>,
+    device: Device,
     /// The whole model's kind (`bf16`, `f16`: weights, running statistics and input
     /// converted, as `model.to(torch.bfloat16)` does); f32 otherwise.
     kind: Kind,
@@ -92,7 +94,7 @@ impl Network {
     pub fn lower(graph: &Graph, device: Device, precision: Precision) -> Result<Network> {
         let program = Program::new(graph);
         program.check_support(supports)?;
-        let (kind, compute) = match precision {
+        let (kind, autocast) = match precision {
             // TF32 is a switch of the CUDA libraries, set when the engine starts.
             Precision::F32 | Precision::Tf32 => (Kind::Float, None),
             Precision::Bf16 => (Kind::BFloat16, None),
@@ -127,7 +129,8 @@ impl Network {
             program,
             weights,
             dropout: true,
-            compute,
+            autocast,
+            device,
             kind,
         })
     }
@@ -168,11 +171,12 @@ impl Network {
     /// (updating the running ones) and live dropout; autograd records when any weight
     /// requires grad and no `no_grad` guard is active.
     ///
-    /// Mixed precision (`amp-*`) follows PyTorch's autocast policy: convolutions and
-    /// linear layers compute in the reduced kind from f32 weights, layer norms in f32,
-    /// everything else in the kind its input arrives in. (tch's own autocast switch is
-    /// CUDA-only and f16-only.) A whole-model kind (`bf16`, `f16`) computes every op in
-    /// that kind, except layer norms, which PyTorch computes in f32 as well.
+    /// Mixed precision (`amp-*`) is libtorch's own autocast around the forward pass,
+    /// as `with torch.autocast(device, dtype):` (tch's switch is CUDA-and-f16 only, so
+    /// the ATen shim opens it): ATen's op lists decide what computes in the low kind.
+    /// The backward pass runs outside it, as PyTorch recommends. A whole-model kind
+    /// (`bf16`, `f16`) computes every op in that kind, except layer norms, which
+    /// PyTorch computes in f32 as well.
     pub fn forward(&self, input: &Tensor, training: bool) -> Result<Tensor> {
         let pass = Pass {
             training,
@@ -180,8 +184,11 @@ impl Network {
         };
         let kernels = TorchKernels {
             weights: &self.weights,
-            compute: self.compute,
         };
+        let _autocast = self
+            .autocast
+            .map(|kind| AutocastGuard::enter(self.device, kind))
+            .transpose()?;
         self.program
             .forward(&kernels, Shared(input.shallow_clone()), pass)
             .map(|v| v.0)
@@ -238,19 +245,11 @@ impl Clone for Shared {
 
 struct TorchKernels<'a> {
     weights: &'a [Weight],
-    compute: Option<Kind>,
 }
 
 impl TorchKernels<'_> {
     fn weight(&self, i: usize) -> &Tensor {
         &self.weights[i].tensor
-    }
-    /// `t` in the autocast kind, where one is set.
-    fn reduce(&self, t: &Tensor) -> Result<Tensor> {
-        Ok(match self.compute {
-            Some(kind) if t.kind() != kind => t.f_to_kind(kind)?,
-            _ => t.shallow_clone(),
-        })
     }
 }
 
@@ -267,11 +266,11 @@ impl Kernels for TorchKernels<'_> {
     }
 
     fn conv2d(&self, x: Shared, c: &Conv2d, w: ConvWeights) -> Result<Shared> {
-        let (x, pad) = Padding::of(c.padding).apply(self.reduce(&x.0)?, 0.0)?;
-        let bias = w.bias.map(|b| self.reduce(self.weight(b))).transpose()?;
+        let (x, pad) = Padding::of(c.padding).apply(x.0, 0.0)?;
+        let bias = w.bias.map(|b| self.weight(b));
         let out = x.f_conv2d(
-            &self.reduce(self.weight(w.weight))?,
-            bias.as_ref(),
+            self.weight(w.weight),
+            bias,
             hw(c.stride),
             pad,
             hw(c.dilation),
@@ -300,12 +299,8 @@ impl Kernels for TorchKernels<'_> {
     }
 
     fn linear(&self, x: Shared, _: &Linear, w: LinearWeights) -> Result<Shared> {
-        let bias = w.bias.map(|b| self.reduce(self.weight(b))).transpose()?;
-        let x = self.reduce(&x.0)?;
-        Ok(Shared(x.f_linear(
-            &self.reduce(self.weight(w.weight))?,
-            bias.as_ref(),
-        )?))
+        let bias = w.bias.map(|b| self.weight(b));
+        Ok(Shared(x.0.f_linear(self.weight(w.weight), bias)?))
     }
 
     fn layer_norm2d(&self, x: Shared, l: &LayerNorm2d, w: LayerNormWeights) -> Result<Shared> {

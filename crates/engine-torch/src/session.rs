@@ -1,11 +1,14 @@
 //! The libtorch engines and their sessions.
 
+use crate::aten;
 use crate::info;
 use crate::lower::{channels_last, from_host, to_host, Network};
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::{
+    Capabilities, ChosenKernels, Engine, EngineInfo, Mode, Precision, Session, SessionConfig,
+};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
 #[cfg(cnnbench_c10d)]
@@ -244,6 +247,7 @@ impl TorchEngine {
         let [c, h, w] = graph.input_shape();
         Ok(Box::new(TorchSession {
             graph: graph.clone(),
+            precision: config.precision,
             device: self.device,
             mode: config.mode,
             input_shape: [config.batch_size as i64, c as i64, h as i64, w as i64],
@@ -260,8 +264,13 @@ impl TorchEngine {
     }
 }
 
+/// Why a bf16 run on a CPU without AVX-512 is slow: PyTorch's check before it hands a
+/// bf16 convolution to oneDNN (`ideep::has_bf16_type_support`) fails.
+const BF16_WITHOUT_ONEDNN: &str = "the bf16 convolutions ran in ATen's own reference kernels, not oneDNN's: PyTorch hands bf16 convolutions to oneDNN only on CPUs with AVX-512 (BW, VL, DQ) or AVX2-VNNI-2, which this one lacks, so bf16 is much slower than f32 here";
+
 struct TorchSession {
     graph: Graph,
+    precision: Precision,
     device: Device,
     mode: Mode,
     input_shape: [i64; 4],
@@ -386,6 +395,46 @@ impl Session for TorchSession {
             Cuda::synchronize(index as i64);
         }
         Ok(())
+    }
+
+    fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
+        if self.device != Device::Cpu {
+            return Ok(ChosenKernels::default());
+        }
+        let mode = self.mode;
+        let ((), report) = aten::with_onednn_verbose(|| {
+            self.prepare_batch()?;
+            self.forward()?;
+            if mode == Mode::Train {
+                self.prepare_output_grad()?;
+            }
+            if mode != Mode::Infer {
+                self.backward()?;
+            }
+            self.sync()
+        })?;
+        self.clear()?;
+        let convolves = self
+            .graph
+            .nodes()
+            .iter()
+            .any(|n| matches!(n.op, cnnbench_graph::Op::Conv2d(_)));
+        let mut settings = report.settings(if convolves { &["convolution"] } else { &[] });
+        // oneDNN names its instruction set once per process: later runs reuse it.
+        static ONEDNN_ISA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        if let Some(isa) = &report.isa {
+            ONEDNN_ISA.get_or_init(|| isa.clone());
+        }
+        if let Some(isa) = ONEDNN_ISA.get() {
+            settings.insert("onednn_isa".to_string(), isa.clone());
+        }
+        settings.insert("aten_cpu_capability".to_string(), aten::cpu_capability()?);
+        let mut warnings = Vec::new();
+        let low = matches!(self.precision, Precision::Bf16 | Precision::AmpBf16);
+        if low && convolves && !report.primitives.contains_key("convolution") {
+            warnings.push(BF16_WITHOUT_ONEDNN.to_string());
+        }
+        Ok(ChosenKernels { settings, warnings })
     }
 
     fn export_weights(&self) -> Result<Weights> {

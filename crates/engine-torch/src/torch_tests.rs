@@ -278,3 +278,138 @@ fn is_channels_last(t: &tch::Tensor) -> bool {
     let (size, stride) = (t.size(), t.stride());
     size.len() == 4 && (stride[1] == 1 || size[1] == 1) && stride[3] == size[1].max(1)
 }
+
+/// The ATen shim's autocast region: convolutions and matrix products compute in the
+/// region's kind from f32 tensors, ops off autocast's lists keep their input's kind, a
+/// nested region wins while it lasts, and leaving restores exactly what was there.
+#[test]
+fn an_autocast_region_casts_what_torch_autocast_casts_and_restores_the_state() {
+    use crate::aten::{autocast_state, AutocastGuard};
+    use tch::{Device, Kind, Tensor};
+    let (was_on, was_kind) = autocast_state(Device::Cpu).unwrap();
+    assert!(!was_on);
+    let x = Tensor::randn([1, 3, 8, 8], (Kind::Float, Device::Cpu));
+    let w = Tensor::randn([4, 3, 3, 3], (Kind::Float, Device::Cpu));
+    {
+        let _bf16 = AutocastGuard::enter(Device::Cpu, Kind::BFloat16).unwrap();
+        assert_eq!(
+            autocast_state(Device::Cpu).unwrap(),
+            (true, Some(Kind::BFloat16))
+        );
+        let y = x.conv2d(&w, None::<Tensor>, [1], [1], [1], 1);
+        assert_eq!(y.kind(), Kind::BFloat16);
+        assert_eq!(x.f_add(&x).unwrap().kind(), Kind::Float);
+        {
+            let _f16 = AutocastGuard::enter(Device::Cpu, Kind::Half).unwrap();
+            let m = x.flatten(1, -1).matmul(&x.flatten(1, -1).tr());
+            assert_eq!(m.kind(), Kind::Half);
+        }
+        assert_eq!(
+            autocast_state(Device::Cpu).unwrap(),
+            (true, Some(Kind::BFloat16))
+        );
+    }
+    assert_eq!(autocast_state(Device::Cpu).unwrap(), (false, was_kind));
+    let y = x.conv2d(&w, None::<Tensor>, [1], [1], [1], 1);
+    assert_eq!(y.kind(), Kind::Float);
+    assert!(AutocastGuard::enter(Device::Cpu, Kind::Int64).is_err());
+}
+
+/// amp-bf16's forward runs in libtorch's autocast: a ResNet's output comes out in bf16
+/// (its last linear layer is on autocast's list) while every weight stays f32, and the
+/// process is out of autocast afterwards.
+#[test]
+fn amp_bf16_forward_runs_in_autocast_and_leaves_it() {
+    use tch::{Device, Kind, Tensor};
+    let graph = (cnnbench_zoo::find("resnet18").unwrap().build)([3, 32, 32]).unwrap();
+    let network = crate::lower::Network::lower(&graph, Device::Cpu, Precision::AmpBf16).unwrap();
+    assert_eq!(network.input_kind(), Kind::Float);
+    let x = Tensor::randn([2, 3, 32, 32], (Kind::Float, Device::Cpu));
+    let y = network.forward(&x, true).unwrap();
+    assert_eq!(y.kind(), Kind::BFloat16);
+    assert!(network.parameters().all(|w| w.tensor.kind() == Kind::Float));
+    assert!(!crate::aten::autocast_state(Device::Cpu).unwrap().0);
+}
+
+/// oneDNN's verbose lines as PyTorch 2.11's oneDNN 3.10 prints them.
+#[test]
+fn onednn_verbose_output_is_read_into_settings() {
+    let text = "\
+onednn_verbose,v1,info,oneDNN v3.10.2 (commit f1d4719)
+onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2
+onednn_verbose,v1,info,cpu,isa:Intel AVX2
+onednn_verbose,v1,primitive,exec,cpu,reorder,jit:blk,undef,src:f32::blocked:abcd::f0,,2x16x16x16,7.4
+onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic16oc32,0.17
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic32oc32,0.2
+onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic16oc32,0.17
+unrelated output
+";
+    let report = crate::aten::OneDnnReport::parse(text);
+    assert_eq!(report.isa.as_deref(), Some("Intel AVX2"));
+    let settings = report.settings(&["convolution"]);
+    assert_eq!(settings["onednn_isa"], "Intel AVX2");
+    assert_eq!(
+        settings["onednn_convolution"],
+        "jit:avx2 ×2, brg_conv_fwd:avx2 ×1"
+    );
+    assert!(!settings.contains_key("onednn_reorder"));
+    // Convolutions that never reached oneDNN (bf16 without AVX512_BF16) are said so.
+    let none = crate::aten::OneDnnReport::parse("").settings(&["convolution"]);
+    assert_eq!(
+        none["onednn_convolution"],
+        "not oneDNN (ATen's own kernels)"
+    );
+    assert!(crate::aten::OneDnnReport::parse("")
+        .settings(&[])
+        .is_empty());
+}
+
+/// After its timed passes a torch-cpu session says which kernels ran: oneDNN's
+/// convolutions in f32 and ATen's vector capability; the standard output is back.
+#[test]
+fn a_cpu_session_records_the_kernels_that_ran() {
+    let graph = (cnnbench_zoo::find("resnet18").unwrap().build)([3, 32, 32]).unwrap();
+    let mut s = cpu()
+        .prepare(&graph, &config(Mode::Train, Precision::F32))
+        .unwrap();
+    let chosen = s.kernels_chosen().unwrap();
+    assert!(chosen.warnings.is_empty(), "{chosen:?}");
+    let kernels = chosen.settings;
+    let capability = &kernels["aten_cpu_capability"];
+    assert!(
+        ["DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"].contains(&capability.as_str()),
+        "{kernels:?}"
+    );
+    let conv = &kernels["onednn_convolution"];
+    assert!(!conv.starts_with("not oneDNN"), "{kernels:?}");
+    assert!(conv.contains('×'), "{kernels:?}");
+    assert!(kernels.contains_key("onednn_isa"), "{kernels:?}");
+    // The session still runs: the capture left nothing behind.
+    s.prepare_batch().unwrap();
+    s.forward().unwrap();
+    s.prepare_output_grad().unwrap();
+    s.backward().unwrap();
+}
+
+/// A bf16 session says where its convolutions ran: in oneDNN on a CPU with AVX-512, in
+/// ATen's reference kernels elsewhere, with the warning that explains the slow number.
+#[test]
+fn a_bf16_session_says_whether_its_convolutions_reached_onednn() {
+    let graph = (cnnbench_zoo::find("resnet18").unwrap().build)([3, 32, 32]).unwrap();
+    let mut s = cpu()
+        .prepare(&graph, &config(Mode::Infer, Precision::Bf16))
+        .unwrap();
+    let chosen = s.kernels_chosen().unwrap();
+    let conv = &chosen.settings["onednn_convolution"];
+    let avx512 = std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq");
+    if avx512 {
+        assert!(!conv.starts_with("not oneDNN"), "{chosen:?}");
+        assert!(chosen.warnings.is_empty(), "{chosen:?}");
+    } else {
+        assert_eq!(conv, "not oneDNN (ATen's own kernels)", "{chosen:?}");
+        assert_eq!(chosen.warnings.len(), 1, "{chosen:?}");
+        assert!(chosen.warnings[0].contains("AVX-512"), "{chosen:?}");
+    }
+}

@@ -171,6 +171,15 @@ fn inference_only() -> anyhow::Error {
     anyhow::anyhow!("this engine runs inference only: it has no backward pass or optimizer")
 }
 
+/// Which kernels a stack ran, as it says: settings for the result (`onednn_convolution`
+/// = "jit:avx2 ×44, …") and warnings where that explains a number (bf16 convolutions
+/// that fell back to reference kernels).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChosenKernels {
+    pub settings: BTreeMap<String, String>,
+    pub warnings: Vec<String>,
+}
+
 /// A compiled network on one device, with the state a pass needs (current input,
 /// output, upstream gradient). Every method except `sync` may be asynchronous on devices
 /// that queue work; the harness calls `sync` around every timed region.
@@ -200,6 +209,13 @@ pub trait Session {
     /// and infer requests): added to the result's engine settings.
     fn reported_settings(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
+    }
+    /// Untimed, after the timed passes: one more pass (no optimizer update) during which
+    /// the stack says which kernels it chose (oneDNN's verbose output on libtorch's
+    /// CPU); nothing where the stack does not tell. Runs after every figure of the timed
+    /// passes is read.
+    fn kernels_chosen(&mut self) -> anyhow::Result<ChosenKernels> {
+        Ok(ChosenKernels::default())
     }
     /// Peak memory the device allocated since the last reset, where the device tracks it.
     fn device_peak_memory(&self) -> Option<u64> {

@@ -1,0 +1,108 @@
+// What the libtorch engines need from ATen that tch does not expose: autocast for any
+// device and low type (tch's switch is the deprecated CUDA-and-f16 one), and the
+// switch of oneDNN's verbose output (torch.backends.mkldnn.verbose), so a run can
+// record which kernels oneDNN chose. Nothing throws across the boundary: failures come
+// back as a malloc'd message the caller frees with cnb_aten_free.
+
+#include <ATen/autocast_mode.h>
+#include <ATen/native/verbose_wrapper.h>
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace at {
+// Declared in ATen/native/DispatchStub.h, which pulls in far more than this needs.
+TORCH_API std::string get_cpu_capability();
+}  // namespace at
+
+namespace {
+
+char* copy_message(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out != nullptr) {
+    std::memcpy(out, text.c_str(), text.size() + 1);
+  }
+  return out;
+}
+
+template <typename F>
+char* guarded(F&& body) {
+  try {
+    body();
+    return nullptr;
+  } catch (const c10::Error& e) {
+    return copy_message(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return copy_message(e.what());
+  } catch (...) {
+    return copy_message("unknown C++ exception in ATen");
+  }
+}
+
+// 0: the CPU, 1: CUDA (the only devices the engines run on).
+c10::DeviceType device_type(int device) {
+  return device == 1 ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+}
+
+}  // namespace
+
+extern "C" {
+
+void cnb_aten_free(char* message) { std::free(message); }
+
+// Enters an autocast region as `torch.autocast(device, dtype)`'s __enter__ does: the
+// previous switch and type go to *was_enabled/*was_dtype for cnb_autocast_exit.
+// `dtype` is a c10::ScalarType number (tch's Kind::c_int()).
+char* cnb_autocast_enter(int device, int dtype, int* was_enabled, int* was_dtype) {
+  return guarded([&] {
+    auto type = device_type(device);
+    *was_enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
+    *was_dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
+    at::autocast::set_autocast_dtype(type, static_cast<c10::ScalarType>(dtype));
+    at::autocast::set_autocast_enabled(type, true);
+    at::autocast::increment_nesting();
+  });
+}
+
+// Leaves the region as __exit__ does: the outermost exit empties autocast's cache of
+// cast weights, then the previous switch and type come back.
+char* cnb_autocast_exit(int device, int was_enabled, int was_dtype) {
+  return guarded([&] {
+    auto type = device_type(device);
+    if (at::autocast::decrement_nesting() == 0) {
+      at::autocast::clear_cache();
+    }
+    at::autocast::set_autocast_enabled(type, was_enabled != 0);
+    at::autocast::set_autocast_dtype(type, static_cast<c10::ScalarType>(was_dtype));
+  });
+}
+
+// Whether autocast is on for `device`, and in which type (for tests).
+char* cnb_autocast_state(int device, int* enabled, int* dtype) {
+  return guarded([&] {
+    auto type = device_type(device);
+    *enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
+    *dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
+  });
+}
+
+// oneDNN's verbose level (0 off, 1 every primitive executed), as
+// torch.backends.mkldnn.verbose sets it; *accepted is 0 when this oneDNN was built
+// without verbose output.
+char* cnb_onednn_verbose(int level, int* accepted) {
+  return guarded([&] { *accepted = torch::verbose::_mkldnn_set_verbose(level) ? 1 : 0; });
+}
+
+// The vector instructions ATen's own CPU kernels were dispatched to ("AVX2",
+// "AVX512", "DEFAULT"), as torch.backends.cpu.get_cpu_capability() says; free the
+// text with cnb_aten_free.
+char* cnb_aten_cpu_capability(char** out) {
+  return guarded([&] { *out = copy_message(at::get_cpu_capability()); });
+}
+
+}  // extern "C"
