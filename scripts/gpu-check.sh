@@ -4,7 +4,9 @@
 #   1. `cnnbench engines` (torch-cuda and torch-cuda-nocudnn must say "yes"),
 #   2. `cnnbench verify` torch-cpu against torch-cuda on a small model,
 #   3. resnet50 and vgg16 at batch 16 on torch-cuda (with and without cuDNN autotuning)
-#      and torch-cuda-nocudnn, 10 timed passes each,
+#      and torch-cuda-nocudnn, 10 timed passes each; resnet50 in f16, tf32, and a
+#      training step in amp-bf16 and amp-f16 (libtorch's autocast, amp-f16 with its
+#      gradient scaler), after verifying amp-f16 against torch.autocast in the worker,
 #   4. when torchvision is importable, PyTorch itself on the same GPU by the same method
 #      (scripts/pytorch_reference.py --device cuda) as an independent check,
 #   5. what NVML said of the GPU during each run's timed passes (clocks, throttle
@@ -45,6 +47,14 @@ done
   --passes "$PASSES" -q -o "$OUT/results" 2>&1 | tee -a "$OUT/log.txt"
 "$BIN" run resnet50 --engine torch-cuda --precision f16 --label f16 \
   --passes "$PASSES" -q -o "$OUT/results" 2>&1 | tee -a "$OUT/log.txt"
+"$BIN" run resnet50 --engine torch-cuda --precision tf32 --label tf32 \
+  --passes "$PASSES" -q -o "$OUT/results" 2>&1 | tee -a "$OUT/log.txt"
+"$BIN" verify resnet18 --image-size 64 -b 4 --engines pytorch-cuda,torch-cuda \
+  --precisions amp-f16,amp-f16 2>&1 | tee -a "$OUT/log.txt"
+for precision in amp-bf16 amp-f16; do
+  "$BIN" run resnet50 --engine torch-cuda --mode step --precision "$precision" --label "$precision" \
+    --passes "$PASSES" -q -o "$OUT/results" 2>&1 | tee -a "$OUT/log.txt"
+done
 
 if python3 -c 'import torchvision' 2>/dev/null; then
   log "4. PyTorch itself on the same GPU"

@@ -1,10 +1,13 @@
 // What the libtorch engines need from ATen that tch does not expose: autocast for any
-// device and low type (tch's switch is the deprecated CUDA-and-f16 one), and the
+// device and low type (tch's switch is the deprecated CUDA-and-f16 one), GradScaler's
+// unscaling of every gradient in one call, and the
 // switch of oneDNN's verbose output (torch.backends.mkldnn.verbose), so a run can
 // record which kernels oneDNN chose. Nothing throws across the boundary: failures come
 // back as a malloc'd message the caller frees with cnb_aten_free.
 
+#include <ATen/core/Tensor.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
 #include <ATen/native/verbose_wrapper.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
@@ -14,6 +17,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace at {
 // Declared in ATen/native/DispatchStub.h, which pulls in far more than this needs.
@@ -79,6 +83,21 @@ char* cnb_autocast_exit(int device, int was_enabled, int was_dtype) {
     }
     at::autocast::set_autocast_enabled(type, was_enabled != 0);
     at::autocast::set_autocast_dtype(type, static_cast<c10::ScalarType>(was_dtype));
+  });
+}
+
+// GradScaler's unscale_: every gradient multiplied by *inv_scale in one foreach call,
+// *found_inf set to 1 where any value is not finite. The pointers are tch's tensors
+// (at::Tensor*); tch exposes only a one-tensor form of this op.
+char* cnb_amp_unscale(at::Tensor** grads, size_t count, at::Tensor* found_inf,
+                      at::Tensor* inv_scale) {
+  return guarded([&] {
+    std::vector<at::Tensor> list;
+    list.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      list.push_back(*grads[i]);
+    }
+    at::_amp_foreach_non_finite_check_and_unscale_(list, *found_inf, *inv_scale);
   });
 }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, CStr};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use tch::{Device, Kind};
+use tch::{Device, Kind, Tensor};
+use torch_sys::C_tensor;
 
 extern "C" {
     fn cnb_aten_free(message: *mut c_char);
@@ -20,6 +21,12 @@ extern "C" {
     fn cnb_autocast_exit(device: c_int, was_enabled: c_int, was_dtype: c_int) -> *mut c_char;
     #[cfg(test)]
     fn cnb_autocast_state(device: c_int, enabled: *mut c_int, dtype: *mut c_int) -> *mut c_char;
+    fn cnb_amp_unscale(
+        grads: *const *mut C_tensor,
+        count: usize,
+        found_inf: *mut C_tensor,
+        inv_scale: *mut C_tensor,
+    ) -> *mut c_char;
     fn cnb_onednn_verbose(level: c_int, accepted: *mut c_int) -> *mut c_char;
     fn cnb_aten_cpu_capability(out: *mut *mut c_char) -> *mut c_char;
 }
@@ -109,6 +116,26 @@ pub fn autocast_state(device: Device) -> Result<(bool, Option<Kind>)> {
         .find(|(_, n)| *n == dtype)
         .map(|(k, _)| *k);
     Ok((enabled != 0, kind))
+}
+
+/// GradScaler's unscale step: multiplies every gradient by `inv_scale` in place (one
+/// foreach call, as PyTorch's does) and sets `found_inf` to 1 where any value is not
+/// finite.
+pub fn unscale_gradients(
+    grads: &mut [Tensor],
+    found_inf: &mut Tensor,
+    inv_scale: &mut Tensor,
+) -> Result<()> {
+    let pointers: Vec<*mut C_tensor> = grads.iter_mut().map(|g| g.as_mut_ptr()).collect();
+    // SAFETY: every pointer is a live tch tensor (an at::Tensor*) borrowed for the call.
+    checked(unsafe {
+        cnb_amp_unscale(
+            pointers.as_ptr(),
+            pointers.len(),
+            found_inf.as_mut_ptr(),
+            inv_scale.as_mut_ptr(),
+        )
+    })
 }
 
 /// The vector instructions ATen's own CPU kernels dispatch to ("AVX2", "AVX512", …).

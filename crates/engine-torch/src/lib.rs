@@ -20,6 +20,8 @@ mod info;
 #[cfg(feature = "torch")]
 mod lower;
 #[cfg(feature = "torch")]
+mod scaler;
+#[cfg(feature = "torch")]
 mod session;
 
 #[cfg(feature = "torch")]
@@ -76,9 +78,9 @@ impl TorchBackend {
 
     /// What the engine can do, known without loading libtorch. TF32 is for GPUs (the
     /// engine turns it on when it starts, so in one process every torch-cuda engine has
-    /// it or none does). f16 is left out on the CPU: libtorch's CPU kernels are slow or missing in half precision (bf16 is there).
-    /// `amp-f16` is left out everywhere: a training step in it needs a gradient scaler,
-    /// which libtorch's engines do not have (the pytorch engines do). The device's memory
+    /// it or none does). f16 and amp-f16 are left out on the CPU: libtorch's CPU kernels
+    /// are slow or missing in half precision (bf16 is there). A training step in amp-f16
+    /// scales its loss as `torch.amp.GradScaler` does (`scaler.rs`). The device's memory
     /// is filled in by the running engine.
     pub fn capabilities(self) -> Capabilities {
         let (precisions, device) = match self {
@@ -93,6 +95,7 @@ impl TorchBackend {
                     Precision::F16,
                     Precision::Bf16,
                     Precision::AmpBf16,
+                    Precision::AmpF16,
                 ],
                 DeviceKind::Gpu,
             ),
@@ -106,10 +109,13 @@ impl TorchBackend {
                 DeviceKind::Cpu => cnnbench_host::memory_bytes(),
                 DeviceKind::Gpu => None,
             },
-            precision_refusals: vec![(
-                Precision::AmpF16,
-                "a training step in amp-f16 needs a gradient scaler, which libtorch's engines do not have: the pytorch engines run it",
-            )],
+            precision_refusals: match device {
+                DeviceKind::Cpu => vec![(
+                    Precision::AmpF16,
+                    "libtorch's CPU kernels are slow or missing in f16: amp-bf16 is the CPU's mixed precision",
+                )],
+                DeviceKind::Gpu => Vec::new(),
+            },
         }
     }
 }
@@ -278,18 +284,16 @@ mod tests {
             .unwrap();
         cpu.check("torch-cpu", Mode::Step, Precision::AmpBf16)
             .unwrap();
-        // No gradient scaler in libtorch's engines: amp-f16 is the pytorch engines'.
-        for backend in TorchBackend::ALL {
-            let e = backend
-                .capabilities()
-                .check(backend.engine_name(), Mode::Infer, Precision::AmpF16)
-                .unwrap_err();
-            assert!(e.to_string().contains("amp-bf16"), "{e}");
+        let e = cpu
+            .check("torch-cpu", Mode::Infer, Precision::AmpF16)
+            .unwrap_err();
+        assert!(e.to_string().contains("amp-bf16"), "{e}");
+        // On a GPU every mode runs in amp-f16 (the step with its gradient scaler).
+        let gpu = TorchBackend::Cuda { cudnn: true }.capabilities();
+        for mode in [Mode::Train, Mode::Infer, Mode::Step] {
+            gpu.check("torch-cuda", mode, Precision::AmpF16).unwrap();
+            gpu.check("torch-cuda", mode, Precision::F16).unwrap();
         }
-        TorchBackend::Cuda { cudnn: true }
-            .capabilities()
-            .check("torch-cuda", Mode::Step, Precision::F16)
-            .unwrap();
         assert_eq!(cpu.device, DeviceKind::Cpu);
     }
 

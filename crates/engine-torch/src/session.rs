@@ -3,6 +3,7 @@
 use crate::aten;
 use crate::info;
 use crate::lower::{channels_last, from_host, to_host, Network};
+use crate::scaler::GradScaler;
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
@@ -255,6 +256,9 @@ impl TorchEngine {
             classes: graph.output_shape().elements() as i64,
             network,
             optimizer,
+            scaler: (config.mode == Mode::Step && config.precision == Precision::AmpF16)
+                .then(|| GradScaler::new(self.device))
+                .transpose()?,
             input: None,
             labels: None,
             pass: PassState::default(),
@@ -280,6 +284,8 @@ struct TorchSession {
     network: Network,
     /// libtorch's SGD with momentum; in train mode it only clears gradients.
     optimizer: Option<COptimizer>,
+    /// Loss scaling, for a training step in amp-f16.
+    scaler: Option<GradScaler>,
     input: Option<Tensor>,
     labels: Option<Tensor>,
     pass: PassState<Tensor, Tensor>,
@@ -373,7 +379,10 @@ impl Session for TorchSession {
 
     fn backward(&mut self) -> Result<()> {
         match self.pass.backward_from(self.mode)? {
-            BackwardFrom::Loss(loss) => Ok(loss.f_backward()?),
+            BackwardFrom::Loss(loss) => match &self.scaler {
+                Some(scaler) => Ok(scaler.scale(&loss)?.f_backward()?),
+                None => Ok(loss.f_backward()?),
+            },
             // sum(output ⊙ grad) hands `grad` to the output, as output.backward(grad).
             BackwardFrom::Output { output, grad } => {
                 Ok(output.f_mul(&grad)?.f_sum(None::<Kind>)?.f_backward()?)
@@ -387,7 +396,19 @@ impl Session for TorchSession {
             .as_ref()
             .context("inference mode has no optimizer")?;
         let _guard = tch::no_grad_guard();
-        Ok(opt.step()?)
+        match &mut self.scaler {
+            Some(scaler) => {
+                let mut grads: Vec<Tensor> = self
+                    .network
+                    .parameters()
+                    .map(|p| p.tensor.grad())
+                    .filter(|g| g.defined())
+                    .collect();
+                scaler.step(&mut grads, || Ok(opt.step()?))?;
+                Ok(())
+            }
+            None => Ok(opt.step()?),
+        }
     }
 
     fn sync(&mut self) -> Result<()> {
