@@ -7,7 +7,8 @@ use crate::Flavour;
 use anyhow::{anyhow, Result};
 use cnnbench_engine::kit::{NodeOutput, Program, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{
-    Capabilities, CompileMode, DeviceKind, Engine, EngineInfo, Mode, Session, SessionConfig,
+    onednn, Capabilities, ChosenKernels, CompileMode, DeviceKind, Engine, EngineInfo, Mode,
+    Precision, Session, SessionConfig,
 };
 use cnnbench_graph::{Graph, HostTensor, WeightInit, Weights};
 use serde_json::{json, Value};
@@ -280,6 +281,7 @@ impl Engine for PytorchEngine {
             on_gpu: self.flavour.device == DeviceKind::Gpu,
             graph: graph.clone(),
             graphs_at_timed_start: None,
+            precision: config.precision,
         }))
     }
 }
@@ -293,6 +295,7 @@ struct PytorchSession {
     graph: Graph,
     /// Graphs dynamo had compiled when the timed passes began.
     graphs_at_timed_start: Option<u64>,
+    precision: Precision,
 }
 
 impl PytorchSession {
@@ -388,6 +391,21 @@ impl Session for PytorchSession {
         } else {
             Vec::new()
         })
+    }
+
+    /// On the CPU: one untimed pass in the worker with oneDNN's verbose output caught
+    /// there (`torch.backends.mkldnn.verbose`), read as torch-cpu reads its own.
+    fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
+        if self.on_gpu {
+            return Ok(ChosenKernels::default());
+        }
+        let reply = self.call("kernels")?;
+        let lines: Vec<&str> = reply.fields["verbose"]
+            .as_array()
+            .map(|lines| lines.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let report = onednn::OneDnnReport::parse(&lines.join("\n"));
+        Ok(onednn::chosen_kernels(&report, &self.graph, self.precision))
     }
 
     fn empty_call(&mut self) -> Option<Result<()>> {

@@ -221,3 +221,46 @@ fn f16_on_the_cpu_is_refused_saying_what_it_computes_in() {
         .to_string();
     assert!(e.contains("amp-bf16"), "{e}");
 }
+
+/// After its timed passes a CPU session asks the worker which kernels ran: oneDNN's
+/// convolutions and instruction set in f32 (the instruction set kept for a later
+/// session of the same worker, which oneDNN does not name again); in bf16 either
+/// oneDNN's bf16 kernels (AVX-512) or the warning that ATen's reference kernels ran.
+#[test]
+fn a_cpu_session_records_the_kernels_onednn_ran() {
+    let engine = engine(EAGER);
+    let graph = small_network();
+    for round in 0..2 {
+        let mut s = engine
+            .prepare(&graph, &config(Mode::Train, Precision::F32))
+            .unwrap();
+        let chosen = s.kernels_chosen().unwrap();
+        let conv = &chosen.settings["onednn_convolution"];
+        assert!(!conv.starts_with("not oneDNN") && conv.contains('×'), "{chosen:?}");
+        assert!(chosen.settings.contains_key("onednn_isa"), "round {round}: {chosen:?}");
+        assert!(chosen.warnings.is_empty(), "{chosen:?}");
+        // The session still runs afterwards.
+        s.prepare_batch().unwrap();
+        s.forward().unwrap();
+    }
+    let mut s = engine
+        .prepare(&graph, &config(Mode::Infer, Precision::Bf16))
+        .unwrap();
+    let chosen = s.kernels_chosen().unwrap();
+    let avx512 = std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq");
+    let fell_back = chosen.settings["onednn_convolution"] == "not oneDNN (ATen's own kernels)";
+    assert_eq!(fell_back, !avx512, "{chosen:?}");
+    assert_eq!(chosen.warnings.len(), usize::from(fell_back), "{chosen:?}");
+}
+
+fn config(mode: Mode, precision: Precision) -> SessionConfig {
+    SessionConfig {
+        mode,
+        batch_size: 2,
+        seed: 1,
+        precision,
+        deterministic: false,
+    }
+}

@@ -502,6 +502,43 @@ class Session:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
+    def onednn_verbose_pass(self):
+        """One untimed pass (no optimizer step) with oneDNN printing every primitive it
+        executes, as torch.backends.mkldnn.verbose does, caught from this process's
+        standard output: the lines that name the instruction set and the executed
+        primitives, cut to the fields cnnbench reads."""
+        import tempfile
+        torch = self.torch
+        libc = ctypes.CDLL(None)
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+        with tempfile.TemporaryFile() as caught:
+            os.dup2(caught.fileno(), 1)
+            try:
+                torch._C._verbose.mkldnn_set_verbose(1)
+                try:
+                    self.prepare_batch()
+                    self.forward()
+                    if self.mode == "train":
+                        self.output_grad()
+                    if self.mode != "infer":
+                        self.backward()
+                    self.sync()
+                finally:
+                    torch._C._verbose.mkldnn_set_verbose(0)
+            finally:
+                libc.fflush(None)
+                os.dup2(saved, 1)
+                os.close(saved)
+            for p in self.params:
+                p.grad = None
+            self.output = self.loss = self.grad = None
+            caught.seek(0)
+            text = caught.read().decode("utf-8", "replace")
+        return [",".join(line.split(",")[:7]) for line in text.splitlines()
+                if line.startswith("onednn_verbose,") and (",isa:" in line or ",primitive,exec," in line)]
+
     # --- Untimed: compile, exchange, memory ------------------------------------------
 
     def compile(self):
@@ -595,6 +632,8 @@ class Worker:
         self.ops = build_ops(torch)
         self.Network = make_network_class(torch)
         self.sessions = {}
+        # oneDNN names its instruction set once per process: kept for later sessions.
+        self.onednn_isa = None
 
     def session(self, request):
         sid = request.get("session")
@@ -622,6 +661,16 @@ class Worker:
              "backward": s.backward, "update": s.update, "compile": s.compile}[cmd]()
             s.sync()
             return {}, []
+        if cmd == "kernels":
+            if s.cuda:
+                return {"verbose": []}, []
+            lines = s.onednn_verbose_pass()
+            isa = [line for line in lines if ",isa:" in line]
+            if isa:
+                self.onednn_isa = isa[0]
+            elif self.onednn_isa:
+                lines.insert(0, self.onednn_isa)
+            return {"verbose": lines}, []
         if cmd == "graphs":
             return {"graphs": compiled_graphs(torch)}, []
         if cmd == "memory":

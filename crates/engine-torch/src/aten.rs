@@ -3,7 +3,7 @@
 //! (oneDNN's verbose output, ATen's CPU capability).
 
 use anyhow::{anyhow, Context, Result};
-use std::collections::BTreeMap;
+use cnnbench_engine::onednn::OneDnnReport;
 use std::ffi::{c_char, c_int, CStr};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
@@ -221,8 +221,8 @@ impl Drop for StdoutCapture {
     }
 }
 
-/// Runs `pass` with oneDNN printing every primitive it executes, and says what ran:
-/// see [`OneDnnReport`]. The pass's own result comes back too.
+/// Runs `pass` with oneDNN printing every primitive it executes, and says what ran.
+/// The pass's own result comes back too.
 pub fn with_onednn_verbose<T>(pass: impl FnOnce() -> Result<T>) -> Result<(T, OneDnnReport)> {
     let capture = StdoutCapture::start()?;
     let verbose = set_onednn_verbose(1);
@@ -235,77 +235,4 @@ pub fn with_onednn_verbose<T>(pass: impl FnOnce() -> Result<T>) -> Result<(T, On
         return Err(anyhow!("this libtorch's oneDNN has no verbose output"));
     }
     Ok((value, OneDnnReport::parse(&text)))
-}
-
-/// What oneDNN said while a pass ran: its instruction set (printed once per process,
-/// so kept from the first capture) and, per primitive kind (convolution, matmul,
-/// inner_product, …), the implementations it executed and how often.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OneDnnReport {
-    pub isa: Option<String>,
-    pub primitives: BTreeMap<String, BTreeMap<String, usize>>,
-}
-
-impl OneDnnReport {
-    /// Reads `onednn_verbose,v1,info,cpu,isa:…` and
-    /// `onednn_verbose,v1,primitive,exec,cpu,<kind>,<implementation>,…` lines; others
-    /// are ignored.
-    pub fn parse(text: &str) -> Self {
-        let mut report = OneDnnReport::default();
-        for line in text.lines() {
-            let fields: Vec<&str> = line.split(',').collect();
-            match fields.as_slice() {
-                ["onednn_verbose", _, "info", "cpu", isa, ..] if isa.starts_with("isa:") => {
-                    report.isa = Some(isa.trim_start_matches("isa:").trim().to_string());
-                }
-                ["onednn_verbose", _, "primitive", "exec", "cpu", kind, implementation, ..] => {
-                    *report
-                        .primitives
-                        .entry(kind.to_string())
-                        .or_default()
-                        .entry(implementation.to_string())
-                        .or_default() += 1;
-                }
-                _ => {}
-            }
-        }
-        report
-    }
-
-    /// The kinds that matter for a convolutional network's speed, as result settings:
-    /// `onednn_isa` and `onednn_<kind>` = "impl ×count, …" (most used first); a kind
-    /// in `expected` that oneDNN never executed is recorded as not having run in it
-    /// (ATen's own kernels did the work).
-    pub fn settings(&self, expected: &[&str]) -> BTreeMap<String, String> {
-        let mut settings = BTreeMap::new();
-        if let Some(isa) = &self.isa {
-            settings.insert("onednn_isa".to_string(), isa.clone());
-        }
-        let shown = [
-            "convolution",
-            "inner_product",
-            "matmul",
-            "batch_normalization",
-            "pooling",
-        ];
-        for kind in shown {
-            let key = format!("onednn_{kind}");
-            match self.primitives.get(kind) {
-                Some(implementations) => {
-                    let mut by_use: Vec<(&String, &usize)> = implementations.iter().collect();
-                    by_use.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                    let text: Vec<String> = by_use
-                        .iter()
-                        .map(|(name, n)| format!("{name} ×{n}"))
-                        .collect();
-                    settings.insert(key, text.join(", "));
-                }
-                None if expected.contains(&kind) => {
-                    settings.insert(key, "not oneDNN (ATen's own kernels)".to_string());
-                }
-                None => {}
-            }
-        }
-        settings
-    }
 }

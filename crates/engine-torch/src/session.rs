@@ -7,6 +7,7 @@ use crate::scaler::GradScaler;
 use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::onednn;
 use cnnbench_engine::{
     Capabilities, ChosenKernels, Engine, EngineInfo, Mode, Precision, Session, SessionConfig,
 };
@@ -268,10 +269,6 @@ impl TorchEngine {
     }
 }
 
-/// Why a bf16 run on a CPU without AVX-512 is slow: PyTorch's check before it hands a
-/// bf16 convolution to oneDNN (`ideep::has_bf16_type_support`) fails.
-const BF16_WITHOUT_ONEDNN: &str = "the bf16 convolutions ran in ATen's own reference kernels, not oneDNN's: PyTorch hands bf16 convolutions to oneDNN only on CPUs with AVX-512 (BW, VL, DQ) or AVX2-VNNI-2, which this one lacks, so bf16 is much slower than f32 here";
-
 struct TorchSession {
     graph: Graph,
     precision: Precision,
@@ -435,27 +432,21 @@ impl Session for TorchSession {
             self.sync()
         })?;
         self.clear()?;
-        let convolves = self
-            .graph
-            .nodes()
-            .iter()
-            .any(|n| matches!(n.op, cnnbench_graph::Op::Conv2d(_)));
-        let mut settings = report.settings(if convolves { &["convolution"] } else { &[] });
+        let mut chosen = onednn::chosen_kernels(&report, &self.graph, self.precision);
         // oneDNN names its instruction set once per process: later runs reuse it.
         static ONEDNN_ISA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         if let Some(isa) = &report.isa {
             ONEDNN_ISA.get_or_init(|| isa.clone());
         }
         if let Some(isa) = ONEDNN_ISA.get() {
-            settings.insert("onednn_isa".to_string(), isa.clone());
+            chosen
+                .settings
+                .insert("onednn_isa".to_string(), isa.clone());
         }
-        settings.insert("aten_cpu_capability".to_string(), aten::cpu_capability()?);
-        let mut warnings = Vec::new();
-        let low = matches!(self.precision, Precision::Bf16 | Precision::AmpBf16);
-        if low && convolves && !report.primitives.contains_key("convolution") {
-            warnings.push(BF16_WITHOUT_ONEDNN.to_string());
-        }
-        Ok(ChosenKernels { settings, warnings })
+        chosen
+            .settings
+            .insert("aten_cpu_capability".to_string(), aten::cpu_capability()?);
+        Ok(chosen)
     }
 
     fn export_weights(&self) -> Result<Weights> {

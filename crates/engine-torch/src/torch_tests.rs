@@ -331,39 +331,6 @@ fn amp_bf16_forward_runs_in_autocast_and_leaves_it() {
     assert!(!crate::aten::autocast_state(Device::Cpu).unwrap().0);
 }
 
-/// oneDNN's verbose lines as PyTorch 2.11's oneDNN 3.10 prints them.
-#[test]
-fn onednn_verbose_output_is_read_into_settings() {
-    let text = "\
-onednn_verbose,v1,info,oneDNN v3.10.2 (commit f1d4719)
-onednn_verbose,v1,info,cpu,runtime:OpenMP,nthr:2
-onednn_verbose,v1,info,cpu,isa:Intel AVX2
-onednn_verbose,v1,primitive,exec,cpu,reorder,jit:blk,undef,src:f32::blocked:abcd::f0,,2x16x16x16,7.4
-onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic16oc32,0.17
-onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic32oc32,0.2
-onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx2,forward_training,src:f32,,alg:convolution_direct,mb2_ic16oc32,0.17
-unrelated output
-";
-    let report = crate::aten::OneDnnReport::parse(text);
-    assert_eq!(report.isa.as_deref(), Some("Intel AVX2"));
-    let settings = report.settings(&["convolution"]);
-    assert_eq!(settings["onednn_isa"], "Intel AVX2");
-    assert_eq!(
-        settings["onednn_convolution"],
-        "jit:avx2 ×2, brg_conv_fwd:avx2 ×1"
-    );
-    assert!(!settings.contains_key("onednn_reorder"));
-    // Convolutions that never reached oneDNN (bf16 without AVX512_BF16) are said so.
-    let none = crate::aten::OneDnnReport::parse("").settings(&["convolution"]);
-    assert_eq!(
-        none["onednn_convolution"],
-        "not oneDNN (ATen's own kernels)"
-    );
-    assert!(crate::aten::OneDnnReport::parse("")
-        .settings(&[])
-        .is_empty());
-}
-
 /// After its timed passes a torch-cpu session says which kernels ran: oneDNN's
 /// convolutions in f32 and ATen's vector capability; the standard output is back.
 #[test]

@@ -8,6 +8,7 @@
 
 pub mod distributed;
 pub mod kit;
+pub mod onednn;
 pub mod provider;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
