@@ -50,6 +50,7 @@ fn main() {
 #[cfg(feature = "torch")]
 fn compile_aten_shim(lib: &Path) {
     println!("cargo:rerun-if-changed=shim/aten_shim.cpp");
+    println!("cargo:rerun-if-changed=shim/shim_errors.h");
     let Some(torch) = lib.parent() else {
         panic!("libtorch's library folder {} has no parent", lib.display());
     };
@@ -86,6 +87,7 @@ fn compile_aten_shim(lib: &Path) {
 #[cfg(feature = "torch")]
 fn compile_c10d_shim(lib: &Path) {
     println!("cargo:rerun-if-changed=shim/c10d_shim.cpp");
+    println!("cargo:rerun-if-changed=shim/shim_errors.h");
     println!("cargo:rerun-if-changed=vendor/gloo");
     println!("cargo:rerun-if-env-changed={CUDA_INCLUDE_VAR}");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");

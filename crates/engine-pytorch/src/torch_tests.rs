@@ -236,8 +236,14 @@ fn a_cpu_session_records_the_kernels_onednn_ran() {
             .unwrap();
         let chosen = s.kernels_chosen().unwrap();
         let conv = &chosen.settings["onednn_convolution"];
-        assert!(!conv.starts_with("not oneDNN") && conv.contains('×'), "{chosen:?}");
-        assert!(chosen.settings.contains_key("onednn_isa"), "round {round}: {chosen:?}");
+        assert!(
+            !conv.starts_with("not oneDNN") && conv.contains('×'),
+            "{chosen:?}"
+        );
+        assert!(
+            chosen.settings.contains_key("onednn_isa"),
+            "round {round}: {chosen:?}"
+        );
         assert!(chosen.warnings.is_empty(), "{chosen:?}");
         // The session still runs afterwards.
         s.prepare_batch().unwrap();

@@ -5,6 +5,8 @@
 // record which kernels oneDNN chose. Nothing throws across the boundary: failures come
 // back as a malloc'd message the caller frees with cnb_aten_free.
 
+#include "shim_errors.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
@@ -26,27 +28,7 @@ TORCH_API std::string get_cpu_capability();
 
 namespace {
 
-char* copy_message(const std::string& text) {
-  char* out = static_cast<char*>(std::malloc(text.size() + 1));
-  if (out != nullptr) {
-    std::memcpy(out, text.c_str(), text.size() + 1);
-  }
-  return out;
-}
-
-template <typename F>
-char* guarded(F&& body) {
-  try {
-    body();
-    return nullptr;
-  } catch (const c10::Error& e) {
-    return copy_message(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return copy_message(e.what());
-  } catch (...) {
-    return copy_message("unknown C++ exception in ATen");
-  }
-}
+using cnb::guarded;
 
 // 0: the CPU, 1: CUDA (the only devices the engines run on).
 c10::DeviceType device_type(int device) {
@@ -63,7 +45,7 @@ void cnb_aten_free(char* message) { std::free(message); }
 // previous switch and type go to *was_enabled/*was_dtype for cnb_autocast_exit.
 // `dtype` is a c10::ScalarType number (tch's Kind::c_int()).
 char* cnb_autocast_enter(int device, int dtype, int* was_enabled, int* was_dtype) {
-  return guarded([&] {
+  return guarded("ATen", [&] {
     auto type = device_type(device);
     *was_enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
     *was_dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
@@ -76,7 +58,7 @@ char* cnb_autocast_enter(int device, int dtype, int* was_enabled, int* was_dtype
 // Leaves the region as __exit__ does: the outermost exit empties autocast's cache of
 // cast weights, then the previous switch and type come back.
 char* cnb_autocast_exit(int device, int was_enabled, int was_dtype) {
-  return guarded([&] {
+  return guarded("ATen", [&] {
     auto type = device_type(device);
     if (at::autocast::decrement_nesting() == 0) {
       at::autocast::clear_cache();
@@ -91,7 +73,7 @@ char* cnb_autocast_exit(int device, int was_enabled, int was_dtype) {
 // (at::Tensor*); tch exposes only a one-tensor form of this op.
 char* cnb_amp_unscale(at::Tensor** grads, size_t count, at::Tensor* found_inf,
                       at::Tensor* inv_scale) {
-  return guarded([&] {
+  return guarded("ATen", [&] {
     std::vector<at::Tensor> list;
     list.reserve(count);
     for (size_t i = 0; i < count; ++i) {
@@ -103,7 +85,7 @@ char* cnb_amp_unscale(at::Tensor** grads, size_t count, at::Tensor* found_inf,
 
 // Whether autocast is on for `device`, and in which type (for tests).
 char* cnb_autocast_state(int device, int* enabled, int* dtype) {
-  return guarded([&] {
+  return guarded("ATen", [&] {
     auto type = device_type(device);
     *enabled = at::autocast::is_autocast_enabled(type) ? 1 : 0;
     *dtype = static_cast<int>(at::autocast::get_autocast_dtype(type));
@@ -114,14 +96,14 @@ char* cnb_autocast_state(int device, int* enabled, int* dtype) {
 // torch.backends.mkldnn.verbose sets it; *accepted is 0 when this oneDNN was built
 // without verbose output.
 char* cnb_onednn_verbose(int level, int* accepted) {
-  return guarded([&] { *accepted = torch::verbose::_mkldnn_set_verbose(level) ? 1 : 0; });
+  return guarded("ATen", [&] { *accepted = torch::verbose::_mkldnn_set_verbose(level) ? 1 : 0; });
 }
 
 // The vector instructions ATen's own CPU kernels were dispatched to ("AVX2",
 // "AVX512", "DEFAULT"), as torch.backends.cpu.get_cpu_capability() says; free the
 // text with cnb_aten_free.
 char* cnb_aten_cpu_capability(char** out) {
-  return guarded([&] { *out = copy_message(at::get_cpu_capability()); });
+  return guarded("ATen", [&] { *out = cnb::copy_message(at::get_cpu_capability()); });
 }
 
 }  // extern "C"

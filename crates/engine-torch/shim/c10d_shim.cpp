@@ -5,6 +5,8 @@
 // returned as a malloc'd message that the caller frees with cnb_free; nothing throws
 // across the boundary.
 
+#include "shim_errors.h"
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -26,28 +28,7 @@
 
 namespace {
 
-char* copy_message(const std::string& text) {
-  char* out = static_cast<char*>(std::malloc(text.size() + 1));
-  if (out != nullptr) {
-    std::memcpy(out, text.c_str(), text.size() + 1);
-  }
-  return out;
-}
-
-// Runs `body`, turning any exception into an error message (nullptr: success).
-template <typename F>
-char* guarded(F&& body) {
-  try {
-    body();
-    return nullptr;
-  } catch (const c10::Error& e) {
-    return copy_message(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return copy_message(e.what());
-  } catch (...) {
-    return copy_message("unknown C++ exception in c10d");
-  }
-}
+using cnb::guarded;
 
 }  // namespace
 
@@ -73,7 +54,7 @@ namespace {
 // As `guarded`, but marks the group failed when `body` throws.
 template <typename F>
 char* guarded_on(cnb_group* g, F&& body) {
-  char* error = guarded(std::forward<F>(body));
+  char* error = guarded("c10d", std::forward<F>(body));
   if (error != nullptr) {
     g->failed = true;
   }
@@ -116,7 +97,7 @@ int cnb_has_nccl() {
 char* cnb_nccl_version() {
 #ifdef CNNBENCH_NCCL
   try {
-    return copy_message(c10d::getNcclVersion());
+    return cnb::copy_message(c10d::getNcclVersion());
   } catch (...) {
     return nullptr;
   }
@@ -141,7 +122,7 @@ char* cnb_store_new(
     int counted,
     cnb_store** out) {
   *out = nullptr;
-  return guarded([&] {
+  return guarded("c10d", [&] {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(port);
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
@@ -181,7 +162,7 @@ char* cnb_group_new(
     int cuda_device,
     cnb_group** out) {
   *out = nullptr;
-  return guarded([&] {
+  return guarded("c10d", [&] {
     auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0));
     c10::intrusive_ptr<c10d::Store> store = s->store;
     c10::intrusive_ptr<c10d::Backend> group;
@@ -322,7 +303,7 @@ char* cnb_barrier(cnb_group* g) {
 
 // Stores `len` bytes under `key` in the rendezvous store.
 char* cnb_store_set(cnb_store* s, const char* key, const uint8_t* data, size_t len) {
-  return guarded([&] {
+  return guarded("c10d", [&] {
     std::vector<uint8_t> value(data, data + len);
     s->store->set(std::string(key), value);
   });
@@ -330,7 +311,7 @@ char* cnb_store_set(cnb_store* s, const char* key, const uint8_t* data, size_t l
 
 // Stores `len` bytes under `key` unless the key is already there (the first writer wins).
 char* cnb_store_set_first(cnb_store* s, const char* key, const uint8_t* data, size_t len) {
-  return guarded([&] {
+  return guarded("c10d", [&] {
     std::vector<uint8_t> value(data, data + len);
     s->store->compareSet(std::string(key), {}, value);
   });
@@ -339,14 +320,14 @@ char* cnb_store_set_first(cnb_store* s, const char* key, const uint8_t* data, si
 // Whether `key` is in the store now (no waiting).
 char* cnb_store_check(cnb_store* s, const char* key, int* present) {
   *present = 0;
-  return guarded([&] { *present = s->store->check({std::string(key)}) ? 1 : 0; });
+  return guarded("c10d", [&] { *present = s->store->check({std::string(key)}) ? 1 : 0; });
 }
 
 // Waits (up to the store's timeout) for `key` and returns its bytes, malloc'd.
 char* cnb_store_get(cnb_store* s, const char* key, uint8_t** data, size_t* len) {
   *data = nullptr;
   *len = 0;
-  return guarded([&] {
+  return guarded("c10d", [&] {
     std::vector<uint8_t> value = s->store->get(std::string(key));
     uint8_t* out = static_cast<uint8_t*>(std::malloc(value.size() + 1));
     if (out == nullptr) {
@@ -371,7 +352,7 @@ char* cnb_group_destroy(cnb_group* g) {
   if (g == nullptr) {
     return nullptr;
   }
-  char* error = guarded([&] {
+  char* error = guarded("c10d", [&] {
     if (g->failed) {
       g->group->abort();
     } else {

@@ -226,6 +226,16 @@ impl Network {
             .collect()
     }
 
+    /// The gradients of the trainable weights the loss reached (a parameter it did not
+    /// reach has none, on every rank alike), as handles: writing to one writes the
+    /// weight's `.grad`, as the gradient scaler and the all-reduce do.
+    pub fn reached_gradients(&self) -> Vec<Tensor> {
+        self.parameters()
+            .map(|p| p.tensor.grad())
+            .filter(|g| g.defined())
+            .collect()
+    }
+
     /// The gradient of every trainable weight after a backward pass; a weight the loss
     /// does not reach gets zeros.
     pub fn weight_gradients(&self) -> Result<Weights> {

@@ -395,12 +395,7 @@ impl Session for TorchSession {
         let _guard = tch::no_grad_guard();
         match &mut self.scaler {
             Some(scaler) => {
-                let mut grads: Vec<Tensor> = self
-                    .network
-                    .parameters()
-                    .map(|p| p.tensor.grad())
-                    .filter(|g| g.defined())
-                    .collect();
+                let mut grads = self.network.reached_gradients();
                 scaler.step(&mut grads, || Ok(opt.step()?))?;
                 Ok(())
             }
@@ -510,13 +505,7 @@ impl Session for TorchSession {
             .group
             .as_ref()
             .context("this session does not train across processes")?;
-        // Parameters the loss did not reach have no gradient on any rank (one graph).
-        let mut grads: Vec<Tensor> = self
-            .network
-            .parameters()
-            .map(|p| p.tensor.grad())
-            .filter(|g| g.defined())
-            .collect();
+        let mut grads = self.network.reached_gradients();
         let bucket = cnnbench_engine::distributed::ProcessGroup::info(group.as_ref()).bucket_bytes;
         group.all_reduce_mean(&mut grads, bucket)
     }
