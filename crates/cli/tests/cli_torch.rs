@@ -52,6 +52,43 @@ fn bf16_runs_on_the_cpu_and_is_recorded_f16_is_refused() {
         ));
 }
 
+/// A run records which kernels oneDNN ran (asked in an untimed pass after the timed
+/// ones): in f32 its convolutions, instruction set and ATen's capability; in bf16
+/// either oneDNN's bf16 kernels (AVX-512) or the warning that ATen's reference kernels
+/// ran. In a process of its own: oneDNN's verbose switch is global, and a test beside
+/// it running passes in the same process would write into the record.
+#[test]
+fn a_run_records_the_kernels_onednn_ran_and_warns_of_a_bf16_fallback() {
+    let f32_run = tiny_run("resnet18", "torch-cpu", &["--mode", "infer"]);
+    let settings = &f32_run["engine"]["settings"];
+    let conv = settings["onednn_convolution"].as_str().unwrap();
+    assert!(
+        !conv.starts_with("not oneDNN") && conv.contains('×'),
+        "{settings}"
+    );
+    assert!(settings["onednn_isa"].is_string(), "{settings}");
+    assert!(settings["aten_cpu_capability"].is_string(), "{settings}");
+    let bf16_run = tiny_run(
+        "resnet18",
+        "torch-cpu",
+        &["--mode", "infer", "--precision", "bf16"],
+    );
+    let conv = bf16_run["engine"]["settings"]["onednn_convolution"]
+        .as_str()
+        .unwrap();
+    let avx512 = std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq");
+    let fell_back = conv == "not oneDNN (ATen's own kernels)";
+    assert_eq!(fell_back, !avx512, "{conv}");
+    let warned = bf16_run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("AVX-512"));
+    assert_eq!(warned, fell_back, "{}", bf16_run["warnings"]);
+}
+
 fn gpu_present() -> bool {
     std::path::Path::new("/dev/nvidia0").exists()
 }

@@ -4,7 +4,7 @@
 use crate::python::{Interpreter, Places};
 use crate::worker::{Launch, Reply, Worker};
 use crate::Flavour;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{NodeOutput, Program, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::{
     onednn, Capabilities, ChosenKernels, CompileMode, DeviceKind, Engine, EngineInfo, Mode,
@@ -402,8 +402,10 @@ impl Session for PytorchSession {
         let reply = self.call("kernels")?;
         let lines: Vec<&str> = reply.fields["verbose"]
             .as_array()
-            .map(|lines| lines.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .context("the worker's answer to `kernels` has no list of verbose lines")?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         let report = onednn::OneDnnReport::parse(&lines.join("\n"));
         Ok(onednn::chosen_kernels(&report, &self.graph, self.precision))
     }

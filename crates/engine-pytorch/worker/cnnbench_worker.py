@@ -503,10 +503,10 @@ class Session:
             self.torch.cuda.synchronize(self.device)
 
     def onednn_verbose_pass(self):
-        """One untimed pass (no optimizer step) with oneDNN printing every primitive it
-        executes, as torch.backends.mkldnn.verbose does, caught from this process's
-        standard output: the lines that name the instruction set and the executed
-        primitives, cut to the fields cnnbench reads."""
+        """On the CPU (cnnbench asks nowhere else): one untimed pass (no optimizer step)
+        with oneDNN printing every primitive it executes, as torch.backends.mkldnn.verbose
+        does, caught from this process's standard output: the lines that name the
+        instruction set and the executed primitives, cut to the fields cnnbench reads."""
         import tempfile
         torch = self.torch
         libc = ctypes.CDLL(None)
@@ -662,8 +662,6 @@ class Worker:
             s.sync()
             return {}, []
         if cmd == "kernels":
-            if s.cuda:
-                return {"verbose": []}, []
             lines = s.onednn_verbose_pass()
             isa = [line for line in lines if ",isa:" in line]
             if isa:

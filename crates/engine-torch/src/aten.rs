@@ -225,14 +225,14 @@ impl Drop for StdoutCapture {
 /// The pass's own result comes back too.
 pub fn with_onednn_verbose<T>(pass: impl FnOnce() -> Result<T>) -> Result<(T, OneDnnReport)> {
     let capture = StdoutCapture::start()?;
-    let verbose = set_onednn_verbose(1);
+    // Without verbose output there is nothing to read: no pass is run for nothing.
+    if !set_onednn_verbose(1)? {
+        return Err(anyhow!("this libtorch's oneDNN has no verbose output"));
+    }
     let ran = pass();
     let quiet = set_onednn_verbose(0);
     let text = capture.finish()?;
     let value = ran?;
     quiet?;
-    if !verbose? {
-        return Err(anyhow!("this libtorch's oneDNN has no verbose output"));
-    }
     Ok((value, OneDnnReport::parse(&text)))
 }

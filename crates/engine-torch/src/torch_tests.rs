@@ -357,26 +357,3 @@ fn a_cpu_session_records_the_kernels_that_ran() {
     s.prepare_output_grad().unwrap();
     s.backward().unwrap();
 }
-
-/// A bf16 session says where its convolutions ran: in oneDNN on a CPU with AVX-512, in
-/// ATen's reference kernels elsewhere, with the warning that explains the slow number.
-#[test]
-fn a_bf16_session_says_whether_its_convolutions_reached_onednn() {
-    let graph = (cnnbench_zoo::find("resnet18").unwrap().build)([3, 32, 32]).unwrap();
-    let mut s = cpu()
-        .prepare(&graph, &config(Mode::Infer, Precision::Bf16))
-        .unwrap();
-    let chosen = s.kernels_chosen().unwrap();
-    let conv = &chosen.settings["onednn_convolution"];
-    let avx512 = std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512dq");
-    if avx512 {
-        assert!(!conv.starts_with("not oneDNN"), "{chosen:?}");
-        assert!(chosen.warnings.is_empty(), "{chosen:?}");
-    } else {
-        assert_eq!(conv, "not oneDNN (ATen's own kernels)", "{chosen:?}");
-        assert_eq!(chosen.warnings.len(), 1, "{chosen:?}");
-        assert!(chosen.warnings[0].contains("AVX-512"), "{chosen:?}");
-    }
-}
