@@ -56,6 +56,8 @@ pub struct RunRequest {
     pub batch_search: Option<BatchSearch>,
     /// The engine's best rate from `cnnbench peak` in this precision, for "% of peak".
     pub peak: Option<BestRate>,
+    /// Which of `run --repeat N`'s runs this process is, recorded with the result.
+    pub round: Option<cnnbench_results::Round>,
 }
 
 impl RunRequest {
@@ -82,6 +84,7 @@ impl RunRequest {
             spec: None,
             batch_search: None,
             peak: None,
+            round: None,
         }
     }
 
@@ -354,6 +357,7 @@ pub fn run(
             warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
             world_size: distributed.is_some().then_some(ranks),
             allocator: Some(crate::env::allocator_record()),
+            round: request.round,
         },
         engine: {
             let mut info = engine.info();

@@ -324,3 +324,61 @@ fn the_heap_policy_is_recorded_and_keeps_runs_apart() {
             "the allocator differs: BASE keep vs NEW system",
         ));
 }
+
+/// `--repeat N`: each configuration in N processes, interleaved A-B-B-A, one file a run
+/// recording its round; `compare` of two such sets judges runs, where one run a side is
+/// not judged.
+#[test]
+fn repeated_runs_interleave_and_compare_judges_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, threads: &str| {
+        cnnbench()
+            .args(["run", "resnet18", "-b", "1", "--passes", "2", "--warmup", "0"])
+            .args(["--image-size", "32,40", "--repeat", "2", "--threads", threads, "-o"])
+            .arg(dir.path().join(out))
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "2 configuration(s) × 2 runs: 4 processes",
+            ))
+            .stderr(predicate::str::contains("run 2 of 2: resnet18 (batch 1, 40x40)"))
+    };
+    run("base", "1");
+    let mut files: Vec<Value> = result_files(&dir.path().join("base"))
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect();
+    assert_eq!(files.len(), 4);
+    files.sort_by(|a, b| a["started_at"].as_str().cmp(&b["started_at"].as_str()));
+    let order: Vec<(u64, u64)> = files
+        .iter()
+        .map(|f| {
+            (
+                f["config"]["round"]["index"].as_u64().unwrap(),
+                f["config"]["image_size"][0].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(order, [(1, 32), (1, 40), (2, 40), (2, 32)]);
+    assert!(files.iter().all(|f| f["config"]["round"]["of"] == 2));
+    // Each run's own spec is its one configuration, run once: `--again` reruns that run.
+    assert!(files.iter().all(|f| f["spec"].get("repeat").is_none()));
+    run("new", "1");
+    let out = cnnbench()
+        .args(["compare", "-f", "markdown"])
+        .arg(dir.path().join("base"))
+        .arg(dir.path().join("new"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(!stdout.contains("not judged: one run"), "{stdout}");
+    // -b max and data-parallel runs are refused with --repeat, before anything runs.
+    cnnbench()
+        .args(["run", "resnet18", "-b", "max", "--repeat", "2", "-o"])
+        .arg(dir.path().join("refused"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("-b max"));
+    assert!(result_files(&dir.path().join("refused")).is_empty());
+}

@@ -178,10 +178,31 @@ fn html_output_and_charts_are_files() {
 fn compare_reports_verdicts_and_gates_regressions() {
     let base = fixtures().join("ours/base");
     let new = fixtures().join("ours/new");
-    // `cnnbench compare BASE NEW`, to which each check adds its options.
+    // One run (file) a model on each side: not judged, and a gate cannot pass on that.
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("not judged: one run"))
+        .stdout(predicate::str::contains("run --repeat N"));
+    cnnbench()
+        .args(["compare", "--fail-on-regression", "10"])
+        .arg(&base)
+        .arg(&new)
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("could not be judged"));
+    // With the machine's run-to-run noise given, they are judged against it.
+    // `cnnbench compare BASE NEW --run-noise 1`, to which each check adds its options.
     let compare = || {
         let mut command = cnnbench();
-        command.arg("compare").arg(&base).arg(&new);
+        command
+            .arg("compare")
+            .arg(&base)
+            .arg(&new)
+            .args(["--run-noise", "1"]);
         command
     };
     compare()

@@ -8,7 +8,8 @@
 use crate::fmt::natural_cmp;
 use crate::group::{input_desc, Entry, TableKey};
 use cnnbench_results::stats::{
-    bootstrap_median_ratios, geomean_interval95, median_in_place, percentile_interval95, SplitMix64,
+    bootstrap_run_median_ratios, geomean_interval95, median_in_place, median_of_run_medians,
+    percentile_interval95, SplitMix64,
 };
 use cnnbench_results::Quantity;
 use serde::Serialize;
@@ -27,7 +28,16 @@ pub struct CompareOptions {
     pub seed: u64,
     /// `--fail-on-regression`: a fraction (0.05 = 5%).
     pub fail_on_regression: Option<f64>,
+    /// `--run-noise`: the machine's run-to-run noise, the relative standard deviation of
+    /// one configuration's median from one process to the next (0.05 = 5%). When known,
+    /// a pair with one run on a side is judged against it rather than not at all: a
+    /// change must then exceed ±2.8 times it (the 95% band of the ratio of two runs).
+    pub run_noise: Option<f64>,
 }
+
+/// How far the ratio of two single runs of one configuration strays, 95% of the time, in
+/// units of the run-to-run noise: 1.96·√2.
+pub const ONE_RUN_BAND: f64 = 2.77;
 
 impl Default for CompareOptions {
     fn default() -> Self {
@@ -37,6 +47,7 @@ impl Default for CompareOptions {
             resamples: 10_000,
             seed: 0x00c0_ffee,
             fail_on_regression: None,
+            run_noise: None,
         }
     }
 }
@@ -53,6 +64,10 @@ pub enum Verdict {
     NoChange,
     /// A side has fewer than 2 samples: no interval can be had.
     TooFewSamples,
+    /// A side holds one run (one process): the passes of one process agree with each
+    /// other while processes differ (on a shared VM by ±15%), so no interval from them
+    /// can separate a change from run-to-run variation.
+    OneRun,
     /// A side was measured on a disturbed machine: its times may be inflated by the
     /// neighbour, so no change is called real.
     Disturbed,
@@ -65,6 +80,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::NoChange => "no change",
             Verdict::TooFewSamples => "too few samples",
+            Verdict::OneRun => "not judged: one run",
             Verdict::Disturbed => "not judged: disturbed",
         }
     }
@@ -82,9 +98,14 @@ pub struct Pair {
     pub new_median_ms: f64,
     pub base_samples: usize,
     pub new_samples: usize,
-    /// Median of NEW / median of BASE: below 1 NEW is faster.
+    /// Runs (result files, i.e. processes) on each side: the unit the interval resamples.
+    pub base_runs: usize,
+    pub new_runs: usize,
+    /// NEW / BASE of the median of the runs' medians: below 1 NEW is faster.
     pub ratio: f64,
-    pub ci95: [f64; 2],
+    /// The bootstrap 95% interval of `ratio`, resampling runs and then the passes within
+    /// each; `None` when it cannot be had (one run or one sample on a side).
+    pub ci95: Option<[f64; 2]>,
     pub verdict: Verdict,
     /// Slower than `--fail-on-regression` allows, with confidence.
     pub regression: bool,
@@ -288,15 +309,12 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     let mut missing = Vec::new();
     for &(i, j) in &pairs {
         let (a, b) = (&base[i], &new[j]);
-        let (Some(sa), Some(sb)) = (a.samples.get(&q), b.samples.get(&q)) else {
+        let (Some(ra), Some(rb)) = (a.run_samples.get(&q), b.run_samples.get(&q)) else {
             missing.push(describe(a));
             continue;
         };
-        let (ma, mb) = (
-            median_in_place(&mut sa.clone()),
-            median_in_place(&mut sb.clone()),
-        );
-        if ma <= 0.0 {
+        let (ma, mb) = (median_of_run_medians(ra), median_of_run_medians(rb));
+        if ma.is_nan() || ma <= 0.0 || mb.is_nan() {
             missing.push(describe(a));
             continue;
         }
@@ -304,28 +322,45 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         let disturbed: Vec<String> = (a.disturbed.iter().map(|w| format!("base {w}")))
             .chain(b.disturbed.iter().map(|w| format!("new {w}")))
             .collect();
-        let (ci, v) = if sa.len() < 2 || sb.len() < 2 {
-            ([ratio, ratio], Verdict::TooFewSamples)
+        let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
+        let (na, nb) = (count(ra), count(rb));
+        let (ci, v) = if na < 2 || nb < 2 {
+            (None, Verdict::TooFewSamples)
+        } else if !disturbed.is_empty() {
+            (None, Verdict::Disturbed)
+        } else if ra.len() < 2 || rb.len() < 2 {
+            match opts.run_noise {
+                // The runs cannot show their own spread: the machine's known noise sets
+                // the band a change must leave.
+                Some(noise) => {
+                    let band = (ONE_RUN_BAND * noise).max(opts.threshold);
+                    let ci = [ratio * (1.0 - band), ratio * (1.0 + band)];
+                    (Some(ci), verdict(ci, opts.threshold))
+                }
+                None => (None, Verdict::OneRun),
+            }
         } else {
             // Each pair draws from its own stream, seeded by its names, so a pair's
             // interval does not depend on which other results were compared.
             let seed = opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b)));
-            let boot = bootstrap_median_ratios(
-                sa,
-                sb,
+            let boot = bootstrap_run_median_ratios(
+                ra,
+                rb,
                 opts.resamples.max(100),
                 &mut SplitMix64::new(seed),
             );
             let ci = percentile_interval95(boot.clone());
-            if !disturbed.is_empty() {
-                (ci, Verdict::Disturbed)
-            } else {
-                boots.push(boot.iter().map(|r| r.ln()).collect());
-                (ci, verdict(ci, opts.threshold))
-            }
+            boots.push(boot.iter().map(|r| r.ln()).collect());
+            (Some(ci), verdict(ci, opts.threshold))
         };
-        let judged = !matches!(v, Verdict::TooFewSamples | Verdict::Disturbed);
-        let regression = judged && opts.fail_on_regression.is_some_and(|p| ci[0] > 1.0 + p);
+        let judged = !matches!(
+            v,
+            Verdict::TooFewSamples | Verdict::Disturbed | Verdict::OneRun
+        );
+        let regression = judged
+            && opts
+                .fail_on_regression
+                .is_some_and(|p| ci.is_some_and(|ci| ci[0] > 1.0 + p));
         out.push(Pair {
             model: model_name(a),
             input: input_desc(&a.table),
@@ -334,8 +369,10 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             new_config: b.config_name(),
             base_median_ms: ma * 1000.0,
             new_median_ms: mb * 1000.0,
-            base_samples: sa.len(),
-            new_samples: sb.len(),
+            base_samples: na,
+            new_samples: nb,
+            base_runs: ra.len(),
+            new_runs: rb.len(),
             ratio,
             ci95: ci,
             verdict: v,
@@ -348,10 +385,11 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             .then(x.input.cmp(&y.input))
             .then(x.base_config.cmp(&y.base_config))
     });
-    // Pairs measured on a disturbed machine say nothing about the change: left out.
+    // Pairs measured on a disturbed machine, or with one run on a side, say nothing about
+    // the change: left out.
     let trusted: Vec<&Pair> = out
         .iter()
-        .filter(|p| p.verdict != Verdict::Disturbed)
+        .filter(|p| !matches!(p.verdict, Verdict::Disturbed | Verdict::OneRun))
         .collect();
     let geomean = (!trusted.is_empty())
         .then(|| (trusted.iter().map(|p| p.ratio.ln()).sum::<f64>() / trusted.len() as f64).exp());
@@ -393,12 +431,12 @@ impl Comparison {
         self.pairs.iter().any(|p| p.regression)
     }
 
-    /// Pairs not judged because a side was measured on a disturbed machine: a gate
-    /// (`--fail-on-regression`) cannot pass on them.
+    /// Pairs not judged because a side was measured on a disturbed machine or holds one
+    /// run: a gate (`--fail-on-regression`) cannot pass on them.
     pub fn undecided(&self) -> usize {
         self.pairs
             .iter()
-            .filter(|p| p.verdict == Verdict::Disturbed)
+            .filter(|p| matches!(p.verdict, Verdict::Disturbed | Verdict::OneRun))
             .count()
     }
 
@@ -447,7 +485,8 @@ impl Comparison {
                     format!("{:.2}", p.base_median_ms),
                     format!("{:.2}", p.new_median_ms),
                     format!("{:.3}", p.ratio),
-                    format!("{:.3}–{:.3}", p.ci95[0], p.ci95[1]),
+                    p.ci95
+                        .map_or("-".into(), |ci| format!("{:.3}–{:.3}", ci[0], ci[1])),
                     pct(p.ratio),
                     verdict,
                 ]
@@ -494,7 +533,7 @@ impl Comparison {
             out.push(format!(
                 "Geometric mean of new/base ({} time, medians) over {} pairs: {:.3}{ci}: {direction}.",
                 self.quantity,
-                self.pairs.len() - count(Verdict::Disturbed),
+                self.pairs.len() - count(Verdict::Disturbed) - count(Verdict::OneRun),
                 g
             ));
             let mut counts = format!(
@@ -514,14 +553,30 @@ impl Comparison {
                     ", {disturbed} not judged (measured on a disturbed machine)"
                 ));
             }
+            let one_run = count(Verdict::OneRun);
+            if one_run > 0 {
+                counts.push_str(&format!(", {one_run} not judged (one run on a side)"));
+            }
             out.push(counts + ".");
         } else if self.pairs.is_empty() {
             out.push("No result in BASE has a counterpart in NEW: nothing to compare.".into());
-        } else {
+        } else if count(Verdict::Disturbed) == self.pairs.len() {
             out.push(format!(
                 "Every one of the {} pairs was measured on a disturbed machine on one side or both: no change is called real; rerun on a quiet machine (run --require-clean, --retries N).",
                 self.pairs.len()
             ));
+        } else {
+            out.push(format!(
+                "None of the {} pairs can be judged: {} with one run on a side, {} measured on a disturbed machine.",
+                self.pairs.len(),
+                count(Verdict::OneRun),
+                count(Verdict::Disturbed)
+            ));
+        }
+        if count(Verdict::OneRun) > 0 {
+            out.push(
+                "One run per side cannot separate a change from run-to-run variation: the passes of one process agree with each other while processes differ. Measure each side in several processes (run --repeat N, at least 3; 5 or more to find a change of a few percent) and compare those.".into(),
+            );
         }
         for p in self
             .pairs

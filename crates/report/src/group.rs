@@ -94,6 +94,9 @@ pub struct Entry {
     pub sources: Vec<PathBuf>,
     /// Raw samples in seconds, runs concatenated in file order.
     pub samples: BTreeMap<Quantity, Vec<f64>>,
+    /// The same samples run by run (one list per result file, i.e. per process): what
+    /// `compare` resamples, since processes differ more than the passes of one do.
+    pub run_samples: BTreeMap<Quantity, Vec<Vec<f64>>>,
     pub summaries: BTreeMap<Quantity, Summary>,
     pub machines: Vec<MachineInfo>,
     pub tool_versions: Vec<String>,
@@ -330,6 +333,16 @@ fn make_entry(
     }
     // A quantity missing from some runs cannot be pooled fairly: keep only those all have.
     samples.retain(|q, _| runs.iter().all(|r| r.samples.contains_key(q)));
+    let run_samples: BTreeMap<Quantity, Vec<Vec<f64>>> = samples
+        .keys()
+        .map(|q| {
+            let per_run = runs
+                .iter()
+                .filter_map(|r| r.samples.get(q).cloned())
+                .collect();
+            (*q, per_run)
+        })
+        .collect();
     let summaries = samples
         .iter()
         .filter_map(|(q, s)| Summary::of(s).map(|x| (*q, x)))
@@ -367,6 +380,7 @@ fn make_entry(
         runs: runs.len(),
         sources: runs.iter().map(|r| r.path.clone()).collect(),
         samples,
+        run_samples,
         summaries,
         machines,
         tool_versions,

@@ -25,15 +25,26 @@ fn render(c: &Comparison, format: Format) -> String {
     format.exporter().render_comparison(c).unwrap()
 }
 
-/// BASE: three models at 100, 50 and 200 ms with ±3% noise.
+/// Each side measured in four processes (runs) that land within ±1% of each other.
+const RUN_FACTORS: [f64; 4] = [1.0, 1.01, 0.99, 1.005];
+
+/// `center`'s runs: one result file per run, `passes` passes each with ±`spread`% noise.
+fn runs(dir: &Path, model: &str, center: f64, spread: f64, passes: usize, seed: u64) {
+    for (i, f) in RUN_FACTORS.iter().enumerate() {
+        Run::new(model, "Test CPU", noisy(center * f, spread, passes, seed * 10 + i as u64))
+            .write(dir, &format!("{model}-{i}.json"));
+    }
+}
+
+/// BASE: three models at 100, 50 and 200 ms with ±3% noise, four runs each.
 /// NEW: `slow` 20% slower, `fast` 20% faster, `same` unchanged (fresh noise).
 fn fixture(base: &Path, new: &Path) {
-    Run::new("slow", "Test CPU", noisy(100.0, 3.0, 30, 1)).write(base, "slow.json");
-    Run::new("fast", "Test CPU", noisy(50.0, 3.0, 30, 2)).write(base, "fast.json");
-    Run::new("same", "Test CPU", noisy(200.0, 3.0, 30, 3)).write(base, "same.json");
-    Run::new("slow", "Test CPU", noisy(120.0, 3.0, 30, 4)).write(new, "slow.json");
-    Run::new("fast", "Test CPU", noisy(40.0, 3.0, 30, 5)).write(new, "fast.json");
-    Run::new("same", "Test CPU", noisy(200.0, 3.0, 30, 6)).write(new, "same.json");
+    runs(base, "slow", 100.0, 3.0, 30, 1);
+    runs(base, "fast", 50.0, 3.0, 30, 2);
+    runs(base, "same", 200.0, 3.0, 30, 3);
+    runs(new, "slow", 120.0, 3.0, 30, 4);
+    runs(new, "fast", 40.0, 3.0, 30, 5);
+    runs(new, "same", 200.0, 3.0, 30, 6);
 }
 
 /// The fixture's base and new entries.
@@ -58,7 +69,9 @@ fn verdicts_on_synthetic_samples() {
     assert_eq!(get("fast").verdict, Verdict::Faster);
     assert_eq!(get("same").verdict, Verdict::NoChange);
     for p in &c.pairs {
-        assert!(p.ci95[0] <= p.ratio && p.ratio <= p.ci95[1], "{p:?}");
+        let ci = p.ci95.unwrap();
+        assert!(ci[0] <= p.ratio && p.ratio <= ci[1], "{p:?}");
+        assert_eq!((p.base_runs, p.new_runs), (4, 4));
     }
     assert!((get("slow").ratio - 1.2).abs() < 0.04, "{:?}", get("slow"));
     assert!((get("fast").ratio - 0.8).abs() < 0.03, "{:?}", get("fast"));
@@ -157,9 +170,12 @@ fn software_and_machine_differences_are_warned_about() {
 #[test]
 fn a_new_machine_is_paired_by_model_and_unmatched_rows_are_listed() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    Run::new("m", "Old GPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "m.json");
+    for i in 0..3 {
+        let name = format!("m-{i}.json");
+        Run::new("m", "Old GPU", noisy(10.0, 1.0, 10, 1 + i)).write(b.path(), &name);
+        Run::new("m", "New GPU", noisy(5.0, 1.0, 10, 20 + i)).write(n.path(), &name);
+    }
     Run::new("gone", "Old GPU", noisy(10.0, 1.0, 10, 1)).write(b.path(), "gone.json");
-    Run::new("m", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "m.json");
     Run::new("added", "New GPU", noisy(5.0, 1.0, 10, 2)).write(n.path(), "added.json");
     let c = compare(
         &entries(b.path()),
@@ -198,11 +214,22 @@ fn single_samples_cannot_support_a_verdict() {
 
 #[test]
 fn legacy_files_compare_too() {
-    // nn vs cuDNN 5.1.10 on the GTX 1080 Ti: cuDNN is faster on every shared model.
+    // nn vs cuDNN 5.1.10 on the GTX 1080 Ti: one run (file) a model on each side, so
+    // not judged, unless the machine's run-to-run noise is given: then cuDNN is faster
+    // on every shared model.
     let base = legacy_outputs().join("1080Ti");
     let new = legacy_outputs().join("1080Ti_cudnn51");
     let c = compare(&entries(&base), &entries(&new), &CompareOptions::default());
     assert_eq!(c.pairs.len(), 6);
+    assert!(c.pairs.iter().all(|p| p.verdict == Verdict::OneRun));
+    let c = compare(
+        &entries(&base),
+        &entries(&new),
+        &CompareOptions {
+            run_noise: Some(0.05),
+            ..Default::default()
+        },
+    );
     assert!(
         c.pairs.iter().all(|p| p.verdict == Verdict::Faster),
         "{:?}",
@@ -222,12 +249,91 @@ fn legacy_files_compare_too() {
     );
 }
 
+/// On a shared VM the passes of one process agree while processes land ±15% apart. Two
+/// sets of processes of the same configuration: the pair of first runs looks like a
+/// real speed-up from its passes alone; the runs together say no change.
+#[test]
+fn run_to_run_variation_is_not_called_a_change() {
+    let shifts = [1.00, 1.14, 0.88, 1.10, 0.93];
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (i, f) in shifts.iter().enumerate() {
+        let name = format!("m-{i}.json");
+        Run::new("m", "Test CPU", noisy(100.0 * f, 0.5, 20, 1 + i as u64)).write(b.path(), &name);
+        let g = shifts[(i + 2) % shifts.len()];
+        Run::new("m", "Test CPU", noisy(100.0 * g, 0.5, 20, 50 + i as u64)).write(n.path(), &name);
+    }
+    // The first run of each side alone: one run a side, not judged (the old unit, passes,
+    // called this 12% faster with a narrow interval).
+    let (b1, n1) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(b.path().join("m-0.json"), b1.path().join("m-0.json")).unwrap();
+    std::fs::copy(n.path().join("m-0.json"), n1.path().join("m-0.json")).unwrap();
+    let one = compare(&entries(b1.path()), &entries(n1.path()), &CompareOptions::default());
+    assert_eq!(one.pairs[0].verdict, Verdict::OneRun);
+    assert!(one.pairs[0].ci95.is_none());
+    assert!(one.summary().join("\n").contains("run --repeat N"));
+    let all = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
+    assert_eq!(all.pairs[0].verdict, Verdict::NoChange, "{:?}", all.pairs[0]);
+    assert_eq!(all.pairs[0].base_runs, 5);
+}
+
+/// A real 10% slow-down, each side in five processes within ±2% of each other: found.
+#[test]
+fn a_real_change_is_found_with_five_runs_a_side() {
+    let shifts = [1.00, 1.02, 0.985, 1.01, 0.99];
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (i, f) in shifts.iter().enumerate() {
+        let name = format!("m-{i}.json");
+        Run::new("m", "Test CPU", noisy(100.0 * f, 1.0, 10, 1 + i as u64)).write(b.path(), &name);
+        let g = shifts[(i + 1) % shifts.len()];
+        Run::new("m", "Test CPU", noisy(110.0 * g, 1.0, 10, 50 + i as u64)).write(n.path(), &name);
+    }
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions {
+            fail_on_regression: Some(0.05),
+            ..Default::default()
+        },
+    );
+    assert_eq!(c.pairs[0].verdict, Verdict::Slower, "{:?}", c.pairs[0]);
+    assert!(c.failed(), "a 10% slow-down crosses a 5% gate");
+}
+
+/// One run a side cannot pass a regression gate: it is undecided, as a disturbed pair is.
+#[test]
+fn one_run_a_side_is_undecided_for_the_gate() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Run::new("m", "Test CPU", noisy(100.0, 1.0, 30, 1)).write(b.path(), "m.json");
+    Run::new("m", "Test CPU", noisy(150.0, 1.0, 30, 2)).write(n.path(), "m.json");
+    let opts = CompareOptions {
+        fail_on_regression: Some(0.05),
+        ..Default::default()
+    };
+    let c = compare(&entries(b.path()), &entries(n.path()), &opts);
+    assert_eq!(c.pairs[0].verdict, Verdict::OneRun);
+    assert!(!c.failed() && c.undecided() == 1);
+    let md = render(&c, Format::Markdown);
+    assert!(md.contains("not judged: one run"), "{md}");
+    assert!(md.contains("1 not judged (one run on a side)") || md.contains("None of the 1 pairs"), "{md}");
+    // With the machine's run-to-run noise known (3%), a 50% slow-down is judged.
+    let c = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions {
+            run_noise: Some(0.03),
+            ..opts
+        },
+    );
+    assert_eq!(c.pairs[0].verdict, Verdict::Slower);
+    assert!(c.failed());
+}
+
 #[test]
 fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
     // Noisy samples and a 4% slow-down: the interval of the mean reaches below +2%.
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    Run::new("noisy", "Test CPU", noisy(100.0, 15.0, 5, 11)).write(b.path(), "noisy.json");
-    Run::new("noisy", "Test CPU", noisy(104.0, 15.0, 5, 12)).write(n.path(), "noisy.json");
+    runs(b.path(), "noisy", 100.0, 15.0, 5, 11);
+    runs(n.path(), "noisy", 104.0, 15.0, 5, 12);
     let c = compare(
         &entries(b.path()),
         &entries(n.path()),
@@ -332,12 +438,12 @@ fn a_disturbed_side_is_not_judged_and_fails_the_gate() {
     let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     fixture(b.path(), n.path());
     // NEW's `slow` was measured beside a busy neighbour: its 20% is not a regression.
-    let doc = Run::new("slow", "Test CPU", noisy(120.0, 3.0, 30, 4)).json();
+    let doc = Run::new("slow", "Test CPU", noisy(120.0, 3.0, 30, 40)).json();
     let doc = disturbed(
         doc,
         "other processes used 95% of the machine's CPU time (limit 10%)",
     );
-    std::fs::write(n.path().join("slow.json"), doc.to_string()).unwrap();
+    std::fs::write(n.path().join("slow-0.json"), doc.to_string()).unwrap();
     let opts = CompareOptions {
         fail_on_regression: Some(0.05),
         ..CompareOptions::default()

@@ -175,6 +175,19 @@ pub struct RunConfig {
     /// cnnbench recorded it, which ran with the C library's defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<AllocatorRecord>,
+    /// Which of `run --repeat N`'s runs this is (absent: a run of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<Round>,
+}
+
+/// One run of a configuration that `run --repeat N` measured in N processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Round {
+    /// 1-based.
+    pub index: usize,
+    /// N.
+    pub of: usize,
 }
 
 /// The heap policy a run had: it changes CPU times by up to a fifth (fresh pages for

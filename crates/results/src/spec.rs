@@ -53,7 +53,23 @@ pub struct RunSpec {
     /// Training data-parallel across processes; `None`: one process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_parallel: Option<DataParallel>,
+    /// Runs (fresh processes) of each configuration, interleaved A-B-B-A… across the
+    /// configurations (`--repeat`): processes differ more than the passes of one do, so
+    /// a comparison needs several (`compare` judges runs).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: usize,
 }
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+/// The most runs `--repeat` starts per configuration.
+pub const MAX_REPEAT: usize = 100;
 
 /// A model as the user named it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,6 +241,7 @@ impl RunSpec {
             threads: None,
             allocator: "keep".into(),
             data_parallel: None,
+            repeat: 1,
         }
     }
 
@@ -278,6 +295,24 @@ impl RunSpec {
         }
         if self.threads == Some(0) {
             return Err("--threads must be at least 1".into());
+        }
+        if self.repeat == 0 || self.repeat > MAX_REPEAT {
+            return Err(format!(
+                "--repeat {} is not between 1 and {MAX_REPEAT}",
+                self.repeat
+            ));
+        }
+        if self.repeat > 1 && self.data_parallel.is_some() {
+            return Err(
+                "--repeat cannot be combined with a data-parallel run: repeat the job itself (each run of --nproc N is one run)"
+                    .into(),
+            );
+        }
+        if self.repeat > 1 && self.batch == Batches::Max {
+            return Err(
+                "--repeat with -b max would search for the batch in every run: give the batch size the search found (-b N)"
+                    .into(),
+            );
         }
         if !ALLOCATORS.contains(&self.allocator.as_str()) {
             return Err(format!(
@@ -366,6 +401,31 @@ impl RunSpec {
             image_sizes: image_size.map(|s| vec![s]),
             ..self.clone()
         }
+    }
+
+    /// Every configuration of the spec (model × image size × batch size) as its own
+    /// one-run spec, in the order a run measures them; `None` with `-b max`, whose batch
+    /// sizes are found by running.
+    pub fn points(&self) -> Option<Vec<RunSpec>> {
+        let Batches::Sizes(batches) = &self.batch else {
+            return None;
+        };
+        let sizes: Vec<Option<ImageSize>> = match &self.image_sizes {
+            Some(sizes) => sizes.iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
+        let mut out = Vec::new();
+        for model in &self.models {
+            for size in &sizes {
+                for &batch in batches {
+                    out.push(RunSpec {
+                        repeat: 1,
+                        ..self.point(model, *size, batch)
+                    });
+                }
+            }
+        }
+        Some(out)
     }
 }
 

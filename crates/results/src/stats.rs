@@ -191,6 +191,61 @@ pub fn bootstrap_median_ratios(
     out
 }
 
+/// The statistic of a side made of several runs (processes): the median of the runs'
+/// medians. Every run counts once, however many passes it timed, so one long run cannot
+/// outvote the others; NaN without runs.
+pub fn median_of_run_medians(runs: &[Vec<f64>]) -> f64 {
+    let mut medians: Vec<f64> = runs
+        .iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| median_in_place(&mut r.clone()))
+        .collect();
+    median_in_place(&mut medians)
+}
+
+/// Bootstrap distribution of [`median_of_run_medians`]`(new) / …(base)` that treats the
+/// run, not the pass, as the unit: each draw resamples each side's runs with replacement,
+/// then the passes within every drawn run, and takes the median of the drawn runs'
+/// medians. Its spread includes the run-to-run variation that the passes of one process
+/// do not show (a shared VM's speed moves ±15% from one process to the next while the
+/// passes of each agree). A draw whose base is not positive is left out; both sides must
+/// hold runs with samples.
+pub fn bootstrap_run_median_ratios(
+    base: &[Vec<f64>],
+    new: &[Vec<f64>],
+    resamples: usize,
+    rng: &mut SplitMix64,
+) -> Vec<f64> {
+    let side = |runs: &[Vec<f64>]| -> Vec<ResampledMedian> {
+        runs.iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| ResampledMedian::new(r))
+            .collect()
+    };
+    let (a, b) = (side(base), side(new));
+    if a.is_empty() || b.is_empty() {
+        return Vec::new();
+    }
+    let mut scratch = Vec::new();
+    let mut draw = |runs: &[ResampledMedian], rng: &mut SplitMix64| -> f64 {
+        scratch.clear();
+        for _ in 0..runs.len() {
+            let pick = (rng.next_u64() % runs.len() as u64) as usize;
+            scratch.push(runs[pick].draw(rng));
+        }
+        median_in_place(&mut scratch)
+    };
+    let mut out = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let ma = draw(&a, rng);
+        let mb = draw(&b, rng);
+        if ma > 0.0 {
+            out.push(mb / ma);
+        }
+    }
+    out
+}
+
 /// Bootstrap distribution of the median of `samples`: `resamples` times, the samples are
 /// resampled with replacement (indices from `rng`) and the median kept. Empty when
 /// there are no samples.
@@ -548,5 +603,79 @@ mod tests {
         assert_eq!(median_in_place(&mut v), 2.5);
         assert_eq!(v, [1.0, 2.0, 3.0, 10.0]);
         assert!(median_in_place(&mut []).is_nan());
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    /// `runs` processes of `passes` passes each: process `i`'s speed is `factor(i)`
+    /// times `base_s`, its passes within ±0.5% of that (as on a shared VM, where the
+    /// passes of one process agree and processes do not).
+    fn runs(
+        base_s: f64,
+        runs: usize,
+        passes: usize,
+        factor: impl Fn(usize) -> f64,
+        rng: &mut SplitMix64,
+    ) -> Vec<Vec<f64>> {
+        (0..runs)
+            .map(|i| {
+                (0..passes)
+                    .map(|_| base_s * factor(i) * (1.0 + 0.01 * (rng.next_f64() - 0.5)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn run_to_run_variation_widens_the_interval_that_passes_alone_make_narrow() {
+        let mut rng = SplitMix64::new(7);
+        // The same configuration in two sets of processes; each process lands ±15% off.
+        let shift = |i: usize| [1.00, 1.14, 0.88, 1.10, 0.93][i % 5];
+        let base = runs(1.0, 5, 20, shift, &mut rng);
+        let new = runs(1.0, 5, 20, |i| shift(i + 2), &mut rng);
+        // Passes pooled (the old unit): one pair of processes, here the first of each.
+        let pooled = percentile_interval95(bootstrap_median_ratios(
+            &base[0],
+            &new[0],
+            2000,
+            &mut SplitMix64::new(1),
+        ));
+        assert!(pooled[0] > 1.02 || pooled[1] < 0.98, "{pooled:?}");
+        let by_run = percentile_interval95(bootstrap_run_median_ratios(
+            &base,
+            &new,
+            2000,
+            &mut SplitMix64::new(1),
+        ));
+        assert!(by_run[0] < 1.0 && by_run[1] > 1.0, "{by_run:?}");
+    }
+
+    #[test]
+    fn a_real_change_is_found_with_five_runs_a_side() {
+        let mut rng = SplitMix64::new(11);
+        let shift = |i: usize| [1.00, 1.02, 0.985, 1.01, 0.99][i % 5];
+        let base = runs(1.0, 5, 10, shift, &mut rng);
+        let new = runs(0.9, 5, 10, |i| shift(i + 1), &mut rng);
+        let ci = percentile_interval95(bootstrap_run_median_ratios(
+            &base,
+            &new,
+            2000,
+            &mut SplitMix64::new(1),
+        ));
+        assert!(ci[1] < 0.98 && ci[0] > 0.85, "{ci:?}");
+        let point = median_of_run_medians(&new) / median_of_run_medians(&base);
+        assert!((point - 0.9).abs() < 0.02, "{point}");
+    }
+
+    #[test]
+    fn the_median_of_run_medians_counts_each_run_once() {
+        // A long run of slow passes does not outvote two short fast ones.
+        let runs = vec![vec![1.0; 3], vec![1.0; 3], vec![2.0; 100]];
+        assert_eq!(median_of_run_medians(&runs), 1.0);
+        assert!(median_of_run_medians(&[]).is_nan());
+        assert!(bootstrap_run_median_ratios(&[], &runs, 10, &mut SplitMix64::new(1)).is_empty());
     }
 }

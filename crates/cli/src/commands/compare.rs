@@ -15,10 +15,14 @@ use std::process::ExitCode;
 #[command(
     after_help = "Pairs results by model, input, mode, device and engine; what is left, by model
 alone when each side has one such result (a new machine or engine).
+The unit of evidence is the run (one process, one result file): each side's figure is the
+median of its runs' medians, and the 95% interval resamples runs, then passes within each,
+so it includes the run-to-run variation that the passes of one process do not show.
 Verdicts: `faster`/`slower` when the 95% interval of new/base lies beyond the noise
-threshold, else `no change`; `not judged: disturbed` when a side was measured while the
-machine was busy (its result's `validity`): no change is called real then, and with
---fail-on-regression the exit status is 3.
+threshold, else `no change`; `not judged: one run` when a side holds a single run (measure
+with `run --repeat N`, or give --run-noise); `not judged: disturbed` when a side was
+measured while the machine was busy (its result's `validity`). No change is called real
+on a pair not judged, and with --fail-on-regression the exit status is then 3.
 
 Examples:
   cnnbench compare results-main/ results-branch/
@@ -38,6 +42,11 @@ pub struct CompareArgs {
     /// Exit with status 1 when a pair is slower by more than PCT percent with 95% confidence.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// This machine's run-to-run noise in percent (the relative standard deviation of one
+    /// configuration's median across processes): judges a pair with one run on a side,
+    /// whose change must then exceed 2.8 times it.
+    #[arg(long, value_name = "PCT")]
+    pub run_noise: Option<f64>,
     /// The time compared.
     #[arg(long, value_enum, default_value_t = QuantityArg::Total)]
     pub quantity: QuantityArg,
@@ -118,6 +127,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .fail_on_regression
         .map(|v| percent("--fail-on-regression", v))
         .transpose()?;
+    let run_noise = args
+        .run_noise
+        .map(|v| percent("--run-noise", v))
+        .transpose()?;
     if args.resamples < 100 {
         bail!("--resamples must be at least 100 (10000 is the default)");
     }
@@ -149,6 +162,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         resamples: args.resamples,
         seed: args.seed,
         fail_on_regression: fail,
+        run_noise,
     };
     let cmp: Comparison = cnnbench_report::compare::compare(&sides[0], &sides[1], &opts);
     for w in &cmp.warnings {
@@ -179,7 +193,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let undecided = cmp.undecided();
     if undecided > 0 && args.fail_on_regression.is_some() {
         eprintln!(
-            "error: {undecided} pair(s) could not be judged: a side was measured on a disturbed machine (--fail-on-regression cannot pass on them); rerun them on a quiet machine"
+            "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, or holding one run): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
         );
         return Ok(ExitCode::from(super::run::REQUIRE_CLEAN_FAILED));
     }

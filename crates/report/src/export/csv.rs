@@ -140,7 +140,7 @@ impl Exporter for CsvExporter {
         for p in &comparison.pairs {
             writeln!(
                 out,
-                "{},{},{},{},{},{:.6},{:.6},{},{},{:.6},{:.6},{:.6},{},{}",
+                "{},{},{},{},{},{:.6},{:.6},{},{},{},{},{:.6},{},{},{},{}",
                 field(&p.model),
                 field(&p.input),
                 p.mode,
@@ -150,10 +150,12 @@ impl Exporter for CsvExporter {
                 p.new_median_ms,
                 p.base_samples,
                 p.new_samples,
+                p.base_runs,
+                p.new_runs,
                 p.ratio,
-                p.ci95[0],
-                p.ci95[1],
-                p.verdict.as_str(),
+                p.ci95.map_or(String::new(), |c| format!("{:.6}", c[0])),
+                p.ci95.map_or(String::new(), |c| format!("{:.6}", c[1])),
+                field(p.verdict.as_str()),
                 p.regression
             )?;
         }
@@ -172,6 +174,8 @@ pub const COMPARE_COLUMNS: &[&str] = &[
     "new_median_ms",
     "base_samples",
     "new_samples",
+    "base_runs",
+    "new_runs",
     "ratio",
     "ci95_low",
     "ci95_high",

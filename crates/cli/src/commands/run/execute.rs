@@ -430,6 +430,7 @@ pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) 
         spec: Some(spec.point(&p.model, p.size, batch_size)),
         batch_search: None,
         peak: None,
+        round: job.delivery.round,
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Delivery {
     pub force: bool,
     pub require_clean: bool,
     pub retries: usize,
+    /// Which of `--repeat N`'s runs this process is (set by the run that starts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<cnnbench_results::Round>,
 }
 
 impl Delivery {
@@ -55,6 +58,7 @@ impl Delivery {
             force: args.force,
             require_clean: args.require_clean,
             retries: args.retries,
+            round: None,
         }
     }
 }

@@ -11,6 +11,7 @@ mod execute;
 pub mod job;
 mod probe;
 mod ranks;
+mod repeat;
 pub mod spec;
 mod table;
 #[cfg(test)]
@@ -141,6 +142,12 @@ pub struct RunArgs {
     /// one (the disturbed attempts are recorded in its `validity.retried`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: usize,
+    /// Measure each configuration in N fresh processes (runs), interleaved A-B-B-A…
+    /// across the configurations so that drift hits all alike; one result file per run.
+    /// Processes differ more than the passes of one do: `compare` judges runs, and needs
+    /// several a side (5 or more to find a change of a few percent).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: usize,
 }
 
 /// The largest `--retries`: past it, the machine is not going to be quiet.
@@ -184,6 +191,9 @@ pub fn start(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
         return Err(anyhow!(
             "--retries cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"
         ));
+    }
+    if spec.repeat > 1 {
+        return repeat::run(spec, delivery);
     }
     let role = match &spec.data_parallel {
         Some(dp) => match dp.local_ranks {

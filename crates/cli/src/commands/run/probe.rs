@@ -43,6 +43,7 @@ pub fn probe_job(
             force: false,
             require_clean: false,
             retries: 0,
+            round: None,
         },
     }
 }

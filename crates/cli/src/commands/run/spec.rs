@@ -191,6 +191,15 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
     SpecOption {
+        ids: &["repeat"],
+        flag: "--repeat",
+        matrix_sets: false,
+        take: |s, a| {
+            s.repeat = a.repeat;
+            Ok(())
+        },
+    },
+    SpecOption {
         ids: &["cudnn_benchmark"],
         flag: "--cudnn-benchmark",
         matrix_sets: true,

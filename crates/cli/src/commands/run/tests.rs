@@ -21,6 +21,7 @@ fn delivery() -> Delivery {
         force: false,
         require_clean: true,
         retries: 2,
+        round: None,
     }
 }
 
@@ -110,6 +111,7 @@ prop_compose! {
             threads,
             allocator: allocator.into(),
             data_parallel: data_parallel.map(|(local_ranks, timeout_s)| DataParallel { local_ranks, timeout_s }),
+            repeat: 1,
         };
         // What validate refuses, made valid rather than filtered (so every case runs):
         // `--tf32` is for f32 (which it makes tf32).

@@ -1,0 +1,231 @@
+//! `run --repeat N`: each configuration measured in N fresh processes (runs), the unit
+//! `compare` judges. On a shared machine the passes of one process agree with each other
+//! while processes land ±15% apart (placement, caches, the host's frequency, neighbours
+//! the guest cannot see), so only several processes show how far a figure moves. The
+//! runs are interleaved A-B-B-A… across the configurations so that a drift of the machine
+//! hits every configuration alike; each run is this program again, given one
+//! configuration as its job (`cnnbench run --job -`), and writes its own result file,
+//! which records its round.
+
+use super::job::{self, Delivery, Job, Role};
+use super::table::{print_table, print_validity};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::output;
+use cnnbench_bench::result::BenchResult;
+use cnnbench_results::{Batches, Round, RunSpec};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::Ordering;
+
+/// The order of `runs` rounds over `configurations`: forward in even rounds, backward in
+/// odd ones (A B, B A, A B, …), as (round, configuration) with 0-based indices.
+pub fn interleaved(configurations: usize, runs: usize) -> Vec<(usize, usize)> {
+    (0..runs)
+        .flat_map(|round| {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..configurations).collect()
+            } else {
+                (0..configurations).rev().collect()
+            };
+            order.into_iter().map(move |c| (round, c))
+        })
+        .collect()
+}
+
+/// The job of one run: one configuration, its round, its result printed as JSON for
+/// this process to show (the child writes its file itself).
+fn run_job(point: &RunSpec, delivery: &Delivery, round: Round) -> Job {
+    Job {
+        spec: point.clone(),
+        role: Role::Main,
+        delivery: Delivery {
+            json: true,
+            quiet: true,
+            require_clean: false,
+            round: Some(round),
+            ..delivery.clone()
+        },
+    }
+}
+
+/// How one run ended.
+enum Ended {
+    Measured(Vec<BenchResult>),
+    Interrupted,
+    Failed { status: Option<i32>, stderr: String },
+}
+
+fn start_run(job: &Job) -> Result<Ended> {
+    let program = std::env::current_exe().context("finding the cnnbench binary to start a run")?;
+    let payload = job::encode(job)?;
+    let mut child = Command::new(&program)
+        .args(["run", "--job", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {} for a run", program.display()))?;
+    if let Some(mut pipe) = child.stdin.take() {
+        pipe.write_all(payload.as_bytes())
+            .context("cannot give the run its job")?;
+    }
+    let output = child.wait_with_output().context("waiting for a run")?;
+    if output.status.code() == Some(130) {
+        return Ok(Ended::Interrupted);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        return Ok(Ended::Failed {
+            status: output.status.code(),
+            stderr,
+        });
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let results: Vec<BenchResult> = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<BenchResult>()
+        .collect::<Result<_, _>>()
+        .context("a run's result, as it printed it, does not read")?;
+    Ok(Ended::Measured(results))
+}
+
+/// Runs every configuration of `spec` in `spec.repeat` processes, interleaved, then
+/// prints every run's row and how to compare them.
+pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
+    let runs = spec.repeat;
+    let points = spec.points().ok_or_else(|| {
+        anyhow!("--repeat with -b max would search for the batch in every run: give the batch size the search found (-b N)")
+    })?;
+    output::check_writable(&delivery.output)?;
+    let cancel = crate::commands::common::stop_on_ctrl_c();
+    let order = interleaved(points.len(), runs);
+    if !delivery.quiet {
+        eprintln!(
+            "{} configuration(s) × {runs} runs: {} processes, interleaved (each round reverses the last's order)",
+            points.len(),
+            order.len()
+        );
+    }
+    let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
+    for (done, &(round, c)) in order.iter().enumerate() {
+        if cancel.load(Ordering::SeqCst) {
+            return Ok(stopped(done, order.len()));
+        }
+        let point = &points[c];
+        let what = describe(point);
+        let job = run_job(
+            point,
+            &delivery,
+            Round {
+                index: round + 1,
+                of: runs,
+            },
+        );
+        match start_run(&job)? {
+            Ended::Interrupted => return Ok(stopped(done, order.len())),
+            Ended::Failed { status, stderr } => {
+                for line in stderr.lines() {
+                    eprintln!("{}", output::terminal_safe(line));
+                }
+                return Err(anyhow!(
+                    "run {} of {runs} of {what} failed ({}); the runs before it are kept in {}",
+                    round + 1,
+                    status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")),
+                    delivery.output.display()
+                ));
+            }
+            Ended::Measured(measured) => {
+                if !delivery.quiet {
+                    for r in &measured {
+                        let total = r
+                            .summary
+                            .get(&cnnbench_results::Quantity::Total)
+                            .map_or("-".to_string(), |s| format!("{:.2} ms", s.median * 1000.0));
+                        eprintln!("run {} of {runs}: {what}: median total {total}", round + 1);
+                    }
+                }
+                results.extend(measured.into_iter().map(|r| (r, PathBuf::new())));
+            }
+        }
+    }
+    if delivery.json {
+        for (r, _) in &results {
+            println!("{}", serde_json::to_string_pretty(r)?);
+        }
+    } else {
+        print_table(&results);
+    }
+    print_validity(&results, delivery.quiet && !delivery.json);
+    if !delivery.quiet {
+        eprintln!(
+            "results of every run in {}: `cnnbench compare` and `cnnbench report` judge them by run",
+            delivery.output.display()
+        );
+    }
+    let disturbed = results
+        .iter()
+        .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
+        .count();
+    if delivery.require_clean && disturbed > 0 {
+        eprintln!(
+            "error: {disturbed} of {} run(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
+            results.len()
+        );
+        return Ok(ExitCode::from(super::REQUIRE_CLEAN_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `resnet18 (batch 2, 64x64)`: one configuration, as the progress lines name it.
+fn describe(point: &RunSpec) -> String {
+    let model = point
+        .models
+        .first()
+        .map_or(String::new(), |m| output::terminal_safe(&m.describe()));
+    let batch = match &point.batch {
+        Batches::Sizes(sizes) => sizes
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        Batches::Max => "max".into(),
+    };
+    let size = point
+        .image_sizes
+        .as_ref()
+        .and_then(|s| s.first())
+        .map_or(String::new(), |s| format!(", {s}"));
+    format!("{model} (batch {batch}{size})")
+}
+
+fn stopped(done: usize, of: usize) -> ExitCode {
+    eprintln!(
+        "interrupted: {done} of {of} runs finished (their results are kept); {} not run",
+        of - done
+    );
+    ExitCode::from(130)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_alternate_their_order() {
+        assert_eq!(
+            interleaved(2, 4),
+            [
+                (0, 0),
+                (0, 1),
+                (1, 1),
+                (1, 0),
+                (2, 0),
+                (2, 1),
+                (3, 1),
+                (3, 0)
+            ]
+        );
+        assert_eq!(interleaved(1, 3), [(0, 0), (1, 0), (2, 0)]);
+        assert!(interleaved(3, 0).is_empty());
+    }
+}
