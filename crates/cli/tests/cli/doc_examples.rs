@@ -504,8 +504,8 @@ fn check_page(
         .any(|f| built(f));
     let mut failures = Vec::new();
     let mut checked = 0;
-    let text = std::fs::read_to_string(&page).expect("a readable page");
-    let blocks = parse_blocks(&page, &text);
+    let text = std::fs::read_to_string(page).expect("a readable page");
+    let blocks = parse_blocks(page, &text);
     let mut rewrites: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
     for block in &blocks {
         let runs_here = match &block.needs {
