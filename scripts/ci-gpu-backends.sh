@@ -23,7 +23,8 @@ if [ "$WHICH" = all ] || [ "$WHICH" = wgpu ]; then
     FEATURES=cnnbench-engine-burn-gpu/wgpu,cnnbench-cli/burn-wgpu
     echo "== burn-wgpu: clippy, the engine's whole conformance suite on lavapipe, the CLI tests"
     cargo clippy --release "${PACKAGES[@]}" --features "$FEATURES" --all-targets -- -D warnings
-    cargo test --release "${PACKAGES[@]}" --features "$FEATURES" --lib --test cli_burn_gpu --test doc_examples
+    cargo test --release "${PACKAGES[@]}" --features "$FEATURES" --lib
+    cargo test --release "${PACKAGES[@]}" --features "$FEATURES" --test cli -- cli_burn_gpu:: doc_examples::
 fi
 
 if [ "$WHICH" = all ] || [ "$WHICH" = cuda ]; then

@@ -121,6 +121,14 @@ unsafe impl Send for GroupPtr {}
 /// The store key under which the first rank to fail leaves its rank and message.
 const FAILED_KEY: &str = "failed";
 
+/// The store key under which the first rank to fail *during the join* leaves its rank and
+/// message: the only failure that can keep another rank waiting in its join, and so the
+/// only one the join's watch acts on. A rank that fails after it joined has finished its
+/// part of every other rank's join (its connections are made), so their joins complete and
+/// their next collective reports the failure; ending their processes from the watch would
+/// race with the join's return (it ended a test process holding two ranks, issue 44).
+const JOIN_FAILED_KEY: &str = "failed-joining";
+
 /// How often the watch looks for another rank's failure during the join.
 const WATCH_EVERY: Duration = Duration::from_millis(200);
 
@@ -221,12 +229,30 @@ impl Store {
         self.set_first(FAILED_KEY, format!("{rank}\n{message}").as_bytes())
     }
 
+    /// Leaves this rank's failure to join for the others: for their joins' watches, and
+    /// as any failure for their later waits.
+    fn announce_join_failure(&self, rank: usize, message: &str) -> Result<()> {
+        let record = format!("{rank}\n{message}");
+        let joining = self.set_first(JOIN_FAILED_KEY, record.as_bytes());
+        self.set_first(FAILED_KEY, record.as_bytes())?;
+        joining
+    }
+
     /// Another rank's failure, if one is in the store: its rank and message.
     fn failure_of_another(&self, own_rank: usize) -> Option<(usize, String)> {
-        if !self.contains(FAILED_KEY).ok()? {
+        self.failure_under(FAILED_KEY, own_rank)
+    }
+
+    /// Another rank's failure during its join, if one is in the store.
+    fn join_failure_of_another(&self, own_rank: usize) -> Option<(usize, String)> {
+        self.failure_under(JOIN_FAILED_KEY, own_rank)
+    }
+
+    fn failure_under(&self, key: &str, own_rank: usize) -> Option<(usize, String)> {
+        if !self.contains(key).ok()? {
             return None;
         }
-        let bytes = self.get(FAILED_KEY).ok()?;
+        let bytes = self.get(key).ok()?;
         let text = String::from_utf8_lossy(&bytes);
         let (rank, message) = text.split_once('\n')?;
         let rank: usize = rank.parse().ok()?;
@@ -241,9 +267,10 @@ impl Drop for Store {
     }
 }
 
-/// Watches the store during the join for another rank's failure, and ends this process
-/// with that rank's message when one comes: the join (Gloo's connections, NCCL's
+/// Watches the store during the join for another rank's failure to join, and ends this
+/// process with that rank's message when one comes: the join (Gloo's connections, NCCL's
 /// communicator) would otherwise wait for the whole timeout for a rank that has gone.
+/// A failure after that rank joined is not its business ([`JOIN_FAILED_KEY`]).
 struct FailureWatch {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -262,7 +289,7 @@ impl FailureWatch {
                     return;
                 };
                 while !flag.load(Ordering::Relaxed) {
-                    if let Some((other, message)) = store.failure_of_another(r.rank) {
+                    if let Some((other, message)) = store.join_failure_of_another(r.rank) {
                         if flag.load(Ordering::Relaxed) {
                             return;
                         }
@@ -385,7 +412,7 @@ impl TorchProcessGroup {
         let watch = FailureWatch::start(rendezvous);
         // From here on the others wait for this rank: a failure is told to them.
         let fail = |e: anyhow::Error| {
-            let _ = store.announce_failure(rank, &format!("{e:#}"));
+            let _ = store.announce_join_failure(rank, &format!("{e:#}"));
             e
         };
         // NCCL chooses its own interfaces (NCCL_SOCKET_IFNAME); Gloo binds ours.
@@ -572,5 +599,92 @@ impl Drop for TorchProcessGroup {
                 eprintln!("warning: tearing down the process group: {e:#}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    //! The join's watch ends its process, so each case runs in a child process (this test
+    //! binary run again on one test): a wrong exit shows as that child's status, not as
+    //! the whole test binary vanishing with status 1 and no output (issue 44).
+    use super::*;
+    use std::process::Command;
+
+    const CHILD: &str = "CNNBENCH_WATCH_TEST_CASE";
+
+    fn rendezvous(rank: usize, port: u16) -> Rendezvous {
+        Rendezvous {
+            rank,
+            world_size: 2,
+            local_rank: rank,
+            master_addr: "127.0.0.1".into(),
+            master_port: port,
+            launcher_serves_store: false,
+            store_prefix: "watch-test/".into(),
+            timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// Rank 0 is inside its join (its watch running) when rank 1, which has joined,
+    /// announces a failure: `after-join` (the watch must leave the process alone) or
+    /// `during-join` (the watch must end it with rank 1's message).
+    fn case(which: &str) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let second = std::thread::spawn(move || Store::connect(&rendezvous(1, port), true));
+        let _serving = Store::connect(&rendezvous(0, port), true).expect("rank 0's store");
+        let rank1 = second
+            .join()
+            .expect("rank 1's thread")
+            .expect("rank 1's store");
+        let watch = FailureWatch::start(&rendezvous(0, port));
+        let announced = match which {
+            "after-join" => rank1.announce_failure(1, "out of memory after the join"),
+            _ => rank1.announce_join_failure(1, "no route to rank 0"),
+        };
+        announced.expect("the failure is in the store");
+        std::thread::sleep(WATCH_EVERY * 6);
+        drop(watch);
+        println!("{which}: the process lives on");
+    }
+
+    fn run_case(which: &str) -> std::process::Output {
+        let exe = std::env::current_exe().expect("this test binary's path");
+        Command::new(exe)
+            .args([
+                "--exact",
+                "dist::watch_tests::the_join_watch_ends_its_process_only_for_a_failure_to_join",
+            ])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(CHILD, which)
+            .output()
+            .expect("this test binary runs again")
+    }
+
+    #[test]
+    fn the_join_watch_ends_its_process_only_for_a_failure_to_join() {
+        if let Ok(which) = std::env::var(CHILD) {
+            case(&which);
+            return;
+        }
+        let after = run_case("after-join");
+        let stdout = String::from_utf8_lossy(&after.stdout);
+        let stderr = String::from_utf8_lossy(&after.stderr);
+        assert!(
+            after.status.success() && stdout.contains("after-join: the process lives on"),
+            "a failure announced after the join ended a process still in its join ({}):\n{stdout}\n{stderr}",
+            after.status
+        );
+        let during = run_case("during-join");
+        let stdout = String::from_utf8_lossy(&during.stdout);
+        let stderr = String::from_utf8_lossy(&during.stderr);
+        assert_eq!(during.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(
+            !stdout.contains("the process lives on")
+                && stderr.contains("could not join the job: rank 1 failed: no route to rank 0"),
+            "{stdout}\n{stderr}"
+        );
     }
 }

@@ -2,10 +2,8 @@
 //! from it measures the same configuration, changes only what is given beside it, and
 //! refuses a model file that changed. (A `-b max` result's spec: `cli_sweep.rs`.)
 
-mod common;
-
+use crate::common::*;
 use cnnbench_bench::BenchResult;
-use common::*;
 use predicates::prelude::*;
 
 const TINY: &str = r#"{"format": "cnnbench-model", "version": 1, "name": "tiny",

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 /// are kilobytes, and the valid files parse in milliseconds.
 const PER_CASE: Duration = Duration::from_secs(2);
 
-const PROTOTXT: &str = include_str!("../../import/tests/fixtures/tiny.prototxt");
-const RESULT: &str = include_str!("../../report/tests/fixtures/ours/base/resnet18.json");
+const PROTOTXT: &str = include_str!("../../../import/tests/fixtures/tiny.prototxt");
+const RESULT: &str = include_str!("../../../report/tests/fixtures/ours/base/resnet18.json");
 const LEGACY_RESULT: &str =
-    include_str!("../../report/tests/fixtures/legacy/outputs/cpu/189638.json");
-const ALIASES: &str = include_str!("../../report/tests/fixtures/legacy-aliases.toml");
+    include_str!("../../../report/tests/fixtures/legacy/outputs/cpu/189638.json");
+const ALIASES: &str = include_str!("../../../report/tests/fixtures/legacy-aliases.toml");
 const MATRIX: &str = r#"format = "cnnbench-matrix"
 version = 1
 models = ["resnet18", "alexnet-bvlc"]

@@ -4,9 +4,7 @@
 //! burn-flex are the engine crate's conformance tests.)
 #![cfg(feature = "tract")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

@@ -2,9 +2,7 @@
 //! finished measurement is never lost at write time, and nothing a user typed is
 //! written raw where a shell, a spreadsheet or a terminal would act on it.
 
-mod common;
-
-use common::{cnnbench, result_files};
+use crate::common::{cnnbench, result_files};
 use predicates::prelude::*;
 
 /// resnet18 at 32×32, one image, one pass: a real measurement in about a second.
@@ -308,7 +306,7 @@ fn a_second_ctrl_c_stops_at_once() {
     for attempt in 0..2 {
         let dir = tempfile::tempdir().unwrap();
         // ResNet-50 training at batch 8: seconds per pass on a 2-core machine.
-        let child = common::cnnbench_process()
+        let child = crate::common::cnnbench_process()
             .args([
                 "run", "resnet50", "-b", "8", "--passes", "20", "--warmup", "0", "-q", "-o",
             ])

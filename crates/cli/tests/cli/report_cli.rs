@@ -1,8 +1,6 @@
 //! `cnnbench report` end to end: formats, legacy layout, speed-ups, warnings, files.
 
-mod common;
-
-use common::{cnnbench, fails_saying};
+use crate::common::{cnnbench, fails_saying};
 
 use predicates::prelude::*;
 use std::path::PathBuf;

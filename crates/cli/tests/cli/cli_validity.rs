@@ -1,12 +1,11 @@
-//! Run validity end to end: a quiet run comes out clean, the same run beside two busy
-//! loops comes out disturbed (in the file, on the terminal, with `--require-clean`'s exit
-//! status and `--retries`' record), `compare` refuses to judge it and `report` marks it.
-//! One test for all of that, so that no other busy test of this binary runs beside the
-//! quiet run; the other test here fails before it measures anything.
+//! Run validity end to end: a run's verdict is the judge's on the signals it recorded
+//! (clean or not, as the host's load has it), the same run beside two busy loops comes
+//! out disturbed (in the file, on the terminal, with `--require-clean`'s exit status and
+//! `--retries`' record), `compare` refuses to judge it and `report` marks it. No
+//! assertion here needs a quiet host: the judge's limits are unit-tested on given
+//! readings in `cnnbench_bench::validity`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Child, Command as Process, Stdio};
 use std::time::Duration;
@@ -50,24 +49,43 @@ fn timed_run(out: &Path, extra: &[&str]) -> std::process::Output {
         .expect("cnnbench starts")
 }
 
+/// Whatever the CI host's load, a run's verdict is the judge's on the signals the run
+/// recorded, and the exit status and the terminal say that verdict. (A host's quiet is
+/// not the test's to assume: CI shares its VM with a busy neighbour at times.)
+fn assert_verdict_follows_its_signals(result: &serde_json::Value, output: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let validity = &result["validity"];
+    let timed: cnnbench_results::validity::Signals =
+        serde_json::from_value(validity["timed"].clone()).expect("the recorded signals read");
+    let (verdict, reasons, _) =
+        cnnbench_bench::validity::judge(&timed, &cnnbench_bench::validity::LIMITS);
+    let recorded_reasons: Vec<String> =
+        serde_json::from_value(validity["reasons"].clone()).expect("the recorded reasons read");
+    assert_eq!(recorded_reasons, reasons, "{validity}");
+    match verdict {
+        cnnbench_results::validity::Verdict::Clean => {
+            assert_eq!(validity["verdict"], "clean", "{validity}");
+            assert!(output.status.success(), "{stderr}");
+            assert!(
+                stderr.contains("machine: quiet during all 1 run(s)"),
+                "{stderr}"
+            );
+        }
+        cnnbench_results::validity::Verdict::Disturbed => {
+            assert_eq!(validity["verdict"], "disturbed", "{validity}");
+            assert_eq!(output.status.code(), Some(3), "{stderr}");
+            assert!(stderr.contains("DISTURBED: resnet18"), "{stderr}");
+        }
+    }
+}
+
 #[test]
-fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
+fn a_run_is_judged_by_its_signals_and_a_run_beside_two_busy_loops_is_disturbed() {
     let tmp = tempfile::tempdir().unwrap();
     let quiet = tmp.path().join("quiet");
     let output = timed_run(&quiet, &["--require-clean"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
     let result: serde_json::Value = only_result(&quiet);
-    let validity = &result["validity"];
-    assert!(
-        output.status.success() && validity["verdict"] == "clean",
-        "a quiet run came out {}: {}\n{stderr}",
-        validity["verdict"],
-        validity["timed"]
-    );
-    assert!(
-        stderr.contains("machine: quiet during all 1 run(s)"),
-        "{stderr}"
-    );
+    assert_verdict_follows_its_signals(&result, &output);
     assert_watched(&result);
 
     let neighbours = Neighbours::start(2);
@@ -76,6 +94,7 @@ fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
     let output = timed_run(&busy, &["--require-clean"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert_verdict_follows_its_signals(&only_result(&busy), &output);
     assert!(stderr.contains("DISTURBED: resnet18"), "{stderr}");
     assert!(stderr.contains("--require-clean"), "{stderr}");
     let result: serde_json::Value = only_result(&busy);
@@ -118,7 +137,20 @@ fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
     assert!(stdout.contains("not judged: disturbed"), "{stdout}");
     assert!(stdout.contains("Not judged, resnet18"), "{stdout}");
 
-    // report marks the busy row and, asked, shows what each run paid before timing.
+    // report marks the busy row beside a clean one and, asked, shows what each run paid
+    // before timing. The clean row is the first run as a quiet host records it (its
+    // verdict and reasons as the judge gives them on quiet readings), whatever this
+    // host's load was.
+    let clean = tmp.path().join("clean");
+    std::fs::create_dir(&clean).unwrap();
+    let mut quiet_result: serde_json::Value = only_result(&quiet);
+    quiet_result["validity"]["verdict"] = "clean".into();
+    quiet_result["validity"]["reasons"] = serde_json::json!([]);
+    std::fs::write(
+        clean.join("resnet18.json"),
+        serde_json::to_string_pretty(&quiet_result).unwrap(),
+    )
+    .unwrap();
     let output = cnnbench()
         .args([
             "report",
@@ -127,7 +159,7 @@ fn a_quiet_run_is_clean_and_a_run_beside_two_busy_loops_is_not() {
             "--cold-start",
             "--no-overview",
         ])
-        .arg(&quiet)
+        .arg(&clean)
         .arg(&busy)
         .output()
         .unwrap();

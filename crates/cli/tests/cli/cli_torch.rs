@@ -4,9 +4,7 @@
 //! after it installs PyTorch.
 #![cfg(feature = "torch")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

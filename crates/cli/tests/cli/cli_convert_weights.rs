@@ -1,9 +1,7 @@
 //! End-to-end: `cnnbench convert` keeps an ONNX file's weights beside the model JSON, and
 //! `cnnbench verify --model-file` uses them when they are complete.
 
-mod common;
-
-use common::{cnnbench, convert, fails_saying};
+use crate::common::{cnnbench, convert, fails_saying};
 
 use cnnbench_graph::Weights;
 use predicates::prelude::*;

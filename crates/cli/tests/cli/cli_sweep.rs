@@ -1,9 +1,7 @@
 //! End-to-end tests of sweeps, `-b max`, adaptive runs and the result schema version 2,
 //! on tiny inputs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use cnnbench_bench::result::{BenchResult, ProbeOutcome, StopReason};
 use predicates::prelude::*;

@@ -7,9 +7,7 @@
 
 #![cfg(feature = "torch")]
 
-mod common;
-
-use common::result_files;
+use crate::common::result_files;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -1,9 +1,7 @@
 //! `cnnbench verify` in every build: bad requests are one clear line, and an engine
 //! verified against itself agrees exactly.
 
-mod common;
-
-use common::cnnbench;
+use crate::common::cnnbench;
 use predicates::prelude::*;
 
 #[test]

@@ -9,9 +9,7 @@
 //! line in cnnbench's error, they do not skip.
 #![cfg(feature = "ort")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

@@ -1,8 +1,6 @@
 //! End-to-end tests of `cnnbench profile` and `cnnbench peak` on tiny inputs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;

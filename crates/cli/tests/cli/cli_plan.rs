@@ -1,9 +1,7 @@
 //! `cnnbench plan` and `cnnbench run --plan … --cell` end to end, on a tiny matrix
 //! (resnet18 at 32×32, one pass per cell).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};

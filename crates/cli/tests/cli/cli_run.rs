@@ -1,8 +1,6 @@
 //! End-to-end tests of `cnnbench run` on tiny inputs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use predicates::prelude::*;
 use serde_json::Value;

@@ -1,9 +1,7 @@
 //! End-to-end runs of the modern families (issue 7) at 64×64, batch 2: each trains (or
 //! steps) through the CLI and writes a result whose counts are the zoo's.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use serde_json::Value;
 

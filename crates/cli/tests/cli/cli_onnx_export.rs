@@ -3,13 +3,11 @@
 //! (.ci/run sets it), the `onnx` checker accepts every export and ONNX Runtime computes
 //! what burn-flex computes with the same weights.
 
-mod common;
-
+use crate::common::cnnbench;
 use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
 use cnnbench_engine_burn::BurnFlexEngine;
 use cnnbench_graph::{max_relative_error, Graph, HostTensor, Weights};
 use cnnbench_import::load_model_with_weights;
-use common::cnnbench;
 use predicates::prelude::*;
 use std::path::Path;
 

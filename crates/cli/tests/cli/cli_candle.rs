@@ -3,9 +3,7 @@
 //! are the engine crate's conformance suite.) Run by `.ci/run`.
 #![cfg(feature = "candle")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

@@ -5,9 +5,7 @@
 //! skip. Every op and zoo model against burn-flex is the engine crate's conformance
 //! suite.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

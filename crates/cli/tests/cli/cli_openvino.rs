@@ -10,9 +10,7 @@
 //! line in cnnbench's error, they do not skip.
 #![cfg(feature = "openvino")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

@@ -6,9 +6,7 @@
 //! burn-flex in a build without the torch feature).
 #![cfg(feature = "burn-wgpu")]
 
-mod common;
-
-use common::{cnnbench, result_files};
+use crate::common::{cnnbench, result_files};
 use predicates::prelude::*;
 use std::path::PathBuf;
 

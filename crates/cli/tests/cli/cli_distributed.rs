@@ -3,9 +3,7 @@
 //! dies, and what it refuses. The runs need `--features torch` (torch-cpu on Gloo); the
 //! refusals run in every build.
 
-mod common;
-
-use common::{cnnbench, fails_saying};
+use crate::common::{cnnbench, fails_saying};
 use predicates::prelude::*;
 
 #[test]
@@ -54,7 +52,7 @@ fn settings_that_differ_per_rank_are_refused() {
 #[cfg(feature = "torch")]
 mod torch {
     use super::*;
-    use common::result_files;
+    use crate::common::result_files;
     use std::path::Path;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};

@@ -1,0 +1,1 @@
+//! No code: this crate only turns on dependency features (see its Cargo.toml for why).
