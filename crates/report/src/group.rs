@@ -134,9 +134,16 @@ impl Entry {
         self.config.engine.label()
     }
 
-    /// The statistic of a quantity in seconds, if the row has that quantity.
+    /// The statistic of a quantity in seconds, if the row has that quantity. The median
+    /// of a row of several runs is the median of the runs' medians: the run, not the
+    /// pass, is the unit (each run counts once, however many passes it timed).
     pub fn value(&self, quantity: Quantity, stat: Stat) -> Option<f64> {
-        self.samples.get(&quantity).map(|s| stat.of(s))
+        match (stat, self.run_samples.get(&quantity)) {
+            (Stat::Median, Some(runs)) if runs.len() > 1 => {
+                Some(cnnbench_results::stats::median_of_run_medians(runs))
+            }
+            _ => self.samples.get(&quantity).map(|s| stat.of(s)),
+        }
     }
 
     /// Sample standard deviation of a quantity in seconds.
@@ -265,7 +272,7 @@ pub fn group(
                     .collect();
                 notes.push(match duplicates {
                     Duplicates::Pool => format!(
-                        "{what}: {n} runs pooled ({} samples); --duplicates separate shows them apart",
+                        "{what}: {n} runs pooled ({} samples; its median is the median of the runs' medians); --duplicates separate shows them apart",
                         e.samples.get(&Quantity::Total).map_or(0, Vec::len)
                     ),
                     Duplicates::Separate => format!("{what}: {n} runs shown as separate rows"),

@@ -31,8 +31,12 @@ const RUN_FACTORS: [f64; 4] = [1.0, 1.01, 0.99, 1.005];
 /// `center`'s runs: one result file per run, `passes` passes each with ±`spread`% noise.
 fn runs(dir: &Path, model: &str, center: f64, spread: f64, passes: usize, seed: u64) {
     for (i, f) in RUN_FACTORS.iter().enumerate() {
-        Run::new(model, "Test CPU", noisy(center * f, spread, passes, seed * 10 + i as u64))
-            .write(dir, &format!("{model}-{i}.json"));
+        Run::new(
+            model,
+            "Test CPU",
+            noisy(center * f, spread, passes, seed * 10 + i as u64),
+        )
+        .write(dir, &format!("{model}-{i}.json"));
     }
 }
 
@@ -267,12 +271,25 @@ fn run_to_run_variation_is_not_called_a_change() {
     let (b1, n1) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::copy(b.path().join("m-0.json"), b1.path().join("m-0.json")).unwrap();
     std::fs::copy(n.path().join("m-0.json"), n1.path().join("m-0.json")).unwrap();
-    let one = compare(&entries(b1.path()), &entries(n1.path()), &CompareOptions::default());
+    let one = compare(
+        &entries(b1.path()),
+        &entries(n1.path()),
+        &CompareOptions::default(),
+    );
     assert_eq!(one.pairs[0].verdict, Verdict::OneRun);
     assert!(one.pairs[0].ci95.is_none());
     assert!(one.summary().join("\n").contains("run --repeat N"));
-    let all = compare(&entries(b.path()), &entries(n.path()), &CompareOptions::default());
-    assert_eq!(all.pairs[0].verdict, Verdict::NoChange, "{:?}", all.pairs[0]);
+    let all = compare(
+        &entries(b.path()),
+        &entries(n.path()),
+        &CompareOptions::default(),
+    );
+    assert_eq!(
+        all.pairs[0].verdict,
+        Verdict::NoChange,
+        "{:?}",
+        all.pairs[0]
+    );
     assert_eq!(all.pairs[0].base_runs, 5);
 }
 
@@ -314,7 +331,10 @@ fn one_run_a_side_is_undecided_for_the_gate() {
     assert!(!c.failed() && c.undecided() == 1);
     let md = render(&c, Format::Markdown);
     assert!(md.contains("not judged: one run"), "{md}");
-    assert!(md.contains("1 not judged (one run on a side)") || md.contains("None of the 1 pairs"), "{md}");
+    assert!(
+        md.contains("1 not judged (one run on a side)") || md.contains("None of the 1 pairs"),
+        "{md}"
+    );
     // With the machine's run-to-run noise known (3%), a 50% slow-down is judged.
     let c = compare(
         &entries(b.path()),

@@ -129,11 +129,13 @@ fn runs_of_one_configuration_are_pooled_with_a_run_count() {
         ]
     );
     assert_eq!(rows.len(), 2);
-    // Sorted by total: the 0.23.0 run (90 ms) first; then the pooled median of 5 samples.
+    // Sorted by total: the 0.23.0 run (90 ms) first; then the two runs, whose median is
+    // the median of their medians (102 and 111), not of their 5 passes pooled (104): the
+    // run is the unit.
     assert_eq!(rows[0][1], "burn-flex 0.23.0");
-    assert_eq!(rows[1][4], "104.00");
+    assert_eq!(rows[1][4], "106.50");
     assert_eq!(rows[1][6], "2");
-    assert_eq!(rows[1][5], format!("{:.1}", 16.0 / 0.104));
+    assert_eq!(rows[1][5], format!("{:.1}", 16.0 / 0.1065));
     assert!(
         r.notes[0].contains("2 runs pooled (5 samples)"),
         "{:?}",

@@ -20,7 +20,7 @@ pub use engine_types::{CompileMode, EngineInfo, Mode, PerformanceHint, Phase, Pr
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
     flops_per_pass, AllocatorRecord, BatchProbe, BatchSearch, BenchResult, MachineInfo,
-    MemoryRecord, ModelRecord, ProbeOutcome, RunConfig, Round, StopReason, StopRecord, Throughput,
+    MemoryRecord, ModelRecord, ProbeOutcome, Round, RunConfig, StopReason, StopRecord, Throughput,
     ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
 pub use spec::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};

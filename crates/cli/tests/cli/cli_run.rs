@@ -331,15 +331,27 @@ fn repeated_runs_interleave_and_compare_judges_them() {
     let dir = tempfile::tempdir().unwrap();
     let run = |out: &str, threads: &str| {
         cnnbench()
-            .args(["run", "resnet18", "-b", "1", "--passes", "2", "--warmup", "0"])
-            .args(["--image-size", "32,40", "--repeat", "2", "--threads", threads, "-o"])
+            .args([
+                "run", "resnet18", "-b", "1", "--passes", "2", "--warmup", "0",
+            ])
+            .args([
+                "--image-size",
+                "32,40",
+                "--repeat",
+                "2",
+                "--threads",
+                threads,
+                "-o",
+            ])
             .arg(dir.path().join(out))
             .assert()
             .success()
             .stderr(predicate::str::contains(
                 "2 configuration(s) × 2 runs: 4 processes",
             ))
-            .stderr(predicate::str::contains("run 2 of 2: resnet18 (batch 1, 40x40)"))
+            .stderr(predicate::str::contains(
+                "run 2 of 2: resnet18 (batch 1, 40x40)",
+            ))
     };
     run("base", "1");
     let mut files: Vec<Value> = result_files(&dir.path().join("base"))

@@ -130,7 +130,9 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
                 return Err(anyhow!(
                     "run {} of {runs} of {what} failed ({}); the runs before it are kept in {}",
                     round + 1,
-                    status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")),
+                    status.map_or("killed by a signal".to_string(), |c| format!(
+                        "exit status {c}"
+                    )),
                     delivery.output.display()
                 ));
             }
