@@ -8,8 +8,8 @@
 use crate::fmt::natural_cmp;
 use crate::group::{input_desc, Entry, TableKey};
 use cnnbench_results::stats::{
-    bootstrap_run_median_ratios, geomean_interval95, median_in_place, median_of_run_medians,
-    percentile_interval95, SplitMix64,
+    bootstrap_run_median_ratios, geomean_interval95, median_of_run_medians, percentile_interval95,
+    SplitMix64,
 };
 use cnnbench_results::Quantity;
 use serde::Serialize;
@@ -566,12 +566,15 @@ impl Comparison {
                 self.pairs.len()
             ));
         } else {
-            out.push(format!(
-                "None of the {} pairs can be judged: {} with one run on a side, {} measured on a disturbed machine.",
-                self.pairs.len(),
-                count(Verdict::OneRun),
-                count(Verdict::Disturbed)
-            ));
+            let why: Vec<String> = [
+                (count(Verdict::OneRun), "with one run on a side"),
+                (count(Verdict::Disturbed), "measured on a disturbed machine"),
+            ]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+            out.push(format!("No pair can be judged: {}.", why.join(", ")));
         }
         if count(Verdict::OneRun) > 0 {
             out.push(

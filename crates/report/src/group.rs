@@ -272,7 +272,7 @@ pub fn group(
                     .collect();
                 notes.push(match duplicates {
                     Duplicates::Pool => format!(
-                        "{what}: {n} runs pooled ({} samples; its median is the median of the runs' medians); --duplicates separate shows them apart",
+                        "{what}: {n} runs pooled ({} samples), its median the median of the runs' medians; --duplicates separate shows them apart",
                         e.samples.get(&Quantity::Total).map_or(0, Vec::len)
                     ),
                     Duplicates::Separate => format!("{what}: {n} runs shown as separate rows"),

@@ -187,6 +187,7 @@ fn verify_against_burn_flex_compares_outputs_and_gradients() {
 /// does: docs/src/commands/verify.md.)
 #[cfg(feature = "pytorch-tests")]
 #[test]
+#[ignore = "40-60 s on 2 cores: scripts/slow-engine-tests.sh runs it (docs/src/architecture.md, \"Tests and CI time\")"]
 fn verify_across_precisions_puts_amp_bf16_outputs_within_bf16s_tolerance() {
     let out = cnnbench()
         .args(["verify", "alexnet", "--image-size", "63"])

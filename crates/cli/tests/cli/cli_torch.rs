@@ -146,6 +146,7 @@ fn verify_command_passes_and_reports_json() {
 /// and the report names both precisions. (Its weight gradients are much further off,
 /// up to 0.37 on AlexNet's first convolution: docs/src/commands/verify.md.)
 #[test]
+#[ignore = "40-60 s on 2 cores: scripts/slow-engine-tests.sh runs it (docs/src/architecture.md, \"Tests and CI time\")"]
 fn verify_across_precisions_puts_bf16_outputs_within_bf16s_tolerance() {
     let out = cnnbench()
         .args(["verify", "alexnet", "--image-size", "63"])
