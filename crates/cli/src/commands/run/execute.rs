@@ -382,19 +382,30 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
 
-        let disturbed = results
-            .iter()
-            .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
-            .count();
-        if delivery.require_clean && disturbed > 0 {
-            eprintln!(
-                "error: {disturbed} of {} result(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
-                results.len()
-            );
-            return Ok(ExitCode::from(REQUIRE_CLEAN_FAILED));
+        if let Some(code) = require_clean_failure(&results, delivery.require_clean) {
+            return Ok(code);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--require-clean`'s exit status when a result was measured on a disturbed machine,
+/// said in one line; `None` when it passes (or was not asked for).
+pub fn require_clean_failure(
+    results: &[(BenchResult, PathBuf)],
+    require_clean: bool,
+) -> Option<ExitCode> {
+    let disturbed = results
+        .iter()
+        .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
+        .count();
+    (require_clean && disturbed > 0).then(|| {
+        eprintln!(
+            "error: {disturbed} of {} result(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
+            results.len()
+        );
+        ExitCode::from(REQUIRE_CLEAN_FAILED)
+    })
 }
 
 /// This build, as results record it.

@@ -164,16 +164,8 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
             delivery.output.display()
         );
     }
-    let disturbed = results
-        .iter()
-        .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
-        .count();
-    if delivery.require_clean && disturbed > 0 {
-        eprintln!(
-            "error: {disturbed} of {} run(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
-            results.len()
-        );
-        return Ok(ExitCode::from(super::REQUIRE_CLEAN_FAILED));
+    if let Some(code) = super::execute::require_clean_failure(&results, delivery.require_clean) {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }
