@@ -582,6 +582,7 @@ mod tests {
                 threads: 1,
                 libraries: Default::default(),
                 settings: Default::default(),
+                variant: Vec::new(),
             }
         }
         fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {

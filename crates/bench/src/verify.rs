@@ -572,6 +572,7 @@ mod tests {
                 threads: 1,
                 libraries: BTreeMap::new(),
                 settings: BTreeMap::new(),
+                variant: Vec::new(),
             }
         }
         fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {

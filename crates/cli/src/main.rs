@@ -57,6 +57,36 @@ enum Command {
     Plan(commands::plan::PlanArgs),
 }
 
+/// The command line: the derived commands, and the flags the engines declare for their
+/// own settings on every command that takes engine settings.
+fn command() -> clap::Command {
+    let mut command = Cli::command();
+    for name in ["run", "profile", "verify", "peak"] {
+        command = command.mut_subcommand(name, commands::args::with_engine_setting_flags);
+    }
+    command
+}
+
+/// The engine settings given by the engines' own flags, added to the command's
+/// `--engine-setting` pairs.
+fn take_engine_setting_flags(matches: &clap::ArgMatches, command: &mut Command) {
+    let (name, gpu) = match command {
+        Command::Run(args) => ("run", &mut args.gpu),
+        Command::Profile(args) => ("profile", &mut args.gpu),
+        Command::Verify(args) => ("verify", &mut args.gpu),
+        Command::Peak(args) => ("peak", &mut args.gpu),
+        Command::Models(_)
+        | Command::Report(_)
+        | Command::Compare(_)
+        | Command::Convert(_)
+        | Command::Engines
+        | Command::Plan(_) => return,
+    };
+    if let Some(sub) = matches.subcommand_matches(name) {
+        commands::args::take_engine_setting_flags(sub, gpu);
+    }
+}
+
 fn main() -> ExitCode {
     die_quietly_when_the_output_is_closed();
     // clap would blame `--allocator` for a bad CNNBENCH_ALLOCATOR the user never typed.
@@ -64,11 +94,12 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let matches = Cli::command().get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
+    let matches = command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    take_engine_setting_flags(&matches, &mut cli.command);
     if let Err(e) = set_heap_policy(cli.allocator) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
@@ -84,7 +115,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    cnnbench_engine_burn_gpu::quiet_mesa_device_select();
+    commands::engines::before_threads_start();
     let outcome = match cli.command {
         Command::Models(args) => commands::models::run(args),
         Command::Run(args) => {

@@ -86,6 +86,7 @@ pub(crate) fn base_info(
         threads: 1,
         libraries,
         settings,
+        variant: Vec::new(),
     }
 }
 

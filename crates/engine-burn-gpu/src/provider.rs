@@ -24,6 +24,11 @@ fn why(unavailable: &Unavailable) -> String {
 }
 
 impl Provider for Gpu {
+    fn before_threads_start(&self) {
+        if self.0 == BurnGpu::Wgpu {
+            crate::quiet_mesa_device_select();
+        }
+    }
     fn name(&self) -> &'static str {
         self.0.engine_name()
     }

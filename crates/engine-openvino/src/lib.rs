@@ -19,7 +19,7 @@ pub mod library;
 mod provider;
 #[cfg(feature = "openvino")]
 mod session;
-pub use provider::providers;
+pub use provider::{providers, OpenVinoSettings, PerformanceHint};
 
 #[cfg(feature = "openvino")]
 pub use session::OpenVinoEngine;

@@ -2,12 +2,13 @@
 //! ONNX bytes, read by OpenVINO's ONNX front end, its batch fixed, compiled for the CPU
 //! with the run's hints; inputs and outputs as host tensors.
 
-use crate::{capabilities, library, ENGINE_NAME, OPENVINO_CRATE_VERSION};
+use crate::{
+    capabilities, library, OpenVinoSettings, PerformanceHint, ENGINE_NAME, OPENVINO_CRATE_VERSION,
+};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::InputBatches;
-use cnnbench_engine::{
-    Capabilities, Engine, EngineInfo, Mode, PerformanceHint, Precision, Session, SessionConfig,
-};
+use cnnbench_engine::settings::EngineSettingsRecord;
+use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Precision, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use openvino::{
@@ -101,18 +102,19 @@ fn no_hint_for(precision: Precision) -> anyhow::Error {
     )
 }
 
-/// OpenVINO's CPU plugin: `threads` inference threads, one performance hint.
+/// OpenVINO's CPU plugin: `threads` inference threads, the engine's own settings (its
+/// performance hint, its streams).
 pub struct OpenVinoEngine {
     runtime: Arc<Runtime>,
     threads: usize,
-    hint: PerformanceHint,
+    settings: OpenVinoSettings,
     capabilities: Capabilities,
 }
 
 impl OpenVinoEngine {
     /// `threads`: OpenVINO's `INFERENCE_NUM_THREADS` (`None`: all cores). Loads OpenVINO
     /// (see [`crate::library`]) or says how to install it.
-    pub fn new(threads: Option<usize>, hint: PerformanceHint) -> Result<Self> {
+    pub fn new(threads: Option<usize>, settings: OpenVinoSettings) -> Result<Self> {
         let runtime = runtime()?;
         let mut capabilities = capabilities();
         capabilities.precisions.retain(|&p| {
@@ -123,7 +125,7 @@ impl OpenVinoEngine {
         Ok(Self {
             runtime,
             threads: cnnbench_engine::own_thread_pool_size(threads)?,
-            hint,
+            settings,
             capabilities,
         })
     }
@@ -159,8 +161,11 @@ impl Engine for OpenVinoEngine {
         settings.insert("device".to_string(), "CPU".to_string());
         settings.insert(
             "performance_hint".to_string(),
-            self.hint.as_str().to_string(),
+            self.settings.hint.as_str().to_string(),
         );
+        if let Some(streams) = self.settings.streams {
+            settings.insert("num_streams_asked".to_string(), streams.to_string());
+        }
         settings.insert(
             "inference_num_threads".to_string(),
             self.threads.to_string(),
@@ -176,6 +181,7 @@ impl Engine for OpenVinoEngine {
         EngineInfo {
             libraries,
             settings,
+            variant: self.settings.label(),
             ..EngineInfo::on_the_cpu(
                 ENGINE_NAME,
                 "openvino",
@@ -198,7 +204,8 @@ impl Engine for OpenVinoEngine {
         let weights = Weights::initial(graph, config.seed);
         let setup = Setup {
             threads: self.threads,
-            hint: self.hint,
+            hint: self.settings.hint,
+            streams: self.settings.streams,
             precision: config.precision,
             batch_size: config.batch_size,
         };
@@ -223,6 +230,8 @@ impl Engine for OpenVinoEngine {
 struct Setup {
     threads: usize,
     hint: PerformanceHint,
+    /// `NUM_STREAMS` as asked; `None`: the hint's choice.
+    streams: Option<usize>,
     precision: Precision,
     batch_size: usize,
 }
@@ -250,10 +259,7 @@ fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -
     let mut core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
     let (precision, _) =
         openvino_precision(setup.precision).ok_or_else(|| no_hint_for(setup.precision))?;
-    let hint = match setup.hint {
-        PerformanceHint::Latency => "LATENCY",
-        PerformanceHint::Throughput => "THROUGHPUT",
-    };
+    let hint = setup.hint.openvino_name();
     let threads = setup.threads.to_string();
     let refused = |what: &str, e: openvino::InferenceError| {
         anyhow!(
@@ -269,6 +275,9 @@ fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -
     set(&mut core, RwPropertyKey::HintPerformanceMode, hint)?;
     set(&mut core, RwPropertyKey::HintInferencePrecision, precision)?;
     set(&mut core, RwPropertyKey::InferenceNumThreads, &threads)?;
+    if let Some(streams) = setup.streams {
+        set(&mut core, RwPropertyKey::NumStreams, &streams.to_string())?;
+    }
     let [c, h, w] = graph.input_shape();
     let compile_at = |core: &mut Core, batch: usize| -> Result<CompiledModel> {
         let mut model = core

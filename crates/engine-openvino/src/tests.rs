@@ -5,12 +5,22 @@
 //! line (they do not skip).
 
 use crate::*;
-use cnnbench_engine::{Engine, Mode, PerformanceHint, Precision, SessionConfig};
+use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
 use cnnbench_engine_burn::BurnFlexEngine;
 use cnnbench_graph::{HostTensor, Weights};
 
 fn openvino_engine(threads: usize, hint: PerformanceHint) -> OpenVinoEngine {
-    OpenVinoEngine::new(Some(threads), hint).unwrap_or_else(|e| panic!("{e:#}"))
+    with_settings(
+        threads,
+        OpenVinoSettings {
+            hint,
+            ..OpenVinoSettings::default()
+        },
+    )
+}
+
+fn with_settings(threads: usize, settings: OpenVinoSettings) -> OpenVinoEngine {
+    OpenVinoEngine::new(Some(threads), settings).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn openvino_cpu() -> Box<dyn Engine> {
@@ -118,6 +128,29 @@ fn throughput_splits_the_batch_among_the_requests_and_gives_the_same_answer() {
     let error = relative_l2(&split, &one);
     assert!(error < 1e-5, "the split batch is off by {error:.2e}");
     assert_eq!(throughput.info().settings["performance_hint"], "throughput");
+    assert_eq!(throughput.info().variant, vec!["throughput hint"]);
+    assert!(latency.info().variant.is_empty());
+}
+
+/// `streams` is OpenVINO's `NUM_STREAMS`: asked for, the compiled model reports it, the
+/// throughput hint keeps that many requests in flight, and the label says it.
+#[test]
+fn the_streams_setting_reaches_openvino_and_the_label() {
+    let two = with_settings(
+        2,
+        OpenVinoSettings {
+            hint: PerformanceHint::Throughput,
+            streams: Some(2),
+        },
+    );
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 3);
+    let input = HostTensor::standard_normal(vec![4, 3, 32, 32], 6);
+    let (_, reported) = output_of(&two, &infer(Precision::F32, 4), &weights, &input);
+    assert_eq!(reported["num_streams"], "2", "{reported:?}");
+    assert_eq!(reported["infer_requests"], "2", "{reported:?}");
+    assert_eq!(two.info().settings["num_streams_asked"], "2");
+    assert_eq!(two.info().variant, vec!["throughput hint", "2 streams"]);
 }
 
 #[test]
@@ -136,7 +169,7 @@ fn info_records_openvinos_build_threads_hint_and_cpu() {
     assert!(info.settings["model"].contains("opset 17"));
     assert!(engine.library().to_string_lossy().contains("libopenvino_c"));
     assert!(!engine.capabilities().trains());
-    let err = OpenVinoEngine::new(Some(0), PerformanceHint::Latency)
+    let err = OpenVinoEngine::new(Some(0), OpenVinoSettings::default())
         .err()
         .expect("refused")
         .to_string();

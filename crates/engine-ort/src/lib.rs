@@ -18,7 +18,7 @@ pub mod library;
 mod provider;
 #[cfg(feature = "ort")]
 mod session;
-pub use provider::providers;
+pub use provider::{providers, GraphOptimization, OrtSettings};
 
 #[cfg(feature = "ort")]
 pub use session::{onnxruntime_version, OrtEngine};

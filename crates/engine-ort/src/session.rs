@@ -3,9 +3,10 @@
 //! inputs and outputs as host tensors.
 
 use crate::library;
-use crate::{capabilities, ENGINE_NAME, ORT_CRATE_VERSION};
+use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::InputBatches;
+use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
@@ -16,10 +17,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// The graph optimisation level every session uses: ONNX Runtime's default in its Python
-/// API (`ORT_ENABLE_ALL`), so that cnnbench times what a Python user gets.
-const OPTIMIZATION_LEVEL: GraphOptimizationLevel = GraphOptimizationLevel::All;
-const OPTIMIZATION_LEVEL_NAME: &str = "all (ORT_ENABLE_ALL)";
+/// The `ort` crate's name for a graph optimisation level.
+fn optimization_level(level: GraphOptimization) -> GraphOptimizationLevel {
+    match level {
+        GraphOptimization::All => GraphOptimizationLevel::All,
+        GraphOptimization::Extended => GraphOptimizationLevel::Level2,
+        GraphOptimization::Basic => GraphOptimizationLevel::Level1,
+        GraphOptimization::Disabled => GraphOptimizationLevel::Disable,
+    }
+}
 const EXECUTION_PROVIDER: &str = "CPUExecutionProvider";
 
 /// ONNX Runtime as loaded into this process: the library can be loaded once only, so
@@ -108,17 +114,27 @@ pub fn onnxruntime_version(path: &Path) -> Result<String> {
 /// ONNX Runtime on the CPU: intra-op pool of `threads`, inter-op parallelism off.
 pub struct OrtEngine {
     runtime: Arc<Runtime>,
-    threads: usize,
+    setup: Setup,
     capabilities: Capabilities,
+}
+
+/// What every session of an engine is loaded with.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    threads: usize,
+    graph_optimization: GraphOptimization,
 }
 
 impl OrtEngine {
     /// `threads`: the size of ONNX Runtime's intra-op pool (`None`: all cores). Loads
     /// ONNX Runtime (see [`crate::library`]) or says how to install it.
-    pub fn new(threads: Option<usize>) -> Result<Self> {
+    pub fn new(threads: Option<usize>, settings: OrtSettings) -> Result<Self> {
         Ok(Self {
             runtime: runtime()?,
-            threads: cnnbench_engine::own_thread_pool_size(threads)?,
+            setup: Setup {
+                threads: cnnbench_engine::own_thread_pool_size(threads)?,
+                graph_optimization: settings.graph_optimization,
+            },
             capabilities: capabilities(),
         })
     }
@@ -139,11 +155,15 @@ impl Engine for OrtEngine {
             "execution_provider".to_string(),
             EXECUTION_PROVIDER.to_string(),
         );
+        let level = self.setup.graph_optimization;
         settings.insert(
             "graph_optimization_level".to_string(),
-            OPTIMIZATION_LEVEL_NAME.to_string(),
+            format!("{} ({})", level.as_str(), level.onnxruntime_name()),
         );
-        settings.insert("intra_op_threads".to_string(), self.threads.to_string());
+        settings.insert(
+            "intra_op_threads".to_string(),
+            self.setup.threads.to_string(),
+        );
         settings.insert("inter_op_threads".to_string(), "1".to_string());
         settings.insert("execution_mode".to_string(), "sequential".to_string());
         settings.insert(
@@ -157,12 +177,16 @@ impl Engine for OrtEngine {
         EngineInfo {
             libraries,
             settings,
+            variant: OrtSettings {
+                graph_optimization: level,
+            }
+            .label(),
             ..EngineInfo::on_the_cpu(
                 ENGINE_NAME,
                 "onnxruntime",
                 &self.runtime.version,
                 "cpu",
-                self.threads,
+                self.setup.threads,
                 cnnbench_host::cpu_name(),
             )
         }
@@ -176,10 +200,10 @@ impl Engine for OrtEngine {
         self.capabilities.admit(ENGINE_NAME, graph, config)?;
         debug_assert_eq!(config.mode, Mode::Infer);
         let weights = Weights::initial(graph, config.seed);
-        let loaded = load(&self.runtime, self.threads, graph, &weights)?;
+        let loaded = load(&self.runtime, self.setup, graph, &weights)?;
         let mut session = OrtSession {
             runtime: self.runtime.clone(),
-            threads: self.threads,
+            setup: self.setup,
             graph: graph.clone(),
             batches: InputBatches::new(graph, config),
             weights,
@@ -195,7 +219,7 @@ impl Engine for OrtEngine {
 /// The graph with these weights as an ONNX Runtime session on the CPU provider.
 fn load(
     runtime: &Runtime,
-    threads: usize,
+    setup: Setup,
     graph: &Graph,
     weights: &Weights,
 ) -> Result<ort::session::Session> {
@@ -204,9 +228,9 @@ fn load(
     let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
     ort::session::Session::builder(&runtime.environment)
         .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
-        .with_optimization_level(OPTIMIZATION_LEVEL)
+        .with_optimization_level(optimization_level(setup.graph_optimization))
         .map_err(options)?
-        .with_intra_threads(threads)
+        .with_intra_threads(setup.threads)
         .map_err(options)?
         .with_inter_threads(1)
         .map_err(options)?
@@ -222,7 +246,7 @@ fn load(
 
 struct OrtSession {
     runtime: Arc<Runtime>,
-    threads: usize,
+    setup: Setup,
     graph: Graph,
     batches: InputBatches,
     weights: Weights,
@@ -278,7 +302,7 @@ impl Session for OrtSession {
 
     fn import_weights(&mut self, weights: &Weights) -> Result<()> {
         weights.check(&self.graph, true)?;
-        self.session = load(&self.runtime, self.threads, &self.graph, weights)?;
+        self.session = load(&self.runtime, self.setup, &self.graph, weights)?;
         self.weights = weights.clone();
         Ok(())
     }

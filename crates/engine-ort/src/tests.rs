@@ -8,7 +8,7 @@ use cnnbench_engine::Engine;
 use cnnbench_engine_burn::BurnFlexEngine;
 
 fn ort_engine(threads: usize) -> OrtEngine {
-    OrtEngine::new(Some(threads)).unwrap_or_else(|e| panic!("{e:#}"))
+    OrtEngine::new(Some(threads), OrtSettings::default()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn ort_cpu() -> Box<dyn Engine> {
@@ -58,6 +58,7 @@ fn info_records_onnx_runtimes_own_version_threads_level_and_provider() {
         info.settings["graph_optimization_level"],
         "all (ORT_ENABLE_ALL)"
     );
+    assert!(info.variant.is_empty());
     assert_eq!(info.settings["execution_provider"], "CPUExecutionProvider");
     assert!(info.settings["model"].contains("opset 17"));
 }
@@ -77,6 +78,58 @@ fn inference_only_and_at_least_one_thread() {
     let engine = ort_engine(1);
     assert!(!engine.capabilities().trains());
     assert!(engine.capabilities().weight_exchange);
-    let err = OrtEngine::new(Some(0)).err().expect("refused").to_string();
+    let err = OrtEngine::new(Some(0), OrtSettings::default())
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(err.contains("at least 1"), "{err}");
+}
+
+/// `graph-optimization` reaches ONNX Runtime: the unoptimised graph computes the same
+/// function, and the record and the label say which graph ran.
+#[test]
+fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
+    use cnnbench_engine::{Mode, Precision, SessionConfig};
+    use cnnbench_graph::{HostTensor, Weights};
+    let disabled = OrtEngine::new(
+        Some(1),
+        OrtSettings {
+            graph_optimization: GraphOptimization::Disabled,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let info = disabled.info();
+    assert_eq!(
+        info.settings["graph_optimization_level"],
+        "disabled (ORT_DISABLE_ALL)"
+    );
+    assert_eq!(info.variant, vec!["graph optimization disabled"]);
+    assert!(ort_engine(1).info().variant.is_empty());
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let config = SessionConfig {
+        mode: Mode::Infer,
+        batch_size: 2,
+        seed: 1,
+        precision: Precision::F32,
+        deterministic: true,
+    };
+    let weights = Weights::initial(&graph, 5);
+    let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 9);
+    let output = |engine: &dyn Engine| {
+        let mut session = engine
+            .prepare(&graph, &config)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        session.import_weights(&weights).unwrap();
+        session.set_input(&input).unwrap();
+        session.forward().unwrap();
+        session.output().unwrap()
+    };
+    let (plain, optimised) = (output(&disabled), output(&ort_engine(1)));
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (a, b) in plain.data.iter().zip(&optimised.data) {
+        diff += f64::from(a - b).powi(2);
+        norm += f64::from(*b).powi(2);
+    }
+    let error = (diff / norm).sqrt();
+    assert!(error < 1e-4, "the unoptimised graph is off by {error:.2e}");
 }

@@ -20,7 +20,7 @@ pub mod python;
 mod session;
 mod worker;
 
-pub use provider::providers;
+pub use provider::{providers, CompileMode, CompiledSettings, EagerSettings};
 pub use session::{PytorchEngine, PytorchOptions};
 
 /// The PyTorch release these engines are tested with; its major.minor is required.

@@ -4,14 +4,69 @@ use crate::python::{install_hint, Places};
 use crate::session::{PytorchEngine, PytorchOptions};
 use crate::worker::same_release;
 use crate::Flavour;
-use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::provider::{DeclaredSettings, EngineOptions, Provider};
+use cnnbench_engine::settings::{EngineSettingsRecord, ProgramPath, SettingsMap};
 use cnnbench_engine::{Capabilities, DeviceKind, Engine};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
+cnnbench_engine::setting_choices! {
+    /// `torch.compile`'s mode.
+    pub enum CompileMode {
+        Default = "default",
+        ReduceOverhead = "reduce-overhead",
+        MaxAutotune = "max-autotune",
+    }
+}
+
+cnnbench_engine::engine_settings! {
+    /// The eager engines' own settings (pytorch, pytorch-cuda).
+    pub struct EagerSettings {
+        /// The Python the worker runs on, which must have torch 2.11 (not given:
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
+        /// folder or the executable, else python3).
+        #[setting(key = "python", flag = "python")]
+        pub python: Option<ProgramPath> = None,
+    }
+}
+
+cnnbench_engine::engine_settings! {
+    /// The compiling engines' own settings (pytorch-compile, pytorch-compile-cuda).
+    pub struct CompiledSettings {
+        /// The Python the worker runs on, which must have torch 2.11 (not given:
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
+        /// folder or the executable, else python3).
+        #[setting(key = "python", flag = "python")]
+        pub python: Option<ProgramPath> = None,
+        /// `torch.compile`'s mode: `reduce-overhead` uses CUDA graphs on GPUs;
+        /// `max-autotune` times kernel choices while compiling.
+        #[setting(key = "compile-mode", flag = "compile-mode", label = |m: &CompileMode| (*m != CompileMode::Default).then(|| m.as_str().to_string()))]
+        pub compile_mode: CompileMode = CompileMode::Default,
+        /// Inductor's freezing, for inference: the weights are folded into the compiled
+        /// graph as constants, and oneDNN's weight layouts prepared once.
+        #[setting(key = "freezing", flag = "freezing", label = |f: &bool| f.then(|| "freezing".to_string()))]
+        pub freezing: bool = false,
+    }
+}
+
 struct Pytorch(Flavour);
+
+impl Pytorch {
+    /// The settings given, as the compiling engines' (an eager engine takes only
+    /// `python`, and refuses the others).
+    fn own_settings(&self, given: &SettingsMap) -> Result<CompiledSettings, String> {
+        if self.0.compiled {
+            CompiledSettings::parse(given)
+        } else {
+            EagerSettings::parse(given).map(|e| CompiledSettings {
+                python: e.python,
+                ..CompiledSettings::default()
+            })
+        }
+    }
+}
 
 impl Provider for Pytorch {
     fn name(&self) -> &'static str {
@@ -24,7 +79,8 @@ impl Provider for Pytorch {
         self.0.capabilities()
     }
     fn availability(&self, options: &EngineOptions) -> Result<(), String> {
-        availability(self.0.device == DeviceKind::Gpu, options.python.clone())
+        let own = self.own_settings(&options.settings)?;
+        availability(self.0.device == DeviceKind::Gpu, own.python.map(|p| p.0))
     }
     fn asks_a_device(&self) -> bool {
         // Whether torch sees a GPU is known only by importing it (seconds).
@@ -33,22 +89,26 @@ impl Provider for Pytorch {
     fn channels_last(&self) -> bool {
         true
     }
-    fn compiles(&self) -> bool {
-        self.0.compiled
-    }
-    fn runs_python(&self) -> bool {
-        true
+    fn settings(&self) -> DeclaredSettings {
+        if self.0.compiled {
+            DeclaredSettings::of::<CompiledSettings>()
+        } else {
+            DeclaredSettings::of::<EagerSettings>()
+        }
     }
     fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
+        let own = self
+            .own_settings(&options.settings)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.name()))?;
         let options = PytorchOptions {
-            python: options.python.clone(),
+            python: own.python.map(|p| p.0),
             threads: options.threads,
             device: options.device.unwrap_or(0),
             channels_last: options.channels_last,
             tf32: options.tf32,
             cudnn_benchmark: options.cudnn_benchmark,
-            compile_mode: options.compile_mode,
-            freezing: options.freezing,
+            compile_mode: own.compile_mode,
+            freezing: own.freezing,
             heap: cnnbench_host::allocator::current()
                 .policy
                 .as_str()

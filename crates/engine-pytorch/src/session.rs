@@ -3,12 +3,13 @@
 
 use crate::python::{Interpreter, Places};
 use crate::worker::{Launch, Reply, Worker};
-use crate::Flavour;
+use crate::{CompileMode, CompiledSettings, Flavour};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{NodeOutput, Program, LEARNING_RATE, MOMENTUM};
+use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::{
-    onednn, Capabilities, ChosenKernels, CompileMode, DeviceKind, Engine, EngineInfo, Mode,
-    Precision, Session, SessionConfig,
+    onednn, Capabilities, ChosenKernels, DeviceKind, Engine, EngineInfo, Mode, Precision, Session,
+    SessionConfig,
 };
 use cnnbench_graph::{Graph, HostTensor, WeightInit, Weights};
 use serde_json::{json, Value};
@@ -54,11 +55,6 @@ impl PytorchEngine {
         let name = flavour.engine_name();
         if options.threads == Some(0) {
             return Err(anyhow!("--threads must be at least 1"));
-        }
-        if !flavour.compiled && (options.compile_mode != CompileMode::Default || options.freezing) {
-            return Err(anyhow!(
-                "{name} runs eagerly: --compile-mode and --freezing are for pytorch-compile and pytorch-compile-cuda"
-            ));
         }
         let interpreter = Places::of_this_process(options.python.as_deref()).choose();
         let on_gpu = flavour.device == DeviceKind::Gpu;
@@ -215,6 +211,12 @@ fn describe(
         threads: hello["threads"].as_u64().unwrap_or(1).max(1) as usize,
         libraries,
         settings,
+        variant: CompiledSettings {
+            python: None,
+            compile_mode: options.compile_mode,
+            freezing: options.freezing,
+        }
+        .label(),
     }
 }
 
@@ -232,7 +234,7 @@ impl Engine for PytorchEngine {
         self.capabilities.admit(name, graph, config)?;
         if self.options.freezing && config.mode != Mode::Infer {
             return Err(anyhow!(
-                "--freezing folds the weights into the compiled graph, which only inference allows; leave it out for {} mode",
+                "freezing folds the weights into the compiled graph, which only inference allows; leave it out (--freezing, --engine-setting freezing=true) for {} mode",
                 config.mode
             ));
         }

@@ -208,6 +208,7 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
         threads: tch::utils::get_num_threads().max(1) as usize,
         libraries,
         settings,
+        variant: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod distributed;
 pub mod kit;
 pub mod onednn;
 pub mod provider;
+pub mod settings;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use serde::{Deserialize, Serialize};
@@ -18,9 +19,10 @@ use std::collections::BTreeMap;
 /// The plain data types of a run (mode, phases, precision, engine settings and the
 /// engine's record), defined with the result schema that records them so that reading
 /// results needs no engine; re-exported here, where engines and the harness use them.
-pub use cnnbench_results::engine_types::{
-    CompileMode, EngineInfo, Mode, PerformanceHint, Phase, Precision,
-};
+pub use cnnbench_results::engine_types::{EngineInfo, Mode, Phase, Precision};
+/// For the settings macros' messages (a key a user typed, shown escaped).
+#[doc(hidden)]
+pub use cnnbench_results::printable;
 
 /// How a session is set up. The engine must honour every field or refuse.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,8 +4,8 @@
 //! engine is named outside its own crate.
 
 use crate::distributed::{ProcessGroup, Rendezvous};
-use crate::{Capabilities, CompileMode, Engine, PerformanceHint};
-use std::path::PathBuf;
+use crate::settings::{EngineSettingsRecord, SettingDoc, SettingsMap};
+use crate::{Capabilities, Engine};
 use std::sync::Arc;
 
 /// The settings the command line gives every engine; each uses those that apply to it
@@ -24,16 +24,9 @@ pub struct EngineOptions {
     pub tf32: bool,
     /// Channels-last (NHWC) memory for images and convolution weights.
     pub channels_last: bool,
-    /// One infer request at a time, or several in flight (engines that schedule their
-    /// own requests: [`Provider::performance_hints`]).
-    pub performance_hint: PerformanceHint,
-    /// The Python an engine that runs in a worker starts (`--python`; `None`: its own
-    /// search, [`Provider::runs_python`]).
-    pub python: Option<PathBuf>,
-    /// `torch.compile`'s mode, for an engine that compiles ([`Provider::compiles`]).
-    pub compile_mode: CompileMode,
-    /// Inductor's freezing (weights folded into the compiled inference graph).
-    pub freezing: bool,
+    /// The engine's own settings as given; its provider parses them
+    /// ([`Provider::settings`]).
+    pub settings: SettingsMap,
 }
 
 /// The words of every "not in this build" answer, so that they read alike.
@@ -67,17 +60,12 @@ pub trait Provider: Send + Sync {
     fn channels_last(&self) -> bool {
         false
     }
-    /// Whether it takes a performance hint other than latency (`--ov-hint throughput`).
-    fn performance_hints(&self) -> bool {
-        false
-    }
-    /// Whether it compiles the network (`--compile-mode`, `--freezing`).
-    fn compiles(&self) -> bool {
-        false
-    }
-    /// Whether it runs in a worker on the user's Python (`--python`).
-    fn runs_python(&self) -> bool {
-        false
+    /// Set-up of the process that must come before any thread starts (an environment
+    /// variable a library reads once): called at start-up for every engine of the build.
+    fn before_threads_start(&self) {}
+    /// Its own settings (`--engine-setting KEY=VALUE`): none unless it declares some.
+    fn settings(&self) -> DeclaredSettings {
+        DeclaredSettings::none()
     }
     /// The devices it could run on, for `cnnbench engines` to list under its table: a
     /// heading (`Vulkan adapters`) and one line each; `None` for a CPU engine, or one
@@ -89,6 +77,37 @@ pub trait Provider: Send + Sync {
     fn data_parallel(&self) -> Option<&dyn DataParallelProvider> {
         None
     }
+}
+
+/// An engine's own settings as a provider declares them: what `cnnbench engines` lists
+/// and refusals name, and the check of a given map (the words it adds to a label, or
+/// why it is refused).
+#[derive(Clone, Copy)]
+pub struct DeclaredSettings {
+    pub declared: fn() -> Vec<SettingDoc>,
+    pub check: fn(&SettingsMap) -> Result<Vec<String>, String>,
+}
+
+impl DeclaredSettings {
+    /// The settings of this struct.
+    pub fn of<S: EngineSettingsRecord>() -> DeclaredSettings {
+        DeclaredSettings {
+            declared: S::declared,
+            check: check_as::<S>,
+        }
+    }
+
+    /// No settings of its own: any key is refused.
+    pub fn none() -> DeclaredSettings {
+        DeclaredSettings {
+            declared: Vec::new,
+            check: |given| crate::settings::refuse_unknown(given, &[]).map(|()| Vec::new()),
+        }
+    }
+}
+
+fn check_as<S: EngineSettingsRecord>(given: &SettingsMap) -> Result<Vec<String>, String> {
+    S::parse(given).map(|s| s.label())
 }
 
 /// An engine's data-parallel training: ranks that average gradients through a process
@@ -106,31 +125,4 @@ pub trait DataParallelProvider {
         options: &EngineOptions,
         rendezvous: &Rendezvous,
     ) -> anyhow::Result<(Box<dyn Engine>, Arc<dyn ProcessGroup>)>;
-}
-
-/// An engine whose crate is not in this build at all (an optional dependency left
-/// out): it is listed, and says how to get it.
-pub struct NotBuilt {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub capabilities: Capabilities,
-    pub hint: &'static str,
-}
-
-impl Provider for NotBuilt {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn description(&self) -> &'static str {
-        self.description
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.capabilities.clone()
-    }
-    fn availability(&self, _: &EngineOptions) -> Result<(), String> {
-        Err(not_in_this_build(self.hint))
-    }
-    fn create(&self, _: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
-        Err(anyhow::anyhow!(not_in_this_build(self.hint)))
-    }
 }

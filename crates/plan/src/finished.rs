@@ -1,8 +1,7 @@
 //! Which cells already have a result, so that a resubmitted array runs only the cells
 //! that failed or never ran.
 
-use crate::matrix::{Cell, RunSettings};
-use cnnbench_results::BenchResult;
+use cnnbench_results::{Batches, BenchResult, ModelRef, RunSpec};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -17,41 +16,73 @@ pub enum FinishedError {
 }
 
 /// A result file under `dir` (at any depth: one folder per host and engine) that
-/// measured this cell: the same model, engine, mode, batch size, image size and
-/// precision, run with the same threads, passes, warm-up and seed. When `label` is given
-/// the result must carry it too; without one, a result from any host counts, so a cell
-/// runs once wherever the scheduler put it.
+/// measured this cell's spec: the spec the result recorded is the cell's, every field
+/// (engine settings, layout, time rules included), except where the cell ran (`--device`,
+/// `--allow-cpu-adapter`), which does not make it another measurement. A result written
+/// before results recorded their spec is matched on what it recorded: model, engine,
+/// mode, batch size, image size, precision, threads, passes, warm-up and seed. When
+/// `label` is given the result must carry it too; without one, a result from any host
+/// counts, so a cell runs once wherever the scheduler put it.
 pub fn finished_result(
     dir: &Path,
-    cell: &Cell,
-    settings: &RunSettings,
+    index: usize,
+    spec: &RunSpec,
     label: Option<&str>,
 ) -> Result<Option<PathBuf>, FinishedError> {
-    let entry = cnnbench_zoo::find(&cell.model).ok_or_else(|| FinishedError::Model {
-        index: cell.index,
-        reason: format!("{} is not a zoo model", cell.model),
+    let model = match spec.models.as_slice() {
+        [ModelRef::Zoo { name }] => name,
+        _ => {
+            return Err(FinishedError::Model {
+                index,
+                reason: "a matrix cell is one zoo model".into(),
+            })
+        }
+    };
+    let entry = cnnbench_zoo::find(model).ok_or_else(|| FinishedError::Model {
+        index,
+        reason: format!("{model} is not a zoo model"),
     })?;
     let [c, h, w] = entry.default_input;
-    let input = cell
-        .image_size
-        .map_or([c, h, w], |s| [c, s.height, s.width]);
+    let size = spec.image_sizes.as_ref().and_then(|s| s.first().copied());
+    let input = size.map_or([c, h, w], |s| [c, s.height, s.width]);
     let graph = (entry.build)(input).map_err(|e| FinishedError::Model {
-        index: cell.index,
+        index,
         reason: e.to_string(),
     })?;
     let name = graph.name().to_string();
+    let batch = match &spec.batch {
+        Batches::Sizes(sizes) if sizes.len() == 1 => sizes[0],
+        Batches::Sizes(_) | Batches::Max => {
+            return Err(FinishedError::Model {
+                index,
+                reason: "a matrix cell is one batch size".into(),
+            })
+        }
+    };
+    let placed = |s: &RunSpec| {
+        let mut s = s.clone();
+        s.engine_options.device = None;
+        s.engine_options.allow_cpu_adapter = false;
+        s
+    };
+    let cell = placed(spec);
     let wanted = |r: &BenchResult| {
-        r.model.name == name
-            && r.engine.name == cell.engine
-            && r.config.mode == cell.mode
-            && r.config.batch_size == cell.batch_size
-            && r.config.image_size == [input[1], input[2]]
-            && r.config.precision == cell.precision
-            && r.config.threads_requested == settings.threads
-            && r.config.passes == settings.passes
-            && r.config.warmup == settings.warmup
-            && r.config.seed == settings.seed
-            && label.is_none_or(|l| r.label.as_deref() == Some(l))
+        let same = match &r.spec {
+            Some(recorded) => placed(recorded) == cell,
+            None => {
+                r.model.name == name
+                    && r.engine.name == spec.engine
+                    && r.config.mode == spec.mode
+                    && r.config.batch_size == batch
+                    && r.config.image_size == [input[1], input[2]]
+                    && r.config.precision == spec.precision
+                    && r.config.threads_requested == spec.threads
+                    && r.config.passes == spec.passes
+                    && r.config.warmup == spec.warmup
+                    && r.config.seed == spec.seed
+            }
+        };
+        same && label.is_none_or(|l| r.label.as_deref() == Some(l))
     };
     find(dir, &wanted)
 }
@@ -105,15 +136,20 @@ mod tests {
     use crate::matrix::Matrix;
     use serde_json::Value;
 
-    /// A burn-flex resnet18 result: train, batch 16, 224×224, 12 passes, 1 warm-up, seed 0.
+    /// A burn-flex resnet18 result: train, batch 16, 224×224, 12 passes, 1 warm-up, seed
+    /// 0, written before results recorded their spec.
     const RESULT: &str = include_str!("../../report/tests/fixtures/ours/new/resnet18.json");
 
     fn matrix(extra: &str) -> Matrix {
+        matrix_of("[\"burn-flex\"]", extra)
+    }
+
+    fn matrix_of(engines: &str, extra: &str) -> Matrix {
         Matrix::parse(
             &format!(
-                "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\npasses = 12\n{extra}"
+                "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = {engines}\npasses = 12\n{extra}"
             ),
-            &["burn-flex"],
+            &["burn-flex", "openvino-cpu"],
         )
         .unwrap()
     }
@@ -127,15 +163,15 @@ mod tests {
         path
     }
 
+    fn finished(dir: &Path, m: &Matrix, i: usize, label: Option<&str>) -> Option<PathBuf> {
+        finished_result(dir, i, &m.spec(&m.cells[i]), label).unwrap()
+    }
+
     #[test]
     fn a_result_of_the_same_cell_at_any_depth_is_found() {
         let dir = tempfile::tempdir().unwrap();
         let m = matrix("");
-        let cell = &m.cells[0];
-        assert_eq!(
-            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
-            None
-        );
+        assert_eq!(finished(dir.path(), &m, 0, None), None);
         // Neither JSON that is not a result nor a result of another cell counts.
         std::fs::write(dir.path().join("notes.json"), "{\"a\": 1}").unwrap();
         write(dir.path(), "a/b16.json", |v| {
@@ -150,31 +186,57 @@ mod tests {
         write(dir.path(), "a/size.json", |v| {
             v["config"]["image_size"] = serde_json::json!([64, 64])
         });
-        assert_eq!(
-            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
-            None
-        );
+        assert_eq!(finished(dir.path(), &m, 0, None), None);
         let found = write(dir.path(), "host-a/x/resnet18.json", |v| {
             v["label"] = "host-a".into()
         });
-        assert_eq!(
-            finished_result(dir.path(), cell, &m.settings, None).unwrap(),
-            Some(found.clone())
-        );
+        assert_eq!(finished(dir.path(), &m, 0, None), Some(found.clone()));
         // With a label, only a result carrying it counts.
-        assert_eq!(
-            finished_result(dir.path(), cell, &m.settings, Some("host-b")).unwrap(),
-            None
-        );
-        assert_eq!(
-            finished_result(dir.path(), cell, &m.settings, Some("host-a")).unwrap(),
-            Some(found)
-        );
+        assert_eq!(finished(dir.path(), &m, 0, Some("host-b")), None);
+        assert_eq!(finished(dir.path(), &m, 0, Some("host-a")), Some(found));
         // A matrix with other settings (threads) has not run this cell.
-        let threads = matrix("threads = 4");
-        assert_eq!(
-            finished_result(dir.path(), &threads.cells[0], &threads.settings, None).unwrap(),
-            None
+        assert_eq!(finished(dir.path(), &matrix("threads = 4"), 0, None), None);
+    }
+
+    /// A result that recorded its spec is the cell's only if every field of the spec is:
+    /// changing `min_time`, `channels_last` or an engine setting in the matrix reruns the
+    /// cell (these were not compared, and the cell was skipped). Where it ran is not a
+    /// field that counts.
+    #[test]
+    fn a_cell_whose_spec_changed_in_any_field_is_not_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix("");
+        let mut recorded = m.spec(&m.cells[0]);
+        recorded.engine_options.device = Some(1);
+        let spec = serde_json::to_value(&recorded).unwrap();
+        let found = write(dir.path(), "r.json", |v| v["spec"] = spec.clone());
+        assert_eq!(finished(dir.path(), &m, 0, None), Some(found));
+        for changed in [
+            "min_time = 2.0",
+            "channels_last = true",
+            "cudnn_benchmark = true",
+            "target_ci = 5.0\nmax_time = 9.0",
+            "warmup_time = 1.0",
+            "seed = 1",
+        ] {
+            assert_eq!(
+                finished(dir.path(), &matrix(changed), 0, None),
+                None,
+                "{changed}"
+            );
+        }
+        // An engine setting: the cell with the recorded settings is found, the other not.
+        let ov = matrix_of(
+            "[\"openvino-cpu\"]",
+            "[engine_settings.openvino-cpu]\nhint = [\"latency\", \"throughput\"]",
         );
+        let spec = serde_json::to_value(ov.spec(&ov.cells[1])).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let found = write(dir.path(), "ov.json", |v| {
+            v["spec"] = spec.clone();
+            v["engine"]["name"] = "openvino-cpu".into();
+        });
+        assert_eq!(finished(dir.path(), &ov, 0, None), None);
+        assert_eq!(finished(dir.path(), &ov, 1, None), Some(found));
     }
 }

@@ -12,14 +12,23 @@
 //! [[exclude]]
 //! model = "resnet50"
 //! batch_size = 32
+//!
+//! # An engine's own settings: a value sets it for the engine's cells, a list is an
+//! # axis of them. Only the engine's provider knows its keys (`cnnbench engines`).
+//! [engine_settings.openvino-cpu]
+//! hint = ["latency", "throughput"]
+//! streams = 2
 //! ```
 //!
-//! Cells are numbered in the order models, engines, image sizes, batch sizes, modes,
-//! precisions (the last varies fastest). Changing the meaning of a key bumps
-//! [`MATRIX_VERSION`].
+//! Cells are numbered in the order models, engines, the engine's settings (its keys in
+//! alphabetical order, each list's values in the order written), image sizes, batch
+//! sizes, modes, precisions (the last varies fastest). Changing the meaning of a key
+//! bumps [`MATRIX_VERSION`].
 
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::SettingsMap;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const MATRIX_FORMAT: &str = "cnnbench-matrix";
@@ -51,6 +60,8 @@ pub enum MatrixError {
     UnknownModel(cnnbench_zoo::ZooError),
     #[error("`engines`: unknown engine \"{name}\"; cnnbench knows: {known}")]
     UnknownEngine { name: String, known: String },
+    #[error("`engine_settings.{engine}`: {message}")]
+    EngineSetting { engine: String, message: String },
     #[error("`{key}`: {message}")]
     BadValue { key: &'static str, message: String },
     #[error("`image_sizes`: {model} cannot take a {height}×{width} image ({reason}); drop the pair with an [[exclude]] entry")]
@@ -143,6 +154,78 @@ struct MatrixFile {
     channels_last: bool,
     #[serde(default)]
     exclude: Vec<ExcludeEntry>,
+    /// Per engine, its own settings: a value, or a list that is an axis of its cells.
+    #[serde(default)]
+    engine_settings: BTreeMap<String, BTreeMap<String, SettingValues>>,
+}
+
+/// An engine setting in a matrix: one value for every cell of the engine, or a list of
+/// values, an axis.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum SettingValues {
+    One(SettingScalar),
+    Axis(Vec<SettingScalar>),
+}
+
+/// A value as TOML writes it, taken as the text the engine parses (`4`, `true`,
+/// `"throughput"`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum SettingScalar {
+    Text(String),
+    Whole(i64),
+    Switch(bool),
+    Number(f64),
+}
+
+impl SettingScalar {
+    fn text(&self) -> String {
+        match self {
+            SettingScalar::Text(t) => t.clone(),
+            SettingScalar::Whole(n) => n.to_string(),
+            SettingScalar::Switch(b) => b.to_string(),
+            SettingScalar::Number(x) => x.to_string(),
+        }
+    }
+}
+
+/// Every combination of an engine's settings in a matrix, in cell order: its keys
+/// alphabetically, each axis's values as written (the last key varies fastest).
+fn setting_combinations(
+    engine: &str,
+    given: &BTreeMap<String, SettingValues>,
+) -> Result<Vec<SettingsMap>, MatrixError> {
+    let mut combinations = vec![SettingsMap::new()];
+    for (key, values) in given {
+        let values: Vec<String> = match values {
+            SettingValues::One(v) => vec![v.text()],
+            SettingValues::Axis(list) => list.iter().map(SettingScalar::text).collect(),
+        };
+        let bad = |message: String| MatrixError::EngineSetting {
+            engine: engine.to_string(),
+            message,
+        };
+        if values.is_empty() {
+            return Err(bad(format!(
+                "`{key}` is an empty list: the matrix would have no cells of {engine}"
+            )));
+        }
+        if let Some(i) = (1..values.len()).find(|&i| values[..i].contains(&values[i])) {
+            return Err(bad(format!("`{key}` lists {} twice", values[i])));
+        }
+        combinations = combinations
+            .into_iter()
+            .flat_map(|base| {
+                values.iter().map(move |v| {
+                    let mut next = base.clone();
+                    next.insert(key.clone(), v.clone());
+                    next
+                })
+            })
+            .collect();
+    }
+    Ok(combinations)
 }
 
 fn default_batch_sizes() -> Vec<usize> {
@@ -198,6 +281,8 @@ pub struct Cell {
     /// The zoo's name of the model.
     pub model: String,
     pub engine: String,
+    /// The engine's own settings for this cell (`[engine_settings.ENGINE]`).
+    pub settings: SettingsMap,
     /// `None`: the model's own input size.
     pub image_size: Option<ImageSize>,
     pub batch_size: usize,
@@ -209,8 +294,13 @@ impl Cell {
     /// `resnet18 burn-flex train b16 f32` (with `224x224` when the matrix gives sizes).
     pub fn describe(&self) -> String {
         let size = self.image_size.map_or(String::new(), |s| format!(" {s}"));
+        let settings: String = self
+            .settings
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect();
         format!(
-            "{}{size} on {}, {}, batch {}, {}",
+            "{}{size} on {}{settings}, {}, batch {}, {}",
             self.model,
             self.engine,
             self.mode,
@@ -285,12 +375,34 @@ impl Matrix {
         check_axis("modes", &file.modes, |m| m.to_string())?;
         check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
         let settings = settings(&file)?;
+        for engine in file.engine_settings.keys() {
+            if !file.engines.contains(engine) {
+                return Err(MatrixError::EngineSetting {
+                    engine: engine.clone(),
+                    message: format!(
+                        "{engine} is not in `engines`, so these settings would reach no cell"
+                    ),
+                });
+            }
+        }
+        let engines: Vec<(&String, Vec<SettingsMap>)> = file
+            .engines
+            .iter()
+            .map(|e| {
+                let combinations = match file.engine_settings.get(e) {
+                    Some(given) => setting_combinations(e, given)?,
+                    None => vec![SettingsMap::new()],
+                };
+                Ok((e, combinations))
+            })
+            .collect::<Result<_, MatrixError>>()?;
 
         // Counted before they are made: 2×10⁹ cells took 23.6 GB before the kernel
         // stopped it.
+        let engine_cells: usize = engines.iter().map(|(_, c)| c.len()).sum();
         let cells: u128 = [
             models.len(),
-            file.engines.len(),
+            engine_cells,
             image_sizes.len(),
             file.batch_sizes.len(),
             file.modes.len(),
@@ -310,22 +422,25 @@ impl Matrix {
             .collect::<Result<Vec<_>, _>>()?;
         let mut cells = Vec::new();
         for model in &models {
-            for engine in &file.engines {
-                for &image_size in &image_sizes {
-                    for &batch_size in &file.batch_sizes {
-                        for &mode in &file.modes {
-                            for &precision in &file.precisions {
-                                let cell = Cell {
-                                    index: cells.len(),
-                                    model: model.clone(),
-                                    engine: engine.clone(),
-                                    image_size,
-                                    batch_size,
-                                    mode,
-                                    precision,
-                                };
-                                if !excludes.iter().any(|e| e.matches(&cell)) {
-                                    cells.push(cell);
+            for (engine, combinations) in &engines {
+                for settings in combinations {
+                    for &image_size in &image_sizes {
+                        for &batch_size in &file.batch_sizes {
+                            for &mode in &file.modes {
+                                for &precision in &file.precisions {
+                                    let cell = Cell {
+                                        index: cells.len(),
+                                        model: model.clone(),
+                                        engine: (*engine).clone(),
+                                        settings: settings.clone(),
+                                        image_size,
+                                        batch_size,
+                                        mode,
+                                        precision,
+                                    };
+                                    if !excludes.iter().any(|e| e.matches(&cell)) {
+                                        cells.push(cell);
+                                    }
                                 }
                             }
                         }
@@ -381,6 +496,7 @@ impl Matrix {
             s.tf32 && matches!(cell.precision, Precision::F32 | Precision::Tf32);
         spec.settle_tf32();
         spec.engine_options.channels_last = s.channels_last;
+        spec.engine_options.settings = cell.settings.clone();
         spec
     }
 }
@@ -794,6 +910,65 @@ image_size = "32x48"
         assert!(e.contains("`min_time`") && e.contains("max_time"), "{e}");
         let e = err("models = [\"alexnet\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]");
         assert!(e.contains("alexnet cannot take a 32×32 image"), "{e}");
+    }
+
+    /// `[engine_settings.ENGINE]`: a value sets it for the engine's cells, a list is an
+    /// axis of them; other engines' cells are untouched; the spec carries the settings.
+    #[test]
+    fn an_engine_setting_list_is_an_axis_of_that_engines_cells() {
+        let m = Matrix::parse(
+            r#"format = "cnnbench-matrix"
+version = 1
+models = ["resnet18"]
+engines = ["burn-flex", "openvino-cpu"]
+modes = ["infer"]
+precisions = ["f32", "bf16"]
+
+[engine_settings.openvino-cpu]
+hint = ["latency", "throughput"]
+streams = 2
+"#,
+            &["burn-flex", "openvino-cpu"],
+        )
+        .unwrap();
+        // burn-flex × 2 precisions, openvino-cpu × 2 hints × 2 precisions.
+        assert_eq!(m.cells.len(), 2 + 4);
+        assert!(m.cells[..2].iter().all(|c| c.settings.is_empty()));
+        let ov: Vec<(String, Precision)> = m.cells[2..]
+            .iter()
+            .map(|c| (c.settings["hint"].clone(), c.precision))
+            .collect();
+        assert_eq!(
+            ov,
+            vec![
+                ("latency".into(), Precision::F32),
+                ("latency".into(), Precision::Bf16),
+                ("throughput".into(), Precision::F32),
+                ("throughput".into(), Precision::Bf16),
+            ]
+        );
+        assert!(m.cells[2..].iter().all(|c| c.settings["streams"] == "2"));
+        let spec = m.spec(&m.cells[4]);
+        assert_eq!(spec.engine_options.settings["hint"], "throughput");
+        assert!(m.cells[4]
+            .describe()
+            .contains("openvino-cpu hint=throughput streams=2"));
+    }
+
+    #[test]
+    fn engine_settings_for_no_engine_of_the_matrix_or_empty_axes_are_refused() {
+        let base = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        let e = err(&format!("{base}[engine_settings.torch-cpu]\nthreads = 2"));
+        assert!(
+            e.contains("`engine_settings.torch-cpu`") && e.contains("not in `engines`"),
+            "{e}"
+        );
+        let e = err(&format!("{base}[engine_settings.burn-flex]\nhint = []"));
+        assert!(e.contains("`hint` is an empty list"), "{e}");
+        let e = err(&format!(
+            "{base}[engine_settings.burn-flex]\nhint = [\"a\", \"a\"]"
+        ));
+        assert!(e.contains("`hint` lists a twice"), "{e}");
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
             backend: backend.into(),
             libraries,
             settings,
+            variant: Vec::new(),
             threads_requested: None,
             precision: Precision::F32,
             world_size: 1,

@@ -275,6 +275,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
         let total = (0..n).map(|i| phases.iter().map(|p| p[i]).sum()).collect();
         samples.insert(Quantity::Total, total);
     }
+    let variant = r.engine.variant_words();
     Ok(Record {
         path: path.to_path_buf(),
         origin: Origin::Cnnbench,
@@ -291,6 +292,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
             framework: r.engine.framework,
             framework_version: r.engine.framework_version,
             backend: r.engine.backend,
+            variant,
             libraries: r.engine.libraries,
             settings: r.engine.settings,
             threads_requested: r.config.threads_requested,

@@ -30,6 +30,9 @@ pub struct EngineDesc {
     pub libraries: BTreeMap<String, String>,
     /// Settings that change the numbers (cuDNN on/off, TF32…).
     pub settings: BTreeMap<String, String>,
+    /// The words the engine's own settings add to the label (`throughput hint`,
+    /// `max-autotune`), as the engine declared them.
+    pub variant: Vec<String>,
     /// Threads the user asked for; `None` for the engine's default.
     pub threads_requested: Option<usize>,
     pub precision: Precision,
@@ -86,18 +89,9 @@ impl EngineDesc {
         if self.settings.get("memory_format").map(String::as_str) == Some("channels_last") {
             s.push_str(", channels-last");
         }
-        // openvino-cpu's requests in flight: another schedule, another row.
-        if self.settings.get("performance_hint").map(String::as_str) == Some("throughput") {
-            s.push_str(", throughput hint");
-        }
-        // torch.compile's mode and inductor's freezing: another compiled program.
-        if let Some(mode) = self.settings.get("compile_mode") {
-            if mode != "default" {
-                s.push_str(&format!(", {mode}"));
-            }
-        }
-        if self.settings.get("freezing").map(String::as_str) == Some("on") {
-            s.push_str(", freezing");
+        // The engine's own settings away from their defaults: another configuration.
+        for word in &self.variant {
+            s.push_str(&format!(", {word}"));
         }
         if self.world_size > 1 {
             s.push_str(&format!(", {} ranks", self.world_size));

@@ -247,6 +247,7 @@ mod label_tests {
             backend: "cpu".into(),
             libraries: Default::default(),
             settings: Default::default(),
+            variant: Vec::new(),
             threads_requested: None,
             precision: Precision::F32,
             world_size: 1,
@@ -258,8 +259,9 @@ mod label_tests {
         assert_eq!(e.label(), "torch-cpu 2.11.0, channels-last");
     }
 
-    /// OpenVINO's throughput hint is a schedule of its own, and its name says so; bf16
-    /// too, so that precisions are never drawn or pooled as one.
+    /// OpenVINO's throughput hint is a schedule of its own, and its name says so (in the
+    /// words the engine declared); bf16 too, so that precisions are never drawn or
+    /// pooled as one.
     #[test]
     fn the_throughput_hint_and_a_low_precision_show_in_the_name() {
         let mut e = EngineDesc {
@@ -269,16 +271,14 @@ mod label_tests {
             backend: "cpu".into(),
             libraries: Default::default(),
             settings: Default::default(),
+            variant: Vec::new(),
             threads_requested: Some(2),
             precision: Precision::Bf16,
             world_size: 1,
             allocator: None,
         };
-        e.settings
-            .insert("performance_hint".into(), "latency".into());
         assert_eq!(e.label(), "openvino-cpu 2026.4.1, bf16, 2 threads");
-        e.settings
-            .insert("performance_hint".into(), "throughput".into());
+        e.variant = vec!["throughput hint".into()];
         assert_eq!(
             e.label(),
             "openvino-cpu 2026.4.1, bf16, 2 threads, throughput hint"
@@ -296,17 +296,14 @@ mod label_tests {
             backend: "inductor".into(),
             libraries: Default::default(),
             settings: Default::default(),
+            variant: Vec::new(),
             threads_requested: None,
             precision: Precision::AmpBf16,
             world_size: 1,
             allocator: None,
         };
-        e.settings.insert("compile_mode".into(), "default".into());
-        e.settings.insert("freezing".into(), "off".into());
         assert_eq!(e.label(), "pytorch-compile 2.11.0, amp-bf16");
-        e.settings
-            .insert("compile_mode".into(), "max-autotune".into());
-        e.settings.insert("freezing".into(), "on".into());
+        e.variant = vec!["max-autotune".into(), "freezing".into()];
         assert_eq!(
             e.label(),
             "pytorch-compile 2.11.0, amp-bf16, max-autotune, freezing"

@@ -1,7 +1,6 @@
 //! The engine's plain data types that the result schema records: what a pass does
-//! ([`Mode`], [`Phase`]), what it computes in ([`Precision`]), the settings of engines
-//! that schedule or compile their own work ([`PerformanceHint`], [`CompileMode`]) and
-//! what an engine says about itself ([`EngineInfo`]). They live with the schema, not with
+//! ([`Mode`], [`Phase`]), what it computes in ([`Precision`]) and what an engine says
+//! about itself ([`EngineInfo`]). They live with the schema, not with
 //! the engine interface, so that reading a result needs no engine; `cnnbench-engine`
 //! re-exports them where its users have always found them.
 
@@ -123,65 +122,6 @@ impl Precision {
     }
 }
 
-/// How an engine that schedules its own infer requests is asked to run them (OpenVINO's
-/// performance hint, `--ov-hint`): one request at a time for the shortest pass, or
-/// several in flight, the batch split among them, for the most images per second.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum PerformanceHint {
-    #[default]
-    Latency,
-    Throughput,
-}
-
-impl PerformanceHint {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PerformanceHint::Latency => "latency",
-            PerformanceHint::Throughput => "throughput",
-        }
-    }
-
-    /// Whether this is the default, which result files leave out.
-    pub fn is_latency(&self) -> bool {
-        *self == PerformanceHint::Latency
-    }
-}
-
-/// `torch.compile`'s mode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompileMode {
-    #[default]
-    Default,
-    /// CUDA graphs on GPUs, to cut launch overhead.
-    ReduceOverhead,
-    /// Inductor times its kernel choices (slow to compile).
-    MaxAutotune,
-}
-
-impl CompileMode {
-    pub const ALL: [CompileMode; 3] = [
-        CompileMode::Default,
-        CompileMode::ReduceOverhead,
-        CompileMode::MaxAutotune,
-    ];
-
-    /// The name `torch.compile(mode=…)` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompileMode::Default => "default",
-            CompileMode::ReduceOverhead => "reduce-overhead",
-            CompileMode::MaxAutotune => "max-autotune",
-        }
-    }
-
-    /// Whether this is the default, which result files leave out.
-    pub fn is_default(&self) -> bool {
-        *self == CompileMode::Default
-    }
-}
-
 /// What an engine reports about itself for the result file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EngineInfo {
@@ -206,6 +146,11 @@ pub struct EngineInfo {
     /// on a CPU renderer): the harness copies it into each result's warnings.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// The words the engine's own settings add to a configuration's label, away from
+    /// their defaults (`throughput hint`, `max-autotune`, `4 streams`): declared by the
+    /// engine, so that a report labels a configuration without knowing engines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variant: Vec<String>,
 }
 
 impl EngineInfo {
@@ -229,7 +174,29 @@ impl EngineInfo {
             threads,
             libraries: BTreeMap::new(),
             settings: BTreeMap::new(),
+            variant: Vec::new(),
         }
+    }
+
+    /// The words the engine's own settings add to a label: [`EngineInfo::variant`], or
+    /// for a file written before engines declared them, the same words read from the
+    /// settings those engines recorded then.
+    pub fn variant_words(&self) -> Vec<String> {
+        if !self.variant.is_empty() {
+            return self.variant.clone();
+        }
+        let setting = |key: &str| self.settings.get(key).map(String::as_str);
+        let mut words = Vec::new();
+        if setting("performance_hint") == Some("throughput") {
+            words.push("throughput hint".to_string());
+        }
+        if let Some(mode) = setting("compile_mode").filter(|m| *m != "default") {
+            words.push(mode.to_string());
+        }
+        if setting("freezing") == Some("on") {
+            words.push("freezing".to_string());
+        }
+        words
     }
 }
 
@@ -250,12 +217,29 @@ mod tests {
         for p in Precision::ALL {
             assert_eq!(json(&p), format!("\"{}\"", p.as_str()));
         }
-        for c in CompileMode::ALL {
-            assert_eq!(json(&c), format!("\"{}\"", c.as_str()));
-        }
-        for h in [PerformanceHint::Latency, PerformanceHint::Throughput] {
-            assert_eq!(json(&h), format!("\"{}\"", h.as_str()));
-        }
+    }
+
+    /// A file written before engines declared their settings' words keeps its label:
+    /// the words are read from the settings those engines recorded then.
+    #[test]
+    fn the_variant_of_an_older_file_is_read_from_its_settings() {
+        let cpu = |name: &str| EngineInfo::on_the_cpu(name, "f", "1", "cpu", 2, "cpu".into());
+        let mut info = cpu("pytorch-compile");
+        info.settings
+            .insert("compile_mode".into(), "default".into());
+        info.settings.insert("freezing".into(), "off".into());
+        assert!(info.variant_words().is_empty());
+        info.settings
+            .insert("compile_mode".into(), "max-autotune".into());
+        info.settings.insert("freezing".into(), "on".into());
+        assert_eq!(info.variant_words(), vec!["max-autotune", "freezing"]);
+        let mut ov = cpu("openvino-cpu");
+        ov.settings
+            .insert("performance_hint".into(), "throughput".into());
+        assert_eq!(ov.variant_words(), vec!["throughput hint"]);
+        // What the engine declared wins.
+        ov.variant = vec!["throughput hint".into(), "4 streams".into()];
+        assert_eq!(ov.variant_words(), vec!["throughput hint", "4 streams"]);
     }
 
     #[test]

@@ -16,14 +16,14 @@ pub mod stats;
 pub mod validity;
 
 /// Mode, precision, engine settings and the engine's record: part of the schema.
-pub use engine_types::{CompileMode, EngineInfo, Mode, PerformanceHint, Phase, Precision};
+pub use engine_types::{EngineInfo, Mode, Phase, Precision};
 pub use quantity::{Quantity, UnknownQuantity};
 pub use result::{
     flops_per_pass, AllocatorRecord, BatchProbe, BatchSearch, BenchResult, MachineInfo,
     MemoryRecord, ModelRecord, ProbeOutcome, Round, RunConfig, StopReason, StopRecord, Throughput,
     ToolInfo, RESULT_FORMAT, RESULT_VERSION, RESULT_VERSIONS_READ,
 };
-pub use spec::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
+pub use spec::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec, SettingsMap};
 pub use stats::{Percentiles, Summary};
 pub use validity::{ColdStart, GpuSignals, Signals, Validity, Verdict};
 

@@ -6,8 +6,9 @@
 //! own point, so that `cnnbench run --again RESULT.json` reruns exactly what produced it.
 //! A setting added here reaches every one of those paths, or fails to compile.
 
-use crate::engine_types::{CompileMode, Mode, PerformanceHint, Precision};
+use crate::engine_types::{Mode, Precision};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -100,10 +101,17 @@ pub enum Batches {
     Max,
 }
 
-/// The engine options the command line sets; each engine reads those it has and the
-/// others stay at their defaults.
+/// An engine's own settings as given (`--engine-setting KEY=VALUE`, a matrix's
+/// `[engine_settings.ENGINE]`): key → value text. Only the engine's provider parses them
+/// (`cnnbench_engine::settings`), so that a setting of one engine is a field of that
+/// engine's crate and nothing here.
+pub type SettingsMap = BTreeMap<String, String>;
+
+/// The engine options every engine may be given, typed, and the engine's own settings
+/// as one map; each engine reads the shared ones it has and refuses own settings it
+/// does not take.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "EngineSettingsAsWritten")]
 pub struct EngineSettings {
     /// The GPU (CUDA device or Vulkan adapter); `None`: 0, or LOCAL_RANK in a
     /// data-parallel run.
@@ -115,19 +123,54 @@ pub struct EngineSettings {
     /// `tf32` run ([`RunSpec::settle_tf32`]).
     pub tf32: bool,
     pub channels_last: bool,
-    /// openvino-cpu's performance hint; left out of files when it is `latency`.
-    #[serde(skip_serializing_if = "PerformanceHint::is_latency")]
-    pub performance_hint: PerformanceHint,
-    /// The Python the pytorch engines' worker runs on (`--python`); left out when
-    /// cnnbench chose it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub python: Option<PathBuf>,
-    /// `torch.compile`'s mode (pytorch-compile); left out when `default`.
-    #[serde(skip_serializing_if = "CompileMode::is_default")]
-    pub compile_mode: CompileMode,
-    /// Inductor's freezing (pytorch-compile, inference); left out when off.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub freezing: bool,
+    /// The engine's own settings, as given.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: SettingsMap,
+}
+
+/// [`EngineSettings`] as files have written it: version-2 files before the engines
+/// declared their own settings kept OpenVINO's hint, the pytorch engines' Python and
+/// `torch.compile`'s mode and freezing as fields of their own; they read as the same
+/// settings given by key.
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct EngineSettingsAsWritten {
+    device: Option<usize>,
+    allow_cpu_adapter: bool,
+    cudnn_benchmark: bool,
+    tf32: bool,
+    channels_last: bool,
+    settings: SettingsMap,
+    performance_hint: Option<String>,
+    python: Option<String>,
+    compile_mode: Option<String>,
+    freezing: bool,
+}
+
+impl From<EngineSettingsAsWritten> for EngineSettings {
+    fn from(w: EngineSettingsAsWritten) -> EngineSettings {
+        let mut settings = w.settings;
+        // The older files left each out at its default, so a value present is one given.
+        let older = [
+            ("hint", w.performance_hint.filter(|h| h != "latency")),
+            ("python", w.python),
+            ("compile-mode", w.compile_mode.filter(|m| m != "default")),
+            ("freezing", w.freezing.then(|| "true".to_string())),
+        ];
+        for (key, value) in older {
+            if let Some(value) = value {
+                settings.entry(key.to_string()).or_insert(value);
+            }
+        }
+        EngineSettings {
+            device: w.device,
+            allow_cpu_adapter: w.allow_cpu_adapter,
+            cudnn_benchmark: w.cudnn_benchmark,
+            tf32: w.tf32,
+            channels_last: w.channels_last,
+            settings,
+        }
+    }
 }
 
 /// A data-parallel training run.
@@ -494,6 +537,41 @@ mod tests {
         s.data_parallel = dp;
         s.mode = Mode::Infer;
         assert!(s.validate().unwrap_err().contains("trains"));
+    }
+
+    /// Specs written before the engines declared their own settings kept OpenVINO's
+    /// hint, the Python and `torch.compile`'s mode and freezing as fields: they read as
+    /// the same settings given by key (defaults were left out then, and stay out).
+    #[test]
+    fn an_older_spec_reads_its_engine_fields_as_engine_settings() {
+        let older = r#"{"device": 1, "channels_last": true, "performance_hint": "throughput",
+            "python": "/opt/py", "compile_mode": "max-autotune", "freezing": true}"#;
+        let s: EngineSettings = serde_json::from_str(older).unwrap();
+        assert_eq!(s.device, Some(1));
+        assert!(s.channels_last);
+        let own: Vec<(&str, &str)> = s
+            .settings
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            own,
+            vec![
+                ("compile-mode", "max-autotune"),
+                ("freezing", "true"),
+                ("hint", "throughput"),
+                ("python", "/opt/py")
+            ]
+        );
+        let defaults: EngineSettings =
+            serde_json::from_str(r#"{"performance_hint": "latency", "compile_mode": "default"}"#)
+                .unwrap();
+        assert_eq!(defaults, EngineSettings::default());
+        // Written now, the settings are one map, and read back the same.
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""settings":{"compile-mode""#), "{text}");
+        assert_eq!(serde_json::from_str::<EngineSettings>(&text).unwrap(), s);
+        assert!(serde_json::from_str::<EngineSettings>(r#"{"hint": "x"}"#).is_err());
     }
 
     #[test]

@@ -2,14 +2,15 @@
 //! a setting is spelled and explained once.
 
 use super::engines;
-use cnnbench_engine::{CompileMode, Mode, PerformanceHint, Precision};
-use cnnbench_results::EngineSettings;
-use std::path::PathBuf;
+use anyhow::{anyhow, Result};
+use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::{EngineSettings, SettingsMap};
 
-/// Engine settings: the GPU engines', channels-last for the torch engines, and
-/// OpenVINO's performance hint.
+/// Engine settings: the GPU engines', channels-last, and each engine's own settings
+/// (`--engine-setting KEY=VALUE`, and the flags the engines declare for some of them,
+/// such as `--ov-hint`: [`with_engine_setting_flags`]).
 #[derive(clap::Args, Clone, Debug, Default)]
-pub struct GpuArgs {
+pub struct EngineArgs {
     /// Which GPU the GPU engines use: the CUDA device (torch-cuda, burn-cuda) or the
     /// Vulkan GPU adapter, discrete first (burn-wgpu); `cuda:N` is taken too [default: 0;
     /// in a data-parallel run: LOCAL_RANK]
@@ -29,24 +30,24 @@ pub struct GpuArgs {
     /// Channels-last (NHWC) memory for images and convolution weights (torch engines).
     #[arg(long)]
     pub channels_last: bool,
-    /// openvino-cpu: `latency` runs one infer request at a time; `throughput` keeps the
-    /// requests OpenVINO asks for in flight together, the batch split evenly among them
-    /// (images/s over all of them).
-    #[arg(long, value_enum, value_name = "HINT", default_value = "latency")]
-    pub ov_hint: HintArg,
-    /// The pytorch engines: the Python their worker runs on, which must have torch 2.11
-    /// [default: CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the
-    /// working folder or the executable, else python3]
-    #[arg(long, value_name = "PATH")]
-    pub python: Option<PathBuf>,
-    /// pytorch-compile: `torch.compile`'s mode (`reduce-overhead` uses CUDA graphs on
-    /// GPUs; `max-autotune` times kernel choices while compiling)
-    #[arg(long, value_enum, value_name = "MODE", default_value = "default")]
-    pub compile_mode: CompileModeArg,
-    /// pytorch-compile, inference: inductor's freezing (the weights are folded into the
-    /// compiled graph as constants, and oneDNN's weight layouts prepared once)
-    #[arg(long)]
-    pub freezing: bool,
+    /// One of the engine's own settings, KEY=VALUE (repeat it for several): `cnnbench
+    /// engines` lists each engine's, e.g. openvino-cpu's streams=4 or ort-cpu's
+    /// graph-optimization=basic.
+    #[arg(long = "engine-setting", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub engine_setting: Vec<(String, String)>,
+}
+
+/// `--engine-setting KEY=VALUE`.
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!(
+            "\"{}\" is not KEY=VALUE (e.g. streams=4; `cnnbench engines` lists each engine's settings)",
+            cnnbench_results::printable(text)
+        )),
+    }
 }
 
 /// `--device`: a GPU's index, as `N` or `cuda:N`.
@@ -57,65 +58,35 @@ fn device_index(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("\"{text}\" is not a device: give its index, N or cuda:N"))
 }
 
-/// `torch.compile`'s mode on the command line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompileModeArg {
-    #[default]
-    Default,
-    ReduceOverhead,
-    MaxAutotune,
-}
-
-impl From<CompileModeArg> for CompileMode {
-    fn from(m: CompileModeArg) -> CompileMode {
-        match m {
-            CompileModeArg::Default => CompileMode::Default,
-            CompileModeArg::ReduceOverhead => CompileMode::ReduceOverhead,
-            CompileModeArg::MaxAutotune => CompileMode::MaxAutotune,
-        }
-    }
-}
-
-/// OpenVINO's performance hint on the command line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum HintArg {
-    #[default]
-    Latency,
-    Throughput,
-}
-
-impl From<HintArg> for PerformanceHint {
-    fn from(h: HintArg) -> PerformanceHint {
-        match h {
-            HintArg::Latency => PerformanceHint::Latency,
-            HintArg::Throughput => PerformanceHint::Throughput,
-        }
-    }
-}
-
-impl From<PerformanceHint> for HintArg {
-    fn from(h: PerformanceHint) -> HintArg {
-        match h {
-            PerformanceHint::Latency => HintArg::Latency,
-            PerformanceHint::Throughput => HintArg::Throughput,
-        }
-    }
-}
-
-impl GpuArgs {
-    /// These settings as a run spec holds them.
-    pub fn settings(&self) -> EngineSettings {
-        EngineSettings {
+impl EngineArgs {
+    /// These settings as a run spec holds them; a key given twice is refused.
+    pub fn settings(&self) -> Result<EngineSettings> {
+        Ok(EngineSettings {
             device: self.device,
             allow_cpu_adapter: self.allow_cpu_adapter,
             cudnn_benchmark: self.cudnn_benchmark,
             tf32: self.tf32,
             channels_last: self.channels_last,
-            performance_hint: self.ov_hint.into(),
-            python: self.python.clone(),
-            compile_mode: self.compile_mode.into(),
-            freezing: self.freezing,
+            settings: self.own_settings()?,
+        })
+    }
+
+    /// The engine's own settings given, each key once.
+    pub fn own_settings(&self) -> Result<SettingsMap> {
+        let mut own = SettingsMap::new();
+        for (key, value) in &self.engine_setting {
+            if let Some(before) = own.insert(key.clone(), value.clone()) {
+                if &before != value {
+                    return Err(anyhow!(
+                        "the engine setting `{}` is given twice ({} and {}): give it once",
+                        cnnbench_results::printable(key),
+                        cnnbench_results::printable(&before),
+                        cnnbench_results::printable(value)
+                    ));
+                }
+            }
         }
+        Ok(own)
     }
 
     /// The engine options for these settings, a thread count and a precision.
@@ -123,8 +94,8 @@ impl GpuArgs {
         &self,
         threads: Option<usize>,
         precision: Precision,
-    ) -> engines::EngineOptions {
-        engines::options(&self.settings(), threads, precision)
+    ) -> Result<engines::EngineOptions> {
+        Ok(engines::options(&self.settings()?, threads, precision))
     }
 }
 
@@ -172,4 +143,102 @@ impl From<PrecisionArg> for Precision {
             PrecisionArg::AmpF16 => Precision::AmpF16,
         }
     }
+}
+
+/// The clap id of an engine setting's own flag (`--ov-hint`), so that it can be told
+/// from the command's other options.
+const SETTING_FLAG_ID: &str = "engine-setting-flag:";
+
+/// Every own flag the engines declare for their settings (`--ov-hint`, `--python`,
+/// `--compile-mode`, `--freezing`), added to a command that takes engine settings: a
+/// flag is a spelling of `--engine-setting KEY=VALUE`, declared in the engine's crate,
+/// so that no setting needs code here.
+pub fn with_engine_setting_flags(command: clap::Command) -> clap::Command {
+    let mut command = command;
+    for flag in declared_flags() {
+        let doc = flag.doc.doc.trim_end_matches('.');
+        let help = if flag.doc.switch {
+            format!("{}: {doc}", flag.engines.join(", "))
+        } else {
+            format!(
+                "{}: {doc} [{}; default: {}]",
+                flag.engines.join(", "),
+                flag.doc.values,
+                flag.doc.default
+            )
+        };
+        let mut arg = clap::Arg::new(format!("{SETTING_FLAG_ID}{}", flag.doc.key))
+            .long(flag.name)
+            .help(help);
+        arg = if flag.doc.switch {
+            arg.action(clap::ArgAction::SetTrue)
+        } else {
+            // `--compile-mode <MODE>`, `--python <PATH>`: short, so clap's help keeps its
+            // column.
+            let last_word = flag.doc.key.rsplit('-').next().unwrap_or(flag.doc.key);
+            let name = if flag.doc.values.ends_with("path") || flag.doc.values.ends_with("program")
+            {
+                "PATH".to_string()
+            } else {
+                last_word.to_uppercase()
+            };
+            arg.value_name(name).action(clap::ArgAction::Set)
+        };
+        command = command.arg(arg);
+    }
+    command
+}
+
+/// One engine-declared flag: its name, the setting it spells, the engines that have it.
+struct DeclaredFlag {
+    name: &'static str,
+    doc: cnnbench_engine::settings::SettingDoc,
+    engines: Vec<&'static str>,
+}
+
+fn declared_flags() -> Vec<DeclaredFlag> {
+    let mut flags: Vec<DeclaredFlag> = Vec::new();
+    for provider in engines::registry() {
+        for doc in (provider.settings().declared)() {
+            let Some(name) = doc.flag else { continue };
+            match flags.iter_mut().find(|f| f.name == name) {
+                Some(f) => f.engines.push(provider.name()),
+                None => flags.push(DeclaredFlag {
+                    name,
+                    doc,
+                    engines: vec![provider.name()],
+                }),
+            }
+        }
+    }
+    flags
+}
+
+/// The engine settings given by their own flags, as `--engine-setting` pairs appended
+/// to `gpu`; whether any was given.
+pub fn take_engine_setting_flags(matches: &clap::ArgMatches, gpu: &mut EngineArgs) -> bool {
+    let mut any = false;
+    for id in matches.ids() {
+        let Some(key) = id.as_str().strip_prefix(SETTING_FLAG_ID) else {
+            continue;
+        };
+        if matches.value_source(id.as_str()) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let value = match matches.try_get_one::<bool>(id.as_str()) {
+            Ok(Some(on)) => on.to_string(),
+            _ => match matches.try_get_one::<String>(id.as_str()) {
+                Ok(Some(text)) => text.clone(),
+                _ => continue,
+            },
+        };
+        gpu.engine_setting.push((key.to_string(), value));
+        any = true;
+    }
+    any
+}
+
+/// Whether a clap id is an engine setting's own flag.
+pub fn is_engine_setting_flag(id: &str) -> bool {
+    id.starts_with(SETTING_FLAG_ID)
 }

@@ -22,6 +22,13 @@ pub fn registry() -> Vec<Box<dyn Provider>> {
     all
 }
 
+/// What each engine of the build sets up in the process before any thread starts.
+pub fn before_threads_start() {
+    for provider in registry() {
+        provider.before_threads_start();
+    }
+}
+
 /// Whether an engine can run here, and if not, why and what to do.
 pub struct EngineStatus {
     pub name: &'static str,
@@ -58,10 +65,7 @@ pub fn options(
         cudnn_benchmark: settings.cudnn_benchmark,
         tf32: settings.tf32 || precision == cnnbench_engine::Precision::Tf32,
         channels_last: settings.channels_last,
-        performance_hint: settings.performance_hint,
-        python: settings.python.clone(),
-        compile_mode: settings.compile_mode,
-        freezing: settings.freezing,
+        settings: settings.settings.clone(),
     }
 }
 
@@ -78,37 +82,80 @@ pub fn find(name: &str) -> Result<Box<dyn Provider>> {
     })
 }
 
-/// Creates the engine named `name`, or says why it cannot run here.
-pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
-    let provider = find(name)?;
-    provider
-        .availability(options)
-        .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
+/// What a provider refuses of these options before anything starts: channels-last on
+/// an engine whose tensors are always NCHW, and own settings it does not declare or
+/// whose values it does not take. The one place options are refused; the refusal names
+/// the engines that have what was asked for.
+pub fn refusal(provider: &dyn Provider, options: &EngineOptions) -> Result<()> {
+    let name = provider.name();
     if options.channels_last && !provider.channels_last() {
         return Err(anyhow!(
             "engine {name} cannot use channels-last memory: its tensors are always NCHW; leave out --channels-last, or use {}",
             engines_with(|p| p.channels_last())
         ));
     }
-    if !options.performance_hint.is_latency() && !provider.performance_hints() {
-        return Err(anyhow!(
-            "engine {name} takes no performance hint: it runs one batch at a time; leave out --ov-hint {}, or use {}",
-            options.performance_hint.as_str(),
-            engines_with(|p| p.performance_hints())
-        ));
+    if let Err(why) = (provider.settings().check)(&options.settings) {
+        let declared = (provider.settings().declared)();
+        let unknown = options
+            .settings
+            .keys()
+            .find(|key| !declared.iter().any(|d| d.key == key.as_str()));
+        let elsewhere = match unknown {
+            Some(key) => {
+                let has = engines_with(|p| {
+                    (p.settings().declared)()
+                        .iter()
+                        .any(|d| d.key == key.as_str())
+                });
+                if has.is_empty() {
+                    " (no engine has it; `cnnbench engines` lists each engine's settings)"
+                        .to_string()
+                } else {
+                    format!(
+                        " (`{}` is a setting of {has})",
+                        cnnbench_results::printable(key)
+                    )
+                }
+            }
+            None => String::new(),
+        };
+        return Err(anyhow!("engine {name}: {why}{elsewhere}"));
     }
-    if (!options.compile_mode.is_default() || options.freezing) && !provider.compiles() {
-        return Err(anyhow!(
-            "engine {name} does not compile the network: --compile-mode and --freezing are for {}",
-            engines_with(|p| p.compiles())
-        ));
-    }
-    if options.python.is_some() && !provider.runs_python() {
-        return Err(anyhow!(
-            "engine {name} runs no Python: --python is for {}",
-            engines_with(|p| p.runs_python())
-        ));
-    }
+    Ok(())
+}
+
+/// The settings of a spec checked against its engine's provider, before anything runs
+/// (an unknown engine is refused with the list of engines).
+pub fn check_spec(spec: &cnnbench_results::RunSpec) -> Result<()> {
+    let provider = find(&spec.engine)?;
+    refusal(
+        provider.as_ref(),
+        &options(&spec.engine_options, spec.threads, spec.precision),
+    )
+}
+
+/// The settings of `spec` that name a program its engine runs (the pytorch engines'
+/// Python), as key and value: never taken from a file someone hands the user.
+pub fn program_settings(spec: &cnnbench_results::RunSpec) -> Vec<(String, String)> {
+    let Ok(provider) = find(&spec.engine) else {
+        return Vec::new();
+    };
+    let declared = (provider.settings().declared)();
+    spec.engine_options
+        .settings
+        .iter()
+        .filter(|(key, _)| declared.iter().any(|d| d.program && d.key == key.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Creates the engine named `name`, or says why it cannot run here.
+pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
+    let provider = find(name)?;
+    refusal(provider.as_ref(), options)?;
+    provider
+        .availability(options)
+        .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
     let engine = provider.create(options)?;
     // An engine's caveat about its numbers (a GPU engine on a CPU renderer) is said now.
     if let Some(warning) = engine.info().settings.get("warning") {
@@ -129,6 +176,7 @@ pub fn create_data_parallel(
     std::sync::Arc<dyn cnnbench_engine::distributed::ProcessGroup>,
 )> {
     let provider = data_parallel_provider(name)?;
+    refusal(provider.as_ref(), options)?;
     provider
         .availability(options)
         .map_err(|why| anyhow!("engine {name} cannot run: {why}"))?;
@@ -245,6 +293,61 @@ fn data_parallel_line() -> String {
     line
 }
 
+/// Each engine's own settings, as `cnnbench engines` lists them under its table: the
+/// key, its own flag where it has one, its values and default, what it does (engines
+/// with the same settings listed together).
+pub fn settings_listing() -> String {
+    let mut groups: Vec<(
+        Vec<&'static str>,
+        Vec<cnnbench_engine::settings::SettingDoc>,
+    )> = Vec::new();
+    for provider in registry() {
+        let declared = (provider.settings().declared)();
+        if declared.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(_, d)| *d == declared) {
+            Some((names, _)) => names.push(provider.name()),
+            None => groups.push((vec![provider.name()], declared)),
+        }
+    }
+    let mut text =
+        String::from("\nEngine settings (--engine-setting KEY=VALUE, or the flag in brackets):\n");
+    for (names, declared) in groups {
+        text.push_str(&format!("  {}:\n", names.join(", ")));
+        for d in declared {
+            let flag = d.flag.map_or(String::new(), |f| format!(" [--{f}]"));
+            text.push_str(&format!(
+                "    {}{flag}: {}; default: {}\n",
+                d.key, d.values, d.default
+            ));
+            for line in wrapped(d.doc, 82) {
+                text.push_str(&format!("      {line}\n"));
+            }
+        }
+    }
+    text
+}
+
+/// Words in lines of at most `width` characters (a longer word alone on its line).
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 pub fn run() -> Result<ExitCode> {
     let mut table =
         super::common::new_table(&["Engine", "Available", "Modes", "Precisions", "What it is"]);
@@ -263,6 +366,7 @@ pub fn run() -> Result<ExitCode> {
     }
     println!("{table}");
     println!("{}", data_parallel_line());
+    print!("{}", settings_listing());
     for provider in registry().iter().filter(|p| p.asks_a_device()) {
         let Some((heading, devices)) = provider.listed_devices() else {
             continue;
@@ -364,19 +468,99 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_performance_hint_is_refused_by_engines_without_one() {
-        let options = EngineOptions {
-            performance_hint: cnnbench_engine::PerformanceHint::Throughput,
+    fn with_settings(pairs: &[(&str, &str)]) -> EngineOptions {
+        EngineOptions {
+            settings: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..EngineOptions::default()
-        };
-        let e = create("burn-flex", &options)
+        }
+    }
+
+    fn refused(name: &str, options: &EngineOptions) -> String {
+        let provider = find(name).unwrap();
+        refusal(provider.as_ref(), options)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    /// An engine's own setting given to an engine without it is refused before anything
+    /// starts, naming what this engine takes and which engines have the setting.
+    #[test]
+    fn an_own_setting_is_refused_by_engines_without_it() {
+        assert_eq!(
+            refused("burn-flex", &with_settings(&[("hint", "throughput")])),
+            "engine burn-flex: it has no setting `hint`: it has no settings of its own (`hint` is a setting of openvino-cpu)"
+        );
+        assert_eq!(
+            refused("pytorch", &with_settings(&[("compile-mode", "max-autotune")])),
+            "engine pytorch: it has no setting `compile-mode`: its settings are python (`compile-mode` is a setting of pytorch-compile or pytorch-compile-cuda)"
+        );
+        assert_eq!(
+            refused("openvino-cpu", &with_settings(&[("stream", "2")])),
+            "engine openvino-cpu: it has no setting `stream`: its settings are hint, streams (no engine has it; `cnnbench engines` lists each engine's settings)"
+        );
+        assert_eq!(
+            refused("ort-cpu", &with_settings(&[("graph-optimization", "most")])),
+            "engine ort-cpu: setting `graph-optimization`: \"most\" is not one of its values: all, extended, basic or disabled"
+        );
+        // Refused before the engine is looked for or started (ort-cpu is not in every build).
+        let e = create("ort-cpu", &with_settings(&[("graph-optimization", "most")]))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert_eq!(
-            e,
-            "engine burn-flex takes no performance hint: it runs one batch at a time; leave out --ov-hint throughput, or use openvino-cpu"
+        assert!(
+            e.starts_with("engine ort-cpu: setting `graph-optimization`"),
+            "{e}"
+        );
+        for (name, pairs) in [
+            (
+                "openvino-cpu",
+                &[("hint", "throughput"), ("streams", "4")][..],
+            ),
+            ("ort-cpu", &[("graph-optimization", "basic")][..]),
+            (
+                "pytorch-compile",
+                &[("compile-mode", "max-autotune"), ("freezing", "true")][..],
+            ),
+            ("pytorch", &[("python", "/usr/bin/python3")][..]),
+        ] {
+            assert_eq!(refused(name, &with_settings(pairs)), "", "{name}");
+        }
+    }
+
+    /// Every declared setting's default reads back as that setting, and every engine's
+    /// listing names each of its keys.
+    #[test]
+    fn every_declared_default_is_a_value_of_its_setting() {
+        let listing = settings_listing();
+        for provider in registry() {
+            for d in (provider.settings().declared)() {
+                assert!(listing.contains(&format!("    {}", d.key)), "{listing}");
+                if d.default == "the engine's own choice" {
+                    continue;
+                }
+                let given = [(d.key.to_string(), d.default.clone())]
+                    .into_iter()
+                    .collect();
+                let words = (provider.settings().check)(&given);
+                assert_eq!(words, Ok(Vec::new()), "{} {}", provider.name(), d.key);
+            }
+        }
+        assert!(
+            listing.contains("  openvino-cpu:\n    hint [--ov-hint]: latency or throughput; default: latency\n      `latency` runs"),
+            "{listing}"
+        );
+        // Engines with the same settings are listed together, once.
+        assert!(
+            listing.contains("  pytorch, pytorch-cuda:\n    python [--python]"),
+            "{listing}"
+        );
+        assert!(
+            listing.lines().all(|l| l.chars().count() <= 100),
+            "{listing}"
         );
     }
 

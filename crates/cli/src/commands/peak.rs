@@ -2,7 +2,7 @@
 //! memory bandwidth on this machine in one precision, beside the CPU's theoretical f32
 //! rate; cached so that `run` and `profile` can show "% of peak".
 
-use super::args::{GpuArgs, PrecisionArg};
+use super::args::{EngineArgs, PrecisionArg};
 use super::common::{align_right, new_table};
 use super::engines;
 use anyhow::{anyhow, Result};
@@ -22,7 +22,7 @@ pub struct PeakArgs {
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
-    pub gpu: GpuArgs,
+    pub gpu: EngineArgs,
     /// What every measurement computes in: a run's "% of peak" is against the peak of
     /// its own precision.
     #[arg(long, value_enum, default_value = "f32")]
@@ -93,7 +93,7 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
     let precision = args.precision.into();
     let engine = engines::create(
         &args.engine,
-        &args.gpu.engine_options(args.threads, precision),
+        &args.gpu.engine_options(args.threads, precision)?,
     )?;
     let cancel = super::common::stop_on_ctrl_c();
     let mut request = PeakRequest::new(ToolInfo {

@@ -114,6 +114,23 @@ pub fn load(path: &Path) -> Result<Matrix> {
                     )
                 })?;
         }
+        if let Some((key, _)) = engines::program_settings(&matrix.spec(cell)).first() {
+            return Err(anyhow!(
+                "{}: `engine_settings.{}`: `{key}` names a program the engine runs, and a matrix file is data that never names one; give it on each host's command line instead (`cnnbench run --plan MATRIX --engine-setting {key}=PATH`, or the engine's own flag)",
+                path.display(),
+                cell.engine
+            ));
+        }
+        // What the engine refuses (its own settings, channels-last), now rather than in
+        // the job that runs the cell.
+        engines::check_spec(&matrix.spec(cell)).map_err(|e| {
+            anyhow!(
+                "{}: cell {} ({}): {e:#}",
+                path.display(),
+                cell.index,
+                cell.describe()
+            )
+        })?;
     }
     Ok(matrix)
 }
@@ -199,7 +216,7 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
     let mut table = new_table(&headers);
     let mut done = 0;
     for c in &matrix.cells {
-        let found = finished_result(output, c, &matrix.settings, None)?;
+        let found = finished_result(output, c.index, &matrix.spec(c), None)?;
         done += usize::from(found.is_some());
         let mut row = vec![c.index.to_string(), c.model.clone()];
         if let Some(s) = c.image_size {

@@ -2,7 +2,7 @@
 //! share of MACs, achieved GFLOP/s and "% of peak", beside the end-to-end time of the
 //! same run. The measuring is `cnnbench_bench::profile`; this file prints it.
 
-use super::args::{GpuArgs, ModeArg, PrecisionArg};
+use super::args::{EngineArgs, ModeArg, PrecisionArg};
 use super::common::{align_right, file_model, new_table, zoo_model, ImageSize};
 use super::engines;
 use anyhow::{anyhow, Context, Result};
@@ -56,7 +56,7 @@ pub struct ProfileArgs {
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
-    pub gpu: GpuArgs,
+    pub gpu: EngineArgs,
     /// How many nodes the table lists, slowest first.
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub top: usize,
@@ -103,7 +103,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
     let precision: Precision = args.precision.into();
     let engine = engines::create(
         &args.engine,
-        &args.gpu.engine_options(args.threads, precision),
+        &args.gpu.engine_options(args.threads, precision)?,
     )?;
     engine
         .capabilities()

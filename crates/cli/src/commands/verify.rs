@@ -2,7 +2,7 @@
 //! inputs on two engines and compare outputs and gradients, so a benchmark compares
 //! engines computing the same thing.
 
-use super::args::{GpuArgs, PrecisionArg};
+use super::args::{EngineArgs, PrecisionArg};
 use super::common::{
     align_right, file_model, file_model_and_weights, new_table, zoo_model, ImageSize,
 };
@@ -64,7 +64,7 @@ pub struct VerifyArgs {
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
-    pub gpu: GpuArgs,
+    pub gpu: EngineArgs,
 }
 
 pub fn run(args: VerifyArgs) -> Result<ExitCode> {
@@ -116,11 +116,11 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     )?;
     let reference = engines::create(
         reference,
-        &args.gpu.engine_options(args.threads, precisions[0]),
+        &args.gpu.engine_options(args.threads, precisions[0])?,
     )?;
     let candidate = engines::create(
         candidate,
-        &args.gpu.engine_options(args.threads, precisions[1]),
+        &args.gpu.engine_options(args.threads, precisions[1])?,
     )?;
     let weights = args
         .weights

@@ -340,3 +340,92 @@ fn a_second_ctrl_c_stops_at_once() {
         return;
     }
 }
+
+/// A result file is data: a program its spec names (the pytorch engines' Python) is
+/// never run by `run --again`, which says so and asks for it on the command line; the
+/// value is shown escaped. A matrix cannot name one either. (Hostile input, round three.)
+#[test]
+fn a_program_named_by_a_result_or_a_matrix_is_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("PWNED");
+    let program = dir.path().join("prog");
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // A real result of this build, its spec edited as a hostile sender would.
+    let out = dir.path().join("out");
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let file = result_files(&out).remove(0);
+    let mut result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    result["spec"]["engine"] = "pytorch".into();
+    result["spec"]["engine_options"]["settings"] = serde_json::json!({
+        "python": format!("{}\u{1b}[2J", program.display())
+    });
+    std::fs::write(&file, result.to_string()).unwrap();
+    // An older file spelled the setting as a field: read alike, refused alike.
+    let older = dir.path().join("older.json");
+    result["spec"]["engine_options"]
+        .as_object_mut()
+        .unwrap()
+        .remove("settings");
+    result["spec"]["engine_options"]["python"] = program.display().to_string().into();
+    std::fs::write(&older, result.to_string()).unwrap();
+    for path in [&file, &older] {
+        cnnbench()
+            .args(["run", "--again"])
+            .arg(path)
+            .args(["-q", "-o"])
+            .arg(dir.path().join("again"))
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(
+                "a result file is data and never names a program cnnbench runs",
+            ))
+            .stderr(predicate::str::contains("--python PATH"))
+            .stderr(predicate::str::contains('\u{1b}').not());
+    }
+    // Given on the command line, the user's own program is the one used.
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(&file)
+        .args(["--python", "/nonexistent/python3", "-q", "-o"])
+        .arg(dir.path().join("again"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "the Python /nonexistent/python3 (from --python) cannot be run",
+        ));
+    // A matrix naming one is refused when it is read, before any job is written.
+    let matrix = dir.path().join("m.toml");
+    std::fs::write(
+        &matrix,
+        format!(
+            "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"pytorch\"]\n[engine_settings.pytorch]\npython = \"{}\"\n",
+            program.display()
+        ),
+    )
+    .unwrap();
+    cnnbench()
+        .arg("plan")
+        .arg(&matrix)
+        .arg("--list")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "`python` names a program the engine runs, and a matrix file is data",
+        ));
+    assert!(!marker.exists(), "the program named by a file ran");
+}

@@ -35,10 +35,9 @@ fn an_inference_run_records_openvino_and_what_it_reports() {
         .as_str()
         .unwrap()
         .contains("FP32"));
-    // The default hint is left out of the spec; nothing else changes it.
-    assert!(result["spec"]["engine_options"]
-        .get("performance_hint")
-        .is_none());
+    // No setting given: the spec holds none, and the label adds nothing.
+    assert!(result["spec"]["engine_options"].get("settings").is_none());
+    assert!(engine.get("variant").is_none(), "{engine}");
 }
 
 #[test]
@@ -64,10 +63,69 @@ fn the_throughput_hint_reaches_the_engine_and_the_rerun_spec() {
         .unwrap();
     assert!(requests >= 1, "{settings}");
     assert_eq!(
-        result["spec"]["engine_options"]["performance_hint"], "throughput",
+        result["spec"]["engine_options"]["settings"]["hint"], "throughput",
         "{}",
         result["spec"]
     );
+    assert_eq!(
+        result["engine"]["variant"],
+        serde_json::json!(["throughput hint"])
+    );
+}
+
+/// `streams`, a setting only the engine's crate declares, reaches OpenVINO from the
+/// generic flag, is recorded as given, and labels the configuration in the report.
+#[test]
+fn the_streams_setting_reaches_openvino_the_spec_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let run = |settings: &[&str]| {
+        cnnbench()
+            .args([
+                "run",
+                "resnet18",
+                "--engine",
+                "openvino-cpu",
+                "--mode",
+                "infer",
+            ])
+            .args([
+                "--image-size",
+                "32",
+                "-b",
+                "2",
+                "--passes",
+                "2",
+                "--threads",
+                "2",
+            ])
+            .args(settings)
+            .arg("-q")
+            .arg("-o")
+            .arg(&out)
+            .assert()
+    };
+    run(&["--ov-hint", "throughput", "--engine-setting", "streams=2"]).success();
+    let result: serde_json::Value = only_result(&out);
+    let settings = &result["engine"]["settings"];
+    assert_eq!(settings["num_streams"], "2", "{settings}");
+    assert_eq!(settings["infer_requests"], "2", "{settings}");
+    assert_eq!(
+        result["spec"]["engine_options"]["settings"],
+        serde_json::json!({"hint": "throughput", "streams": "2"})
+    );
+    cnnbench()
+        .args(["report"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("throughput hint, 2 streams"));
+    // A value the setting does not take is refused before anything runs.
+    run(&["--engine-setting", "streams=0"])
+        .failure()
+        .stderr(predicate::str::contains(
+            "engine openvino-cpu: setting `streams`: \"0\" is not a whole number",
+        ));
 }
 
 #[test]

@@ -43,6 +43,35 @@ fn an_inference_run_records_onnx_runtime_and_its_settings() {
     );
 }
 
+/// `graph-optimization`, declared by the engine's crate alone, reaches ONNX Runtime from
+/// the generic flag, is recorded as given and labels the configuration.
+#[test]
+fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
+    let result = tiny_run(
+        "resnet18",
+        "ort-cpu",
+        &[
+            "--mode",
+            "infer",
+            "--engine-setting",
+            "graph-optimization=basic",
+        ],
+    );
+    let engine = &result["engine"];
+    assert_eq!(
+        engine["settings"]["graph_optimization_level"], "basic (ORT_ENABLE_BASIC)",
+        "{engine}"
+    );
+    assert_eq!(
+        engine["variant"],
+        serde_json::json!(["graph optimization basic"])
+    );
+    assert_eq!(
+        result["spec"]["engine_options"]["settings"],
+        serde_json::json!({"graph-optimization": "basic"})
+    );
+}
+
 #[test]
 fn verify_against_burn_flex_compares_the_inference_output() {
     verify_against_burn_flex("ort-cpu", &[])

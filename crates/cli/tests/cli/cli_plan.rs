@@ -364,3 +364,68 @@ fn results_of_two_hosts_are_two_rows_in_report_and_pair_by_host_in_compare() {
     assert!(pairs.iter().any(|r| r.contains("(node-a)")), "{out}");
     assert!(pairs.iter().any(|r| r.contains("(node-b)")), "{out}");
 }
+
+/// A matrix with an engine-setting axis lists and runs cell by cell, each cell's
+/// settings in its spec; a setting the engine does not have is refused when the file is
+/// read; changing `min_time` or `cudnn_benchmark` in the matrix reruns a finished cell.
+#[test]
+fn an_engine_setting_axis_and_a_changed_setting_make_cells_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let axis = write_matrix(
+        dir.path(),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\", \"openvino-cpu\"]\nmodes = [\"infer\"]\nprecisions = [\"f32\", \"bf16\"]\n[[exclude]]\nengine = \"burn-flex\"\nprecision = \"bf16\"\n[engine_settings.openvino-cpu]\nhint = [\"latency\", \"throughput\"]\n",
+    );
+    let list = stdout_of(&["plan", axis.to_str().unwrap(), "--list"], dir.path());
+    assert!(list.contains("5 cells"), "{list}");
+    let wrong = dir.path().join("wrong.toml");
+    std::fs::write(
+        &wrong,
+        std::fs::read_to_string(&axis)
+            .unwrap()
+            .replace("hint = [", "hnit = ["),
+    )
+    .unwrap();
+    cnnbench()
+        .args(["plan"])
+        .arg(&wrong)
+        .arg("--list")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "engine openvino-cpu: it has no setting `hnit`: its settings are hint, streams",
+        ));
+    // A finished cell, then the same matrix with min_time set: the cell runs again.
+    let tiny = "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]\nbatch_sizes = [1]\nmodes = [\"infer\"]\npasses = 1\nwarmup = 0\n";
+    let m = write_matrix(dir.path(), tiny);
+    let run_cell = |matrix: &std::path::Path| {
+        cnnbench()
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "--plan",
+                matrix.to_str().unwrap(),
+                "--cell",
+                "0",
+                "-q",
+            ])
+            .assert()
+            .success()
+    };
+    run_cell(&m);
+    run_cell(&m).stderr(predicate::str::contains("already has a result"));
+    for changed in ["min_time = 0.01\n", "cudnn_benchmark = true\n"] {
+        let edited = dir.path().join("edited.toml");
+        std::fs::write(&edited, format!("{tiny}{changed}")).unwrap();
+        let list = stdout_of(
+            &[
+                "plan",
+                edited.to_str().unwrap(),
+                "--list",
+                "--output",
+                "results",
+            ],
+            dir.path(),
+        );
+        assert!(list.contains("0 with a result"), "{changed}: {list}");
+    }
+}

@@ -24,19 +24,36 @@ fn a_python_that_is_not_there_is_named_with_what_to_do() {
 
 #[test]
 fn compile_settings_and_python_are_refused_by_engines_without_them() {
-    for (flags, says) in [
+    for (engine, flags, says) in [
         (
+            "burn-flex",
             &["--compile-mode", "max-autotune"][..],
-            "engine burn-flex does not compile the network: --compile-mode and --freezing are for pytorch-compile or pytorch-compile-cuda",
+            "engine burn-flex: it has no setting `compile-mode`: it has no settings of its own (`compile-mode` is a setting of pytorch-compile or pytorch-compile-cuda)",
         ),
-        (&["--freezing"][..], "--compile-mode and --freezing are for"),
         (
+            "burn-flex",
+            &["--freezing"][..],
+            "(`freezing` is a setting of pytorch-compile or pytorch-compile-cuda)",
+        ),
+        (
+            "burn-flex",
             &["--python", "/usr/bin/python3"][..],
-            "engine burn-flex runs no Python: --python is for pytorch, pytorch-compile",
+            "(`python` is a setting of pytorch, pytorch-compile, pytorch-cuda or pytorch-compile-cuda)",
+        ),
+        // The eager engine takes the Python, not the compiler's settings.
+        (
+            "pytorch",
+            &["--engine-setting", "compile-mode=max-autotune"][..],
+            "engine pytorch: it has no setting `compile-mode`: its settings are python",
+        ),
+        (
+            "pytorch-compile",
+            &["--compile-mode", "fastest"][..],
+            "engine pytorch-compile: setting `compile-mode`: \"fastest\" is not one of its values: default, reduce-overhead or max-autotune",
         ),
     ] {
         cnnbench()
-            .args(["run", "resnet18", "--engine", "burn-flex"])
+            .args(["run", "resnet18", "--engine", engine])
             .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q"])
             .args(flags)
             .assert()
@@ -130,10 +147,11 @@ fn a_compiled_run_records_its_compile_time_apart_from_the_passes() {
     assert_eq!(settings["freezing"], "on", "{settings}");
     assert_eq!(r["engine"]["backend"], "inductor");
     assert_eq!(
-        r["spec"]["engine_options"]["freezing"], true,
+        r["spec"]["engine_options"]["settings"]["freezing"], "true",
         "{}",
         r["spec"]
     );
+    assert_eq!(r["engine"]["variant"], serde_json::json!(["freezing"]));
     let compile = r["cold_start"]["compile_s"].as_f64().expect("compile_s");
     let slowest = r["summary"]["total"]["max"].as_f64().unwrap();
     // Compiling takes seconds; a pass of this network, milliseconds.
@@ -169,7 +187,7 @@ fn freezing_is_refused_for_training_saying_why() {
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "--freezing folds the weights into the compiled graph, which only inference allows",
+            "freezing folds the weights into the compiled graph, which only inference allows",
         ));
 }
 

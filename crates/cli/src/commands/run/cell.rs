@@ -52,12 +52,9 @@ pub fn run_cell(
     spec.allocator = spec::current_allocator();
     let n = matrix.cells.len();
     if !args.rerun {
-        if let Some(path) = finished_result(
-            &delivery.output,
-            cell,
-            &matrix.settings,
-            delivery.label.as_deref(),
-        )? {
+        if let Some(path) =
+            finished_result(&delivery.output, index, &spec, delivery.label.as_deref())?
+        {
             eprintln!(
                 "cell {index} of {n} ({}) already has a result: {}; skipped (--rerun runs it again)",
                 cell.describe(),

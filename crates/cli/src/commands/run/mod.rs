@@ -17,7 +17,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use super::args::{GpuArgs, ModeArg, PrecisionArg};
+use super::args::{EngineArgs, ModeArg, PrecisionArg};
 use super::sweep::{self, BatchSpec, ImageSizes};
 use anyhow::{anyhow, Result};
 use cnnbench_results::RunSpec;
@@ -89,7 +89,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
     #[command(flatten)]
-    pub gpu: GpuArgs,
+    pub gpu: EngineArgs,
     /// Numeric precision.
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: PrecisionArg,
@@ -187,6 +187,8 @@ pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
 /// asks for.
 pub fn start(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
     spec.validate().map_err(|e| anyhow!(e))?;
+    // The engine's refusals, before ranks, repeats or probes start.
+    crate::commands::engines::check_spec(&spec)?;
     if delivery.retries > 0 && spec.data_parallel.is_some() {
         return Err(anyhow!(
             "--retries cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"

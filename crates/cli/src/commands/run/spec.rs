@@ -26,7 +26,13 @@ impl Given {
                 .filter(|id| {
                     m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
                 })
-                .map(|id| id.as_str().to_string())
+                // An engine's own flag (`--ov-hint`) is a spelling of --engine-setting.
+                .map(|id| match id.as_str() {
+                    flag if crate::commands::args::is_engine_setting_flag(flag) => {
+                        "engine_setting".to_string()
+                    }
+                    other => other.to_string(),
+                })
                 .collect(),
         )
     }
@@ -64,6 +70,11 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         flag: "--engine",
         matrix_sets: true,
         take: |s, a| {
+            // Another engine's own settings are not this one's (`run --again R
+            // --engine E`): those of the recorded engine are dropped.
+            if s.engine != a.engine {
+                s.engine_options.settings.clear();
+            }
             s.engine = a.engine.clone();
             Ok(())
         },
@@ -227,39 +238,13 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
             Ok(())
         },
     },
+    // After --engine, whose change drops the settings of the engine before.
     SpecOption {
-        ids: &["ov_hint"],
-        flag: "--ov-hint",
+        ids: &["engine_setting"],
+        flag: "--engine-setting (or an engine's own flag, e.g. --ov-hint)",
         matrix_sets: false,
         take: |s, a| {
-            s.engine_options.performance_hint = a.gpu.ov_hint.into();
-            Ok(())
-        },
-    },
-    SpecOption {
-        ids: &["python"],
-        flag: "--python",
-        matrix_sets: false,
-        take: |s, a| {
-            s.engine_options.python = a.gpu.python.clone();
-            Ok(())
-        },
-    },
-    SpecOption {
-        ids: &["compile_mode"],
-        flag: "--compile-mode",
-        matrix_sets: false,
-        take: |s, a| {
-            s.engine_options.compile_mode = a.gpu.compile_mode.into();
-            Ok(())
-        },
-    },
-    SpecOption {
-        ids: &["freezing"],
-        flag: "--freezing",
-        matrix_sets: false,
-        take: |s, a| {
-            s.engine_options.freezing = a.gpu.freezing;
+            s.engine_options.settings.extend(a.gpu.own_settings()?);
             Ok(())
         },
     },
@@ -370,6 +355,19 @@ pub fn again(path: &Path, args: &RunArgs, given: &Given) -> Result<(RunSpec, Opt
             result.config.batch_size
         )
     })?;
+    // A result file is data: a program it names (the Python of the run) is not run
+    // unless the user gives it on the command line.
+    let given_now = args.gpu.own_settings()?;
+    for (key, value) in crate::commands::engines::program_settings(&spec) {
+        spec.engine_options.settings.remove(&key);
+        if !given_now.contains_key(&key) {
+            return Err(anyhow!(
+                "{} was measured with the engine setting `{key}` = \"{}\", a program the engine runs: a result file is data and never names a program cnnbench runs, so it is not taken from the file; to run that program, give it yourself (--engine-setting {key}=PATH, or the engine's own flag, e.g. --python PATH)",
+                path.display(),
+                cnnbench_results::printable(&value)
+            ));
+        }
+    }
     apply_given(&mut spec, args, given, |_| false)?;
     let now = current_allocator();
     if spec.allocator != now && !given.has("allocator") {

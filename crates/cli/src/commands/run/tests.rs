@@ -8,7 +8,7 @@ use super::ranks::rank_job;
 use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
-use cnnbench_engine::{CompileMode, Mode, PerformanceHint, Precision};
+use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -57,10 +57,9 @@ prop_compose! {
     fn any_spec()(
         models in prop::collection::vec(model(), 1..4),
         engine in prop::sample::select(vec!["burn-flex", "torch-cpu", "torch-cuda", "candle", "pytorch-compile"]),
-        python in prop::option::of("[a-z /é.]{1,20}"),
-        compile_mode in prop::sample::select(CompileMode::ALL.to_vec()),
+        own in prop::collection::btree_map("[a-z][a-z-]{0,11}", "[a-z0-9 /é.=\"]{0,20}", 0..4),
         device in prop::option::of(0usize..8),
-        flags in prop::array::uniform6(any::<bool>()),
+        flags in prop::array::uniform4(any::<bool>()),
         mode in mode(),
         precision in precision(),
         batch in prop_oneof![
@@ -87,14 +86,7 @@ prop_compose! {
                 cudnn_benchmark: flags[1],
                 tf32: flags[2],
                 channels_last: flags[3],
-                performance_hint: if flags[4] {
-                    PerformanceHint::Throughput
-                } else {
-                    PerformanceHint::Latency
-                },
-                python: python.map(Into::into),
-                compile_mode,
-                freezing: flags[5],
+                settings: own,
             },
             mode,
             precision,
@@ -202,11 +194,6 @@ proptest! {
         spec.memory_limit_bytes = None;
         spec.engine_options.device = None;
         spec.engine_options.allow_cpu_adapter = false;
-        // Set for a cell from the command line (`run --plan M --ov-hint throughput`).
-        spec.engine_options.performance_hint = PerformanceHint::Latency;
-        spec.engine_options.python = None;
-        spec.engine_options.compile_mode = CompileMode::Default;
-        spec.engine_options.freezing = false;
         spec.allocator = "keep".into();
         let ModelRef::Zoo { name } = &spec.models[0] else { unreachable!() };
         let Batches::Sizes(batch) = &spec.batch else { unreachable!() };
@@ -232,6 +219,15 @@ proptest! {
                 text.push_str(&format!("{key} = {v:?}\n"));
             }
         }
+        // The engine's own settings, under its name: a table, so last (JSON's string
+        // escapes are TOML's).
+        if !spec.engine_options.settings.is_empty() {
+            text.push_str(&format!("[engine_settings.\"{}\"]\n", spec.engine));
+            for (key, value) in &spec.engine_options.settings {
+                let quoted = |t: &str| serde_json::to_string(t).unwrap();
+                text.push_str(&format!("{} = {}\n", quoted(key), quoted(value)));
+            }
+        }
         let matrix = match cnnbench_plan::Matrix::parse(&text, &[spec.engine.as_str()]) {
             Ok(m) => m,
             // A size the zoo model cannot take is the matrix's refusal, not this test's.
@@ -243,12 +239,72 @@ proptest! {
     }
 }
 
+/// `run` as main builds it: the derived options and the engines' own flags.
+fn run_command() -> clap::Command {
+    crate::commands::args::with_engine_setting_flags(RunArgs::augment_args(clap::Command::new(
+        "run",
+    )))
+}
+
 /// `run` parsed as main parses it, with the options given.
 fn parse(argv: &[&str]) -> (RunArgs, Given) {
-    let command = RunArgs::augment_args(clap::Command::new("run"));
-    let matches = command.try_get_matches_from(argv).unwrap();
-    let args = RunArgs::from_arg_matches(&matches).unwrap();
+    let matches = run_command().try_get_matches_from(argv).unwrap();
+    let mut args = RunArgs::from_arg_matches(&matches).unwrap();
+    crate::commands::args::take_engine_setting_flags(&matches, &mut args.gpu);
     (args, Given::of(Some(&matches)))
+}
+
+/// The options of `run` that are not part of what is measured: where and how results
+/// are delivered, which cell or file to take the spec from, how the process runs.
+const NOT_IN_THE_SPEC: &[&str] = &[
+    "output",
+    "label",
+    "json",
+    "quiet",
+    "force",
+    "require_clean",
+    "retries",
+    "again",
+    "plan",
+    "cell",
+    "rerun",
+    "job",
+    "help",
+];
+
+/// Every argument id of `run` (derived, or an engine's own flag) is either an option of
+/// [`spec::SPEC_OPTIONS`] or one that does not change what is measured: a new flag that
+/// reaches neither fails here, not silently in a user's results.
+#[test]
+fn every_argument_of_run_is_in_the_spec_table_or_named_as_delivery() {
+    let command = run_command();
+    let in_table: Vec<&str> = spec::SPEC_OPTIONS
+        .iter()
+        .flat_map(|o| o.ids.iter().copied())
+        .collect();
+    let mut missing = Vec::new();
+    for arg in command.get_arguments() {
+        let id = arg.get_id().as_str();
+        let reaches = in_table.contains(&id)
+            || NOT_IN_THE_SPEC.contains(&id)
+            || (crate::commands::args::is_engine_setting_flag(id)
+                && in_table.contains(&"engine_setting"));
+        if !reaches {
+            missing.push(id.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "options of run that neither reach the spec nor are named as delivery: {missing:?}"
+    );
+    // And every id of the table is an option of run (a renamed field would leave a dead entry).
+    let ids: Vec<String> = command
+        .get_arguments()
+        .map(|a| a.get_id().as_str().to_string())
+        .collect();
+    for id in &in_table {
+        assert!(ids.iter().any(|i| i == id), "{id} is not an option of run");
+    }
 }
 
 #[test]
@@ -291,6 +347,8 @@ fn every_option_of_the_command_line_reaches_the_spec() {
         "--compile-mode",
         "max-autotune",
         "--freezing",
+        "--engine-setting",
+        "streams=4",
         "--allow-cpu-adapter",
         "--cudnn-benchmark",
         "--tf32",
@@ -338,10 +396,16 @@ fn every_option_of_the_command_line_reaches_the_spec() {
             cudnn_benchmark: true,
             tf32: true,
             channels_last: true,
-            performance_hint: PerformanceHint::Throughput,
-            python: Some("/opt/py/bin/python3".into()),
-            compile_mode: CompileMode::MaxAutotune,
-            freezing: true,
+            settings: [
+                ("python", "/opt/py/bin/python3"),
+                ("compile-mode", "max-autotune"),
+                ("freezing", "true"),
+                ("streams", "4"),
+                ("hint", "throughput"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         }
     );
     assert_eq!(
