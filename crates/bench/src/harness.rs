@@ -385,6 +385,8 @@ pub fn run(
         validity: Some(validity),
         cold_start: Some(cold_start),
         call_floor_s,
+        // The machine's, not the run's: the command that runs the harness adds it.
+        run_noise: None,
     })
 }
 

@@ -53,6 +53,8 @@ enum Command {
     Profile(commands::profile::ProfileArgs),
     /// This machine's measured matrix-multiply rate and memory bandwidth on an engine.
     Peak(commands::peak::PeakArgs),
+    /// This machine's run-to-run noise: one small configuration in fresh processes; cached, recorded in results, used by compare.
+    Noise(commands::noise::NoiseArgs),
     /// A matrix file's cells as a Slurm job array, a Kubernetes Indexed Job or a shell script.
     Plan(commands::plan::PlanArgs),
 }
@@ -80,6 +82,7 @@ fn take_engine_setting_flags(matches: &clap::ArgMatches, command: &mut Command) 
         | Command::Compare(_)
         | Command::Convert(_)
         | Command::Engines
+        | Command::Noise(_)
         | Command::Plan(_) => return,
     };
     if let Some(sub) = matches.subcommand_matches(name) {
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
         Command::Engines => commands::engines::run(),
         Command::Profile(args) => commands::profile::run(args),
         Command::Peak(args) => commands::peak::run(args),
+        Command::Noise(args) => commands::noise::run(args),
         Command::Plan(args) => commands::plan::run(args),
     };
     match outcome {

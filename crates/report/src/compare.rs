@@ -307,6 +307,7 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     let mut boots: Vec<Vec<f64>> = Vec::new();
     let q = opts.quantity;
     let mut missing = Vec::new();
+    let mut noise_from_results = false;
     for &(i, j) in &pairs {
         let (a, b) = (&base[i], &new[j]);
         let (Some(ra), Some(rb)) = (a.run_samples.get(&q), b.run_samples.get(&q)) else {
@@ -329,7 +330,15 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         } else if !disturbed.is_empty() {
             (None, Verdict::Disturbed)
         } else if ra.len() < 2 || rb.len() < 2 {
-            match opts.run_noise {
+            // Given on the command line, else what both sides' results recorded.
+            let recorded = match (a.run_noise_pct, b.run_noise_pct) {
+                (Some(x), Some(y)) => Some(x.max(y) / 100.0),
+                _ => None,
+            };
+            if opts.run_noise.is_none() && recorded.is_some() {
+                noise_from_results = true;
+            }
+            match opts.run_noise.or(recorded) {
                 // The runs cannot show their own spread: the machine's known noise sets
                 // the band a change must leave.
                 Some(noise) => {
@@ -401,6 +410,12 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         None
     };
     let mut warnings = warnings;
+    if noise_from_results {
+        warnings.push(
+            "a pair with one run a side was judged against the run-to-run noise its results recorded (`cnnbench noise` on their machine): a change must exceed 2.8 times it; more runs a side (run --repeat) judge it better"
+                .to_string(),
+        );
+    }
     for m in missing {
         warnings.push(format!("{m}: no `{q}` samples on one side, not compared"));
     }

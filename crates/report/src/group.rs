@@ -107,6 +107,9 @@ pub struct Entry {
     pub peak_rss_bytes: Option<u64>,
     pub device_peak_bytes: Option<u64>,
     pub warnings: Vec<String>,
+    /// The largest run-to-run noise its runs recorded (percent), when every run recorded
+    /// one (`cnnbench noise`).
+    pub run_noise_pct: Option<f64>,
     /// Why any of its runs was measured on a disturbed machine (`file: reason`); empty
     /// when every run was clean or unjudged.
     pub disturbed: Vec<String>,
@@ -402,6 +405,11 @@ fn make_entry(
         device_peak_bytes: runs.iter().filter_map(|r| r.device_peak_bytes).max(),
         warnings,
         judged: runs.iter().any(|r| r.disturbed.is_some()),
+        run_noise_pct: runs
+            .iter()
+            .map(|r| r.run_noise_pct)
+            .collect::<Option<Vec<f64>>>()
+            .and_then(|all| all.into_iter().reduce(f64::max)),
         disturbed,
         cold_start,
         hosts: runs

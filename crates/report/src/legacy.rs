@@ -210,6 +210,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         disturbed: None,
         cold_start: None,
         hosts: None,
+        run_noise_pct: None,
     })
 }
 

@@ -329,6 +329,8 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
                 d.ranks.iter().map(|k| k.host.as_deref()).collect();
             hosts.map(|h| h.len())
         }),
+        // A figure no measurement gives (a hand-edited file) is not believed.
+        run_noise_pct: r.run_noise.filter(|n| n.check().is_ok()).map(|n| n.pct),
     })
 }
 

@@ -184,6 +184,8 @@ pub struct Record {
     pub cold_start: Option<ColdStartSeconds>,
     /// How many machines a data-parallel run's ranks ran on, where every rank said.
     pub hosts: Option<usize>,
+    /// The machine's run-to-run noise the result recorded (`cnnbench noise`), percent.
+    pub run_noise_pct: Option<f64>,
 }
 
 /// What a run paid before its first timed pass, in seconds (`report --cold-start`).

@@ -348,6 +348,51 @@ fn one_run_a_side_is_undecided_for_the_gate() {
     assert!(c.failed());
 }
 
+/// One run a side whose results both recorded the machine's run-to-run noise (`cnnbench
+/// noise`) is judged against it, and the comparison says so; with it on one side only,
+/// or with a noise as large as the change, it is not called.
+#[test]
+fn one_run_a_side_is_judged_against_the_noise_its_results_recorded() {
+    let (b, n) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Run::new("m", "Test CPU", noisy(100.0, 1.0, 30, 1)).write(b.path(), "m.json");
+    Run::new("m", "Test CPU", noisy(150.0, 1.0, 30, 2)).write(n.path(), "m.json");
+    let record_noise = |dir: &Path, pct: f64| {
+        let path = dir.join("m.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["run_noise"] = serde_json::json!({
+            "pct": pct, "runs": 8, "configuration": "burn-flex resnet18 64x64",
+            "measured_at": "2026-12-03T00:00:00Z"
+        });
+        std::fs::write(&path, v.to_string()).unwrap();
+    };
+    let judge = || {
+        compare(
+            &entries(b.path()),
+            &entries(n.path()),
+            &CompareOptions::default(),
+        )
+    };
+    record_noise(b.path(), 3.0);
+    assert_eq!(judge().pairs[0].verdict, Verdict::OneRun);
+    record_noise(n.path(), 4.0);
+    let c = judge();
+    assert_eq!(c.pairs[0].verdict, Verdict::Slower, "{:?}", c.pairs[0]);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("judged against the run-to-run noise its results recorded")),
+        "{:?}",
+        c.warnings
+    );
+    // A noise of 20%: a change must exceed 56%, and 50% does not.
+    record_noise(n.path(), 20.0);
+    assert_eq!(judge().pairs[0].verdict, Verdict::NoChange);
+    // A figure no measurement gives is not believed.
+    record_noise(b.path(), 1e9);
+    assert_eq!(judge().pairs[0].verdict, Verdict::OneRun);
+}
+
 #[test]
 fn the_geometric_mean_says_when_it_is_not_a_clear_change() {
     // Noisy samples and a 4% slow-down: the interval of the mean reaches below +2%.

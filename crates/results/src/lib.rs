@@ -7,6 +7,7 @@
 
 pub mod engine_types;
 pub mod folders;
+pub mod noise;
 pub mod peak;
 pub mod profile;
 pub mod quantity;

@@ -81,6 +81,10 @@ pub struct BenchResult {
     /// contains one such round trip; nothing is subtracted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_floor_s: Option<f64>,
+    /// This machine's run-to-run noise as `cnnbench noise` last measured it, when it
+    /// has: what a comparison of one run a side must clear (`compare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_noise: Option<crate::noise::RunNoise>,
 }
 
 /// How a data-parallel run averaged its gradients, and what each rank measured.

@@ -8,6 +8,7 @@ pub mod convert_onnx;
 pub mod distributed;
 pub mod engines;
 pub mod models;
+pub mod noise;
 pub mod peak;
 pub mod plan;
 pub mod profile;

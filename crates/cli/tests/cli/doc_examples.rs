@@ -339,6 +339,7 @@ fn kept(lines: &[String]) -> Vec<String> {
                 // Whether the machine was quiet during a run, and the report's notes
                 // that repeat it: they come and go with the load like the warnings.
                 || l.starts_with("machine: quiet during")
+                || l.starts_with("machine: run-to-run noise here")
                 || l.starts_with("DISTURBED:")
                 || (l.starts_with("- ") && l.contains(": DISTURBED: measured while"))
                 // The report's heading over its notes, there only when a note is.

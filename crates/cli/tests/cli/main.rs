@@ -17,6 +17,7 @@ mod cli_hostile;
 mod cli_models;
 mod cli_modern;
 mod cli_multi_host;
+mod cli_noise;
 mod cli_onnx_export;
 mod cli_openvino;
 mod cli_ort;

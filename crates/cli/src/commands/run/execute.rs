@@ -202,6 +202,10 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     let peak = cnnbench_bench::peak::default_cache_dir()
         .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info(), spec.precision))
         .map(|doc| doc.best());
+    // This machine's run-to-run noise, when `cnnbench noise` has measured it: recorded in
+    // every result, for `compare` of one run a side.
+    let run_noise = cnnbench_bench::noise::default_cache_dir()
+        .and_then(|dir| cnnbench_bench::noise::load(&dir, &cnnbench_bench::env::detect_machine()));
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
     // Results that could not be written where asked (kept elsewhere).
     let mut unwritten = 0usize;
@@ -328,7 +332,8 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
             };
             match outcome {
                 Ok(Err(())) => {}
-                Ok(Ok(result)) => {
+                Ok(Ok(mut result)) => {
+                    result.run_noise = run_noise.clone();
                     // A measurement that cannot be written where asked is kept elsewhere
                     // (the error says where); the run goes on and ends with failure.
                     let path = match output::write_result(&delivery.output, &result) {

@@ -107,6 +107,8 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
         );
     }
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
+    // Each configuration's run medians, in round order, for the drift check.
+    let mut medians: Vec<Vec<f64>> = vec![Vec::new(); points.len()];
     for (done, &(round, c)) in order.iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
             return Ok(stopped(done, order.len()));
@@ -137,6 +139,11 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
                 ));
             }
             Ended::Measured(measured) => {
+                medians[c].extend(measured.iter().filter_map(|r| {
+                    r.summary
+                        .get(&cnnbench_results::Quantity::Total)
+                        .map(|s| s.median)
+                }));
                 if !delivery.quiet {
                     for r in &measured {
                         let total = r
@@ -158,6 +165,18 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
         print_table(&results);
     }
     print_validity(&results, delivery.quiet && !delivery.json);
+    // A run far from its siblings: the machine drifted (or was disturbed unseen) while
+    // it ran. Said, so that the user can look before comparing.
+    for (c, runs) in medians.iter().enumerate() {
+        for (round, off_pct) in drifted(runs) {
+            eprintln!(
+                "DRIFT: run {} of {runs_n} of {}: its median is {off_pct:+.1}% from its siblings' median, beyond their spread; the machine changed while it ran (compare pools it with the others; rerun if it stays apart)",
+                round + 1,
+                describe(&points[c]),
+                runs_n = runs.len()
+            );
+        }
+    }
     if !delivery.quiet {
         eprintln!(
             "results of every run in {}: `cnnbench compare` and `cnnbench report` judge them by run",
@@ -192,6 +211,42 @@ fn describe(point: &RunSpec) -> String {
     format!("{model} (batch {batch}{size})")
 }
 
+/// The runs (index, percent off) whose median lies far from the median of the other runs
+/// of the same configuration: more than 4 robust standard deviations of those others
+/// (1.4826 × their median absolute deviation) and more than 3% away. Needs at least 4
+/// runs (3 others to have a spread).
+pub fn drifted(medians: &[f64]) -> Vec<(usize, f64)> {
+    fn median(v: &mut [f64]) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+    if medians.len() < 4 || medians.iter().any(|m| !(m.is_finite() && *m > 0.0)) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, &m) in medians.iter().enumerate() {
+        let mut others: Vec<f64> = medians
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .map(|(_, &v)| v)
+            .collect();
+        let center = median(&mut others);
+        let mut deviations: Vec<f64> = others.iter().map(|v| (v - center).abs()).collect();
+        let sigma = 1.4826 * median(&mut deviations);
+        let off = m - center;
+        if off.abs() > 4.0 * sigma && off.abs() > 0.03 * center {
+            out.push((i, 100.0 * off / center));
+        }
+    }
+    out
+}
+
 fn stopped(done: usize, of: usize) -> ExitCode {
     eprintln!(
         "interrupted: {done} of {of} runs finished (their results are kept); {} not run",
@@ -221,5 +276,22 @@ mod tests {
         );
         assert_eq!(interleaved(1, 3), [(0, 0), (1, 0), (2, 0)]);
         assert!(interleaved(3, 0).is_empty());
+    }
+
+    /// A run far from its siblings is named; the spread of a quiet machine, a run within
+    /// 3%, or too few runs to have a spread name none.
+    #[test]
+    fn a_run_far_from_its_siblings_is_found() {
+        let found = drifted(&[100.0, 101.0, 99.0, 100.5, 130.0]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, 4);
+        assert!((found[0].1 - 30.0).abs() < 1.0, "{found:?}");
+        assert!(drifted(&[100.0, 101.0, 99.0, 100.5, 102.0]).is_empty());
+        // Far in robust deviations, but within 3%: not a drift worth a word.
+        assert!(drifted(&[100.0, 100.0, 100.0, 100.0, 102.5]).is_empty());
+        assert!(drifted(&[100.0, 101.0, 140.0]).is_empty());
+        // Runs that spread widely: one more wide run is not singled out.
+        assert!(drifted(&[100.0, 120.0, 85.0, 110.0, 95.0]).is_empty());
+        assert!(drifted(&[100.0, f64::NAN, 99.0, 100.0]).is_empty());
     }
 }

@@ -36,6 +36,19 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
             );
         }
     }
+    // The processes of one configuration differ more than its passes: how much, on this
+    // machine, is what a comparison must clear.
+    let noise = match results.iter().find_map(|(r, _)| r.run_noise.as_ref()) {
+        Some(n) => format!(
+            "run-to-run noise here ±{:.1}% (cnnbench noise, {})",
+            n.pct,
+            n.measured_at.format("%Y-%m-%d")
+        ),
+        None => "run-to-run noise here not measured (cnnbench noise)".to_string(),
+    };
+    if clean == 0 && !brief && !results.is_empty() {
+        eprintln!("machine: {noise}");
+    }
     if clean > 0 && !brief {
         let worst = |f: fn(&cnnbench_results::Signals) -> Option<f64>| {
             results
@@ -62,7 +75,7 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         } else {
             format!(" (at most {})", parts.join(", "))
         };
-        eprintln!("machine: quiet during {all} {clean} run(s){detail}");
+        eprintln!("machine: quiet during {all} {clean} run(s){detail}; {noise}");
     }
 }
 
