@@ -125,9 +125,10 @@ fn measure(args: &NoiseArgs, runs_dir: &std::path::Path) -> Result<Vec<BenchResu
     let output = Command::new(&program)
         .args(["run", MODEL, "--image-size", IMAGE_SIZE, "-b", BATCH])
         .args(["--passes", PASSES, "--mode", "train", "-e", &args.engine])
-        .args(["--repeat", &args.runs.to_string(), "--json", "-q", "-o"])
+        .args(["--repeat", &args.runs.to_string(), "-q", "-o"])
         .arg(runs_dir)
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .with_context(|| format!("cannot start {}", program.display()))?;
@@ -143,11 +144,32 @@ fn measure(args: &NoiseArgs, runs_dir: &std::path::Path) -> Result<Vec<BenchResu
             runs_dir.display()
         );
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::Deserializer::from_str(&stdout)
-        .into_iter::<BenchResult>()
-        .collect::<Result<Vec<_>, _>>()
-        .context("the runs' results do not read")
+    // The runs' own files: what they measured, as they wrote it.
+    let found = cnnbench_results::folders::json_files(runs_dir)
+        .with_context(|| format!("cannot read {}", runs_dir.display()))?;
+    let mut results = Vec::new();
+    for path in found.files {
+        let text = cnnbench_graph::read_bounded_to_string(
+            &path,
+            cnnbench_results::folders::MAX_RESULT_FILE_BYTES,
+            "result files",
+        )
+        .with_context(|| format!("cannot read {}", path.display()))?;
+        let result: BenchResult = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a result of the runs", path.display()))?;
+        results.push(result);
+    }
+    if results.len() != args.runs {
+        bail!(
+            "{} results in {} for {} runs",
+            results.len(),
+            runs_dir.display(),
+            args.runs
+        );
+    }
+    // In the order they ran.
+    results.sort_by_key(|r| r.started_at);
+    Ok(results)
 }
 
 fn print_summary(doc: &NoiseDoc) {
