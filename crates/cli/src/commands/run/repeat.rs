@@ -216,15 +216,7 @@ fn describe(point: &RunSpec) -> String {
 /// (1.4826 × their median absolute deviation) and more than 3% away. Needs at least 4
 /// runs (3 others to have a spread).
 pub fn drifted(medians: &[f64]) -> Vec<(usize, f64)> {
-    fn median(v: &mut [f64]) -> f64 {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    }
+    use cnnbench_results::stats::median_in_place as median;
     if medians.len() < 4 || medians.iter().any(|m| !(m.is_finite() && *m > 0.0)) {
         return Vec::new();
     }
