@@ -429,3 +429,36 @@ fn a_program_named_by_a_result_or_a_matrix_is_never_run() {
         ));
     assert!(!marker.exists(), "the program named by a file ran");
 }
+
+/// `run --again` tells the user which command reruns a result measured under another
+/// heap policy: a recorded policy that is none of cnnbench's is refused before it is
+/// shown, escaped, never as part of a command to paste. (Hostile input, round three.)
+#[test]
+fn a_recorded_heap_policy_is_checked_before_it_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let file = result_files(&out).remove(0);
+    let mut result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    result["spec"]["allocator"] = "system; touch /tmp/PWNED #\u{1b}]0;x\u{7}".into();
+    std::fs::write(&file, result.to_string()).unwrap();
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(&file)
+        .args(["-q", "-o"])
+        .arg(dir.path().join("again"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "which is none of cnnbench's (keep or system)",
+        ))
+        .stderr(predicate::str::contains("cnnbench --allocator").not())
+        .stderr(predicate::str::contains('\u{1b}').not())
+        .stderr(predicate::str::contains('\u{7}').not());
+}

@@ -369,6 +369,14 @@ pub fn again(path: &Path, args: &RunArgs, given: &Given) -> Result<(RunSpec, Opt
         }
     }
     apply_given(&mut spec, args, given, |_| false)?;
+    // Checked before it is shown in a command to run (hostile input, round three).
+    if !cnnbench_results::spec::ALLOCATORS.contains(&spec.allocator.as_str()) {
+        return Err(anyhow!(
+            "{} records the heap policy \"{}\", which is none of cnnbench's (keep or system): the file was edited, or is not a result of cnnbench",
+            path.display(),
+            cnnbench_results::printable(&spec.allocator)
+        ));
+    }
     let now = current_allocator();
     if spec.allocator != now && !given.has("allocator") {
         return Err(anyhow!(
