@@ -358,10 +358,19 @@ pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The largest peak cache file read: a real one is a few kilobytes.
+const MAX_PEAK_FILE_BYTES: u64 = 1 << 20;
+
 /// The cached measurement for this engine, device, thread count and precision, if any
 /// (a file that does not parse as a peak, or of another precision, counts as none).
 pub fn load(dir: &Path, info: &EngineInfo, precision: Precision) -> Option<PeakDoc> {
-    let text = std::fs::read_to_string(cache_file(dir, info, precision)).ok()?;
+    // Bounded, and never a FIFO or a device: a cache file is read before every run.
+    let text = cnnbench_graph::read_bounded_to_string(
+        &cache_file(dir, info, precision),
+        MAX_PEAK_FILE_BYTES,
+        "peak files",
+    )
+    .ok()?;
     let doc: PeakDoc = serde_json::from_str(&text).ok()?;
     (doc.format == PEAK_FORMAT && doc.version == PEAK_VERSION && doc.precision == precision)
         .then_some(doc)
@@ -412,5 +421,27 @@ mod tests {
         assert_eq!(bf16, dir.join("burn-flex_cpu_cpu-x_t2_bf16.json"));
         assert_eq!(element_bytes(Precision::Bf16), 2.0);
         assert_eq!(element_bytes(Precision::AmpBf16), 4.0);
+    }
+
+    /// The cache is read before every run: a FIFO put where the file goes blocked every
+    /// `run` (hostile input, round three); it counts as no measurement, at once.
+    #[test]
+    fn a_fifo_in_place_of_the_cache_file_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = EngineInfo::on_the_cpu("burn-flex", "burn", "0", "flex", 2, "CPU X".into());
+        let path = cache_file(dir.path(), &info, Precision::F32);
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo (coreutils) failed");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir_path = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(load(&dir_path, &info, Precision::F32).is_none());
+        });
+        let answered = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(
+            answered,
+            Ok(true),
+            "loading a FIFO as the peak cache blocked"
+        );
     }
 }

@@ -149,6 +149,14 @@ pub fn program_settings(spec: &cnnbench_results::RunSpec) -> Vec<(String, String
         .collect()
 }
 
+/// The keys of the own settings the engine named `name` declares.
+pub fn declared_keys(name: &str) -> Result<Vec<String>> {
+    Ok((find(name)?.settings().declared)()
+        .into_iter()
+        .map(|d| d.key.to_string())
+        .collect())
+}
+
 /// Creates the engine named `name`, or says why it cannot run here.
 pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     let provider = find(name)?;

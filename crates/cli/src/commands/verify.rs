@@ -94,8 +94,10 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     let tolerance = args
         .tolerance
         .unwrap_or_else(|| verify::tolerance_for(verify::coarser(precisions[0], precisions[1])));
-    if tolerance.is_nan() || tolerance < 0.0 {
-        return Err(anyhow!("--tolerance must be a number ≥ 0"));
+    if !(tolerance.is_finite() && tolerance >= 0.0) {
+        return Err(anyhow!(
+            "--tolerance must be a finite number ≥ 0 (a relative error, e.g. 1e-4), not {tolerance}"
+        ));
     }
     // Both engines train the batch in this process; with --localize every node's output
     // of four runs (the reference, its two perturbed runs, the candidate) in two modes,
@@ -114,14 +116,20 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
             args.batch_size
         ),
     )?;
-    let reference = engines::create(
-        reference,
-        &args.gpu.engine_options(args.threads, precisions[0])?,
-    )?;
-    let candidate = engines::create(
-        candidate,
-        &args.gpu.engine_options(args.threads, precisions[1])?,
-    )?;
+    // Each engine takes the own settings it declares (`--python` for the pytorch engine
+    // of the two); a key neither declares is refused by the reference.
+    let mut either = engines::declared_keys(reference)?;
+    either.extend(engines::declared_keys(candidate)?);
+    let own = |name: &str, precision| -> Result<engines::EngineOptions> {
+        let mut options = args.gpu.engine_options(args.threads, precision)?;
+        let mine = engines::declared_keys(name)?;
+        options
+            .settings
+            .retain(|key, _| mine.contains(key) || !either.contains(key));
+        Ok(options)
+    };
+    let reference = engines::create(reference, &own(reference, precisions[0])?)?;
+    let candidate = engines::create(candidate, &own(candidate, precisions[1])?)?;
     let weights = args
         .weights
         .as_deref()

@@ -18,7 +18,37 @@ fn bad_requests_fail_with_one_clear_line() {
         ),
         (
             vec!["verify", "resnet18", "--tolerance=-1"],
-            "--tolerance must be a number ≥ 0",
+            "--tolerance must be a finite number ≥ 0",
+        ),
+        // Infinity would pass every comparison (hostile input, round three).
+        (
+            vec!["verify", "resnet18", "--tolerance", "inf"],
+            "--tolerance must be a finite number ≥ 0",
+        ),
+        // A setting of one of the two engines goes to that engine alone: --python is
+        // the pytorch engine's, so burn-flex does not refuse it (the pytorch engine then
+        // says that this Python cannot be run); a key neither has is refused.
+        (
+            vec![
+                "verify",
+                "resnet18",
+                "--engines",
+                "burn-flex,pytorch",
+                "--python",
+                "/nonexistent/python3",
+            ],
+            "the Python /nonexistent/python3 (from --python) cannot be run",
+        ),
+        (
+            vec![
+                "verify",
+                "resnet18",
+                "--engines",
+                "burn-flex,pytorch",
+                "--engine-setting",
+                "hint=throughput",
+            ],
+            "engine burn-flex: it has no setting `hint`",
         ),
         (vec!["verify", "nosuchnet"], "unknown model \"nosuchnet\""),
         (
