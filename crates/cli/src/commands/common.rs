@@ -145,9 +145,12 @@ pub use cnnbench_results::bytes;
 /// More only makes the kernel schedule thousands of threads (`--threads 10000` took
 /// minutes to start); set `CNNBENCH_MAX_THREADS` to lift it.
 pub fn max_threads() -> usize {
+    // 0 (or anything not a count) leaves the limit where it is: it would refuse every
+    // thread count with "at most 0".
     std::env::var("CNNBENCH_MAX_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
         .unwrap_or_else(|| (8 * cnnbench_host::logical_cores()).max(256))
 }
 

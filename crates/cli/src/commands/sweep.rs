@@ -119,9 +119,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         _ => f64::NAN,
     };
     match number.parse::<f64>() {
-        Ok(v) if v > 0.0 && factor.is_finite() => Ok((v * factor) as u64),
+        // Below one byte (`0.5`) it would be 0 bytes, which switched the memory check off.
+        Ok(v) if v > 0.0 && factor.is_finite() && v * factor >= 1.0 => Ok((v * factor) as u64),
         _ => Err(format!(
-            "\"{s}\" is not an amount of memory: use bytes or a unit, e.g. 512MiB or 2GB"
+            "\"{}\" is not an amount of memory: use bytes or a unit, e.g. 512MiB or 2GB",
+            cnnbench_results::printable(s)
         )),
     }
 }
@@ -207,5 +209,9 @@ mod tests {
         assert!(parse_bytes("lots").is_err());
         assert!(parse_bytes("12 parsecs").is_err());
         assert!(parse_bytes("0").is_err());
+        // Half a byte was 0 bytes, and 0 switched the memory check off.
+        assert!(parse_bytes("0.5").is_err());
+        assert!(parse_bytes("0.0001KB").is_err());
+        assert_eq!(parse_bytes("0.5KiB"), Ok(512));
     }
 }

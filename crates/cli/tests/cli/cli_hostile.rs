@@ -137,6 +137,13 @@ fn absurd_thread_counts_are_refused_at_once() {
         .env("CNNBENCH_MAX_THREADS", "100000")
         .assert()
         .success();
+    // A limit of 0 is no limit to set: the default stands ("at most 0" refused everything).
+    cnnbench()
+        .args(["models"])
+        .env("RAYON_NUM_THREADS", "2")
+        .env("CNNBENCH_MAX_THREADS", "0")
+        .assert()
+        .success();
 }
 
 /// `verify … -b 100000`, `profile … -b 100000` and `peak --size 1000000` allocated until
