@@ -469,3 +469,49 @@ fn a_recorded_heap_policy_is_checked_before_it_is_shown() {
         .stderr(predicate::str::contains('\u{1b}').not())
         .stderr(predicate::str::contains('\u{7}').not());
 }
+
+/// `--threads` is capped; a spec that arrives another way (a result for `--again`, a
+/// matrix cell) is held to the same cap before anything starts. (Hostile input, round
+/// three.)
+#[test]
+fn a_thread_count_from_a_file_is_held_to_the_same_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let file = result_files(&out).remove(0);
+    let mut result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    result["spec"]["threads"] = 1_000_000.into();
+    std::fs::write(&file, result.to_string()).unwrap();
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(&file)
+        .args(["-q", "-o"])
+        .arg(dir.path().join("again"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "the spec's threads 1000000 is more threads than this machine can use",
+        ));
+    let matrix = dir.path().join("m.toml");
+    std::fs::write(
+        &matrix,
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nthreads = 1000000\n",
+    )
+    .unwrap();
+    cnnbench()
+        .args(["run", "--plan"])
+        .arg(&matrix)
+        .args(["--cell", "0", "-q", "-o"])
+        .arg(dir.path().join("cell"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "more threads than this machine can use",
+        ));
+}

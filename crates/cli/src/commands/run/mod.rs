@@ -187,6 +187,12 @@ pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
 /// asks for.
 pub fn start(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
     spec.validate().map_err(|e| anyhow!(e))?;
+    // The thread limit `--threads` has, whichever way the spec came (a result's spec,
+    // a job, a matrix cell).
+    if let Some(threads) = spec.threads {
+        crate::commands::common::check_thread_count(threads, "the spec's threads")
+            .map_err(|e| anyhow!(e))?;
+    }
     // The engine's refusals, before ranks, repeats or probes start.
     crate::commands::engines::check_spec(&spec)?;
     if delivery.retries > 0 && spec.data_parallel.is_some() {
