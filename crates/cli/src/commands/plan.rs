@@ -114,7 +114,8 @@ pub fn load(path: &Path) -> Result<Matrix> {
                     )
                 })?;
         }
-        if let Some((key, _)) = engines::program_settings(&matrix.spec(cell)).first() {
+        let spec = matrix.spec(cell);
+        if let Some((key, _)) = engines::program_settings(&spec).first() {
             return Err(anyhow!(
                 "{}: `engine_settings.{}`: `{key}` names a program the engine runs, and a matrix file is data that never names one; give it on each host's command line instead (`cnnbench run --plan MATRIX --engine-setting {key}=PATH`, or the engine's own flag)",
                 path.display(),
@@ -123,7 +124,7 @@ pub fn load(path: &Path) -> Result<Matrix> {
         }
         // What the engine refuses (its own settings, channels-last), now rather than in
         // the job that runs the cell.
-        engines::check_spec(&matrix.spec(cell)).map_err(|e| {
+        engines::check_spec(&spec).map_err(|e| {
             anyhow!(
                 "{}: cell {} ({}): {e:#}",
                 path.display(),

@@ -118,18 +118,19 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     )?;
     // Each engine takes the own settings it declares (`--python` for the pytorch engine
     // of the two); a key neither declares is refused by the reference.
-    let mut either = engines::declared_keys(reference)?;
-    either.extend(engines::declared_keys(candidate)?);
-    let own = |name: &str, precision| -> Result<engines::EngineOptions> {
-        let mut options = args.gpu.engine_options(args.threads, precision)?;
-        let mine = engines::declared_keys(name)?;
-        options
-            .settings
-            .retain(|key, _| mine.contains(key) || !either.contains(key));
+    let keys = [
+        engines::declared_keys(reference)?,
+        engines::declared_keys(candidate)?,
+    ];
+    let own = |side: usize| -> Result<engines::EngineOptions> {
+        let mut options = args.gpu.engine_options(args.threads, precisions[side])?;
+        options.settings.retain(|key, _| {
+            keys[side].contains(key) || !keys.iter().any(|theirs| theirs.contains(key))
+        });
         Ok(options)
     };
-    let reference = engines::create(reference, &own(reference, precisions[0])?)?;
-    let candidate = engines::create(candidate, &own(candidate, precisions[1])?)?;
+    let reference = engines::create(reference, &own(0)?)?;
+    let candidate = engines::create(candidate, &own(1)?)?;
     let weights = args
         .weights
         .as_deref()

@@ -348,6 +348,31 @@ fn a_second_ctrl_c_stops_at_once() {
     }
 }
 
+/// A real result of this build (TINY) written under `dir`, and its JSON to edit as a
+/// hostile sender would: the file's path and its document.
+fn a_result_to_edit(dir: &std::path::Path) -> (std::path::PathBuf, serde_json::Value) {
+    let out = dir.join("out");
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let file = result_files(&out).remove(0);
+    let result = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    (file, result)
+}
+
+/// `cnnbench run --again FILE`, quiet, writing under `dir/again`.
+fn run_again(file: &std::path::Path, dir: &std::path::Path) -> assert_cmd::assert::Assert {
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(file)
+        .args(["-q", "-o"])
+        .arg(dir.join("again"))
+        .assert()
+}
+
 /// A result file is data: a program its spec names (the pytorch engines' Python) is
 /// never run by `run --again`, which says so and asks for it on the command line; the
 /// value is shown escaped. A matrix cannot name one either. (Hostile input, round three.)
@@ -366,17 +391,7 @@ fn a_program_named_by_a_result_or_a_matrix_is_never_run() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    // A real result of this build, its spec edited as a hostile sender would.
-    let out = dir.path().join("out");
-    cnnbench()
-        .args(TINY)
-        .args(["-q", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let file = result_files(&out).remove(0);
-    let mut result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (file, mut result) = a_result_to_edit(dir.path());
     result["spec"]["engine"] = "pytorch".into();
     result["spec"]["engine_options"]["settings"] = serde_json::json!({
         "python": format!("{}\u{1b}[2J", program.display())
@@ -391,12 +406,7 @@ fn a_program_named_by_a_result_or_a_matrix_is_never_run() {
     result["spec"]["engine_options"]["python"] = program.display().to_string().into();
     std::fs::write(&older, result.to_string()).unwrap();
     for path in [&file, &older] {
-        cnnbench()
-            .args(["run", "--again"])
-            .arg(path)
-            .args(["-q", "-o"])
-            .arg(dir.path().join("again"))
-            .assert()
+        run_again(path, dir.path())
             .failure()
             .stderr(predicate::str::contains(
                 "a result file is data and never names a program cnnbench runs",
@@ -443,24 +453,10 @@ fn a_program_named_by_a_result_or_a_matrix_is_never_run() {
 #[test]
 fn a_recorded_heap_policy_is_checked_before_it_is_shown() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    cnnbench()
-        .args(TINY)
-        .args(["-q", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let file = result_files(&out).remove(0);
-    let mut result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (file, mut result) = a_result_to_edit(dir.path());
     result["spec"]["allocator"] = "system; touch /tmp/PWNED #\u{1b}]0;x\u{7}".into();
     std::fs::write(&file, result.to_string()).unwrap();
-    cnnbench()
-        .args(["run", "--again"])
-        .arg(&file)
-        .args(["-q", "-o"])
-        .arg(dir.path().join("again"))
-        .assert()
+    run_again(&file, dir.path())
         .failure()
         .stderr(predicate::str::contains(
             "which is none of cnnbench's (keep or system)",
@@ -476,24 +472,10 @@ fn a_recorded_heap_policy_is_checked_before_it_is_shown() {
 #[test]
 fn a_thread_count_from_a_file_is_held_to_the_same_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    cnnbench()
-        .args(TINY)
-        .args(["-q", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let file = result_files(&out).remove(0);
-    let mut result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (file, mut result) = a_result_to_edit(dir.path());
     result["spec"]["threads"] = 1_000_000.into();
     std::fs::write(&file, result.to_string()).unwrap();
-    cnnbench()
-        .args(["run", "--again"])
-        .arg(&file)
-        .args(["-q", "-o"])
-        .arg(dir.path().join("again"))
-        .assert()
+    run_again(&file, dir.path())
         .failure()
         .stderr(predicate::str::contains(
             "the spec's threads 1000000 is more threads than this machine can use",
