@@ -587,7 +587,7 @@ mod tests {
                 variant: Vec::new(),
             }
         }
-        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn lower(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
             Ok(Box::new(SleepySession {
                 log: self.log.clone(),
             }))
@@ -745,7 +745,7 @@ mod tests {
         fn info(&self) -> EngineInfo {
             self.0.info()
         }
-        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn lower(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
             let log = self.0.log.clone();
             Ok(Box::new(TellingSession(SleepySession { log }, self.1)))
         }
@@ -844,7 +844,7 @@ mod tests {
             }
             .info()
         }
-        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn lower(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
             Ok(Box::new(PacedSession {
                 pace: self.pace,
                 pass: 0,
@@ -1014,7 +1014,7 @@ mod tests {
             }
             .info()
         }
-        fn prepare(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn lower(&self, _: &Graph, _: &SessionConfig) -> Result<Box<dyn Session>> {
             Ok(Box::new(RankSession(SleepySession {
                 log: Default::default(),
             })))

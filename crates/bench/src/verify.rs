@@ -575,7 +575,7 @@ mod tests {
                 variant: Vec::new(),
             }
         }
-        fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+        fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
             // In bf16 the scale engine rounds: its output is 2⁻⁸ off, as bf16's would be.
             let rounding = match config.precision {
                 Precision::Bf16 => 1.0 / 256.0,

@@ -50,9 +50,7 @@ impl Engine for BurnGpuEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .check(&self.info.name, config.mode, config.precision)?;
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         cnnbench_engine_burn::prepare_session_on(self.device.clone(), graph, config)
     }
 }

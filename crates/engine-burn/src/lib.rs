@@ -86,8 +86,7 @@ impl Engine for BurnFlexEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities.admit(ENGINE_NAME, graph, config)?;
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         #[allow(unused_mut)]
         let mut session = BurnSession::new(graph, config, Device::flex())?;
         #[cfg(test)]
@@ -119,13 +118,13 @@ pub fn device_on(base: Device, mode: Mode) -> Device {
 
 /// A session of this engine's lowering on any burn device (`base`, without autodiff):
 /// burn's other backends (wgpu, CUDA) reuse the whole engine and differ only in the
-/// device. The caller checks `config` against its own capabilities first.
+/// device. The caller's [`Engine::prepare`] has admitted `config` against its own
+/// capabilities.
 pub fn prepare_session_on(
     base: Device,
     graph: &Graph,
     config: &SessionConfig,
 ) -> Result<Box<dyn Session>> {
-    config.check(graph)?;
     Ok(Box::new(BurnSession::new(graph, config, base)?))
 }
 

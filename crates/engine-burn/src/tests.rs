@@ -80,7 +80,7 @@ impl Engine for InferOnly {
             ..self.0.capabilities()
         }
     }
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.capabilities()
             .check(&self.info().name, config.mode, config.precision)?;
         self.0.prepare(graph, config)

@@ -67,8 +67,7 @@ impl Engine for CandleEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities.admit(ENGINE_NAME, graph, config)?;
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         Ok(Box::new(CandleSession::new(graph, config)?))
     }
 }

@@ -60,10 +60,7 @@ impl Provider for OpenVino {
             .map_err(|e| anyhow::anyhow!("{}: {e}", crate::ENGINE_NAME))?;
         #[cfg(feature = "openvino")]
         {
-            Ok(Box::new(crate::OpenVinoEngine::new(
-                options.threads,
-                settings,
-            )?))
+            Ok(Box::new(crate::engine(options.threads, settings)?))
         }
         #[cfg(not(feature = "openvino"))]
         {

@@ -6,9 +6,9 @@ use crate::{
     capabilities, library, OpenVinoSettings, PerformanceHint, ENGINE_NAME, OPENVINO_CRATE_VERSION,
 };
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::settings::EngineSettingsRecord;
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Precision, Session, SessionConfig};
+use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
+use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use openvino::{
@@ -26,7 +26,7 @@ const WAIT_MS: i64 = 86_400_000;
 /// OpenVINO as loaded into this process: the library can be loaded once only, so every
 /// engine shares it. Each compilation takes a `Core` of its own, because a core's CPU
 /// properties persist: a stream count set for one session would stay for the next.
-struct Runtime {
+struct LoadedLibrary {
     library: PathBuf,
     /// The library's build number, e.g. `2026.4.1-20451-…`.
     build: String,
@@ -37,11 +37,11 @@ struct Runtime {
     optimization_capabilities: Vec<String>,
 }
 
-static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+static RUNTIME: Mutex<Option<Arc<LoadedLibrary>>> = Mutex::new(None);
 
 /// Loads OpenVINO (once; a failed attempt is not remembered, so a fixed set-up works
 /// without restarting).
-fn runtime() -> Result<Arc<Runtime>> {
+fn runtime() -> Result<Arc<LoadedLibrary>> {
     let mut loaded = RUNTIME
         .lock()
         .map_err(|_| anyhow!("{ENGINE_NAME}: an earlier attempt to load OpenVINO panicked"))?;
@@ -72,7 +72,7 @@ fn runtime() -> Result<Arc<Runtime>> {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    let runtime = Arc::new(Runtime {
+    let runtime = Arc::new(LoadedLibrary {
         library: path,
         build,
         device_name,
@@ -94,65 +94,73 @@ fn openvino_precision(precision: Precision) -> Option<(&'static str, &'static st
     }
 }
 
+/// Why OpenVINO has no hint for automatic mixed precision.
+const NO_AMP: &str = "automatic mixed precision is PyTorch's autocast; OpenVINO's own choice of low-precision kernels is its inference precision hint, --precision bf16 or f16";
+
 /// The refusal of a precision OpenVINO has no hint for.
 fn no_hint_for(precision: Precision) -> anyhow::Error {
-    anyhow!(
-        "{ENGINE_NAME} has no {}: automatic mixed precision is PyTorch's autocast; OpenVINO's own choice of low-precision kernels is its inference precision hint, --precision bf16 or f16",
-        precision.as_str()
-    )
+    anyhow!("{ENGINE_NAME} has no {}: {NO_AMP}", precision.as_str())
 }
 
 /// OpenVINO's CPU plugin: `threads` inference threads, the engine's own settings (its
 /// performance hint, its streams).
-pub struct OpenVinoEngine {
-    runtime: Arc<Runtime>,
+pub type OpenVinoEngine = WholeModelEngine<OpenVinoRuntime>;
+
+/// The engine with `threads` as OpenVINO's `INFERENCE_NUM_THREADS` (`None`: all cores)
+/// and its own settings. Loads OpenVINO (see [`crate::library`]) or says how to install
+/// it.
+pub fn engine(threads: Option<usize>, settings: OpenVinoSettings) -> Result<OpenVinoEngine> {
+    let library = runtime()?;
+    let mut capabilities = capabilities();
+    for precision in [Precision::AmpBf16, Precision::AmpF16] {
+        capabilities = capabilities.refusing(precision, NO_AMP);
+    }
+    let reported = library.optimization_capabilities.join(" ");
+    for (precision, needs) in [Precision::F32, Precision::Bf16, Precision::F16]
+        .into_iter()
+        .filter_map(|p| openvino_precision(p).map(|(_, needs)| (p, needs)))
+    {
+        if !library.optimization_capabilities.iter().any(|c| c == needs) {
+            capabilities.precisions.retain(|&p| p != precision);
+            capabilities = capabilities.refusing(
+                precision,
+                format!("OpenVINO's CPU plugin reports {reported} here (no {needs}), and it would run another precision instead"),
+            );
+        }
+    }
+    Ok(WholeModelEngine::new(OpenVinoRuntime {
+        library,
+        threads: cnnbench_engine::own_thread_pool_size(threads)?,
+        settings,
+        capabilities,
+    }))
+}
+
+/// OpenVINO's calls, with what every compilation is given.
+pub struct OpenVinoRuntime {
+    library: Arc<LoadedLibrary>,
     threads: usize,
     settings: OpenVinoSettings,
+    /// The precisions this CPU's plugin computes in.
     capabilities: Capabilities,
 }
 
-impl OpenVinoEngine {
-    /// `threads`: OpenVINO's `INFERENCE_NUM_THREADS` (`None`: all cores). Loads OpenVINO
-    /// (see [`crate::library`]) or says how to install it.
-    pub fn new(threads: Option<usize>, settings: OpenVinoSettings) -> Result<Self> {
-        let runtime = runtime()?;
-        let mut capabilities = capabilities();
-        capabilities.precisions.retain(|&p| {
-            openvino_precision(p).is_some_and(|(_, needs)| {
-                runtime.optimization_capabilities.iter().any(|c| c == needs)
-            })
-        });
-        Ok(Self {
-            runtime,
-            threads: cnnbench_engine::own_thread_pool_size(threads)?,
-            settings,
-            capabilities,
-        })
-    }
-
+impl OpenVinoRuntime {
     /// The library file this process loaded.
     pub fn library(&self) -> &std::path::Path {
-        &self.runtime.library
-    }
-
-    /// Refuses a precision this CPU's plugin does not compute in, naming what it reports.
-    fn check_precision(&self, precision: Precision) -> Result<()> {
-        if self.capabilities.precisions.contains(&precision) {
-            return Ok(());
-        }
-        let (name, needs) = openvino_precision(precision).ok_or_else(|| no_hint_for(precision))?;
-        Err(anyhow!(
-            "{ENGINE_NAME} cannot run {name} on this CPU: OpenVINO's CPU plugin reports {} (no {needs}), and it would run another precision instead; it computes here in: {}",
-            self.runtime.optimization_capabilities.join(" "),
-            self.capabilities.precisions_text()
-        ))
+        &self.library.library
     }
 }
 
-impl Engine for OpenVinoEngine {
+impl WholeModelRuntime for OpenVinoRuntime {
+    type Loaded = Compiled;
+    /// The batch is written into the infer requests' own input tensors.
+    type Input = ();
+    type Output = HostTensor;
+
     fn info(&self) -> EngineInfo {
         let mut libraries = BTreeMap::new();
-        libraries.insert("openvino".to_string(), self.runtime.build.clone());
+        libraries.insert("openvino".to_string(), self.library.build.clone());
         libraries.insert(
             "openvino-crate".to_string(),
             OPENVINO_CRATE_VERSION.to_string(),
@@ -172,7 +180,7 @@ impl Engine for OpenVinoEngine {
         );
         settings.insert(
             "optimization_capabilities".to_string(),
-            self.runtime.optimization_capabilities.join(" "),
+            self.library.optimization_capabilities.join(" "),
         );
         settings.insert(
             "model".to_string(),
@@ -185,10 +193,10 @@ impl Engine for OpenVinoEngine {
             ..EngineInfo::on_the_cpu(
                 ENGINE_NAME,
                 "openvino",
-                self.runtime.build.split('-').next().unwrap_or_default(),
+                self.library.build.split('-').next().unwrap_or_default(),
                 "cpu",
                 self.threads,
-                self.runtime.device_name.clone(),
+                self.library.device_name.clone(),
             )
         }
     }
@@ -197,11 +205,7 @@ impl Engine for OpenVinoEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.check_precision(config.precision)?;
-        self.capabilities.admit(ENGINE_NAME, graph, config)?;
-        debug_assert_eq!(config.mode, Mode::Infer);
-        let weights = Weights::initial(graph, config.seed);
+    fn load(&self, graph: &Graph, weights: &Weights, config: &SessionConfig) -> Result<Compiled> {
         let setup = Setup {
             threads: self.threads,
             hint: self.settings.hint,
@@ -209,19 +213,76 @@ impl Engine for OpenVinoEngine {
             precision: config.precision,
             batch_size: config.batch_size,
         };
-        let compiled = compile(&self.runtime, &setup, graph, &weights)?;
-        let mut session = OpenVinoSession {
-            runtime: self.runtime.clone(),
-            setup,
-            graph: graph.clone(),
-            batches: InputBatches::new(graph, config),
-            weights,
-            compiled,
-            input: None,
-            output: None,
-        };
-        session.prepare_batch()?;
-        Ok(Box::new(session))
+        compile(&self.library, &setup, graph, weights)
+    }
+
+    /// Copies the batch into the requests' input tensors, a share each.
+    fn make_input(&self, compiled: &mut Compiled, input: &HostTensor) -> Result<()> {
+        let [_, c, h, w] = <[usize; 4]>::try_from(input.shape.as_slice())
+            .map_err(|_| anyhow!("{ENGINE_NAME}: the input is not a batch of images"))?;
+        let share = compiled.per_request;
+        let dims = [share as i64, c as i64, h as i64, w as i64];
+        let shape =
+            Shape::new(&dims).map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a shape: {e}"))?;
+        let image = c * h * w;
+        for (request, images) in compiled
+            .requests
+            .iter_mut()
+            .zip(input.data.chunks(share * image))
+        {
+            let mut tensor = openvino::Tensor::new(ElementType::F32, &shape)
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
+            tensor
+                .get_data_mut::<f32>()
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot write the input tensor: {e}"))?
+                .copy_from_slice(images);
+            request
+                .set_input_tensor(&tensor)
+                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot set the input: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// One `infer` (latency), or every request started and then waited for
+    /// (throughput); the output copied out of OpenVINO's tensors, as its Python API's
+    /// `infer` copies them into NumPy arrays.
+    fn run(&self, compiled: &mut Compiled, _: &()) -> Result<HostTensor> {
+        let failed = |e: openvino::InferenceError| anyhow!("{ENGINE_NAME}: forward: {e}");
+        match compiled.requests.as_mut_slice() {
+            [one] => one.infer().map_err(failed)?,
+            many => {
+                for request in many.iter_mut() {
+                    request.infer_async().map_err(failed)?;
+                }
+                for request in many.iter_mut() {
+                    request.wait(WAIT_MS).map_err(failed)?;
+                }
+            }
+        }
+        let mut data = Vec::new();
+        let mut shape = Vec::new();
+        for request in &compiled.requests {
+            let tensor = request.get_output_tensor().map_err(failed)?;
+            let dims = tensor.get_shape().map_err(failed)?;
+            shape = dims.get_dimensions().iter().map(|&d| d as usize).collect();
+            data.extend_from_slice(
+                tensor
+                    .get_data::<f32>()
+                    .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not an f32 tensor: {e}"))?,
+            );
+        }
+        if let Some(batch) = shape.first_mut() {
+            *batch = compiled.per_request * compiled.requests.len();
+        }
+        Ok(HostTensor::new(shape, data)?)
+    }
+
+    fn read_output(&self, output: &HostTensor) -> Result<HostTensor> {
+        Ok(output.clone())
+    }
+
+    fn reported_settings(&self, compiled: &Compiled) -> BTreeMap<String, String> {
+        compiled.reported.clone()
     }
 }
 
@@ -238,7 +299,7 @@ struct Setup {
 
 /// A compiled model, its infer requests (one per share of the batch), and what OpenVINO
 /// reported after compiling.
-struct Compiled {
+pub struct Compiled {
     /// Kept alive for its requests.
     _model: CompiledModel,
     requests: Vec<InferRequest>,
@@ -253,7 +314,12 @@ struct Compiled {
 /// requests it wants in flight (`OPTIMAL_NUMBER_OF_INFER_REQUESTS`); the batch is then
 /// split evenly among that many, compiled again at the share with the streams it chose,
 /// so that a pass still computes the batch asked for.
-fn compile(runtime: &Runtime, setup: &Setup, graph: &Graph, weights: &Weights) -> Result<Compiled> {
+fn compile(
+    runtime: &LoadedLibrary,
+    setup: &Setup,
+    graph: &Graph,
+    weights: &Weights,
+) -> Result<Compiled> {
     let bytes = to_onnx(graph, weights)
         .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
     let mut core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
@@ -381,123 +447,4 @@ fn reported_number(model: &CompiledModel, key: PropertyKey) -> Result<usize> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| anyhow!("{ENGINE_NAME}: OpenVINO reported {text:?} as a count"))
-}
-
-struct OpenVinoSession {
-    runtime: Arc<Runtime>,
-    setup: Setup,
-    graph: Graph,
-    batches: InputBatches,
-    weights: Weights,
-    compiled: Compiled,
-    /// The batch the requests hold, set again after weights are imported (which
-    /// compiles anew).
-    input: Option<HostTensor>,
-    output: Option<HostTensor>,
-}
-
-impl OpenVinoSession {
-    /// Copies the batch into the requests' input tensors, a share each.
-    fn use_input(&mut self, input: HostTensor) -> Result<()> {
-        self.batches.check_input(&input)?;
-        let [_, c, h, w] = self.batches.shape();
-        let share = self.compiled.per_request;
-        let dims = [share as i64, c as i64, h as i64, w as i64];
-        let shape =
-            Shape::new(&dims).map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a shape: {e}"))?;
-        let image = c * h * w;
-        for (request, images) in self
-            .compiled
-            .requests
-            .iter_mut()
-            .zip(input.data.chunks(share * image))
-        {
-            let mut tensor = openvino::Tensor::new(ElementType::F32, &shape)
-                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
-            tensor
-                .get_data_mut::<f32>()
-                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot write the input tensor: {e}"))?
-                .copy_from_slice(images);
-            request
-                .set_input_tensor(&tensor)
-                .map_err(|e| anyhow!("{ENGINE_NAME}: cannot set the input: {e}"))?;
-        }
-        self.input = Some(input);
-        Ok(())
-    }
-}
-
-impl Session for OpenVinoSession {
-    fn prepare_batch(&mut self) -> Result<()> {
-        let input = self.batches.next_input();
-        self.use_input(input)
-    }
-
-    /// One `infer` (latency), or every request started and then waited for
-    /// (throughput); the output copied out of OpenVINO's tensors, as its Python API's
-    /// `infer` copies them into NumPy arrays.
-    fn forward(&mut self) -> Result<()> {
-        let failed = |e: openvino::InferenceError| anyhow!("{ENGINE_NAME}: forward: {e}");
-        match self.compiled.requests.as_mut_slice() {
-            [one] => one.infer().map_err(failed)?,
-            many => {
-                for request in many.iter_mut() {
-                    request.infer_async().map_err(failed)?;
-                }
-                for request in many.iter_mut() {
-                    request.wait(WAIT_MS).map_err(failed)?;
-                }
-            }
-        }
-        let mut data = Vec::new();
-        let mut shape = Vec::new();
-        for request in &self.compiled.requests {
-            let tensor = request.get_output_tensor().map_err(failed)?;
-            let dims = tensor.get_shape().map_err(failed)?;
-            shape = dims.get_dimensions().iter().map(|&d| d as usize).collect();
-            data.extend_from_slice(
-                tensor
-                    .get_data::<f32>()
-                    .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not an f32 tensor: {e}"))?,
-            );
-        }
-        if let Some(batch) = shape.first_mut() {
-            *batch = self.batches.batch_size();
-        }
-        self.output = Some(HostTensor::new(shape, data)?);
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        // infer and wait return when the outputs are computed.
-        Ok(())
-    }
-
-    fn reported_settings(&self) -> BTreeMap<String, String> {
-        self.compiled.reported.clone()
-    }
-
-    fn export_weights(&self) -> Result<Weights> {
-        Ok(self.weights.clone())
-    }
-
-    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
-        weights.check(&self.graph, true)?;
-        self.compiled = compile(&self.runtime, &self.setup, &self.graph, weights)?;
-        self.weights = weights.clone();
-        match self.input.take() {
-            Some(input) => self.use_input(input),
-            None => self.prepare_batch(),
-        }
-    }
-
-    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
-        self.use_input(input.clone())
-    }
-
-    fn output(&self) -> Result<HostTensor> {
-        self.output
-            .clone()
-            .ok_or_else(|| anyhow!("no output: run a forward pass first"))
-    }
 }

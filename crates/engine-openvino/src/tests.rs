@@ -20,7 +20,7 @@ fn openvino_engine(threads: usize, hint: PerformanceHint) -> OpenVinoEngine {
 }
 
 fn with_settings(threads: usize, settings: OpenVinoSettings) -> OpenVinoEngine {
-    OpenVinoEngine::new(Some(threads), settings).unwrap_or_else(|e| panic!("{e:#}"))
+    crate::engine(Some(threads), settings).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn openvino_cpu() -> Box<dyn Engine> {
@@ -167,9 +167,13 @@ fn info_records_openvinos_build_threads_hint_and_cpu() {
     assert_eq!(info.settings["performance_hint"], "latency");
     assert!(info.settings["optimization_capabilities"].contains("FP32"));
     assert!(info.settings["model"].contains("opset 17"));
-    assert!(engine.library().to_string_lossy().contains("libopenvino_c"));
+    assert!(engine
+        .runtime()
+        .library()
+        .to_string_lossy()
+        .contains("libopenvino_c"));
     assert!(!engine.capabilities().trains());
-    let err = OpenVinoEngine::new(Some(0), OpenVinoSettings::default())
+    let err = crate::engine(Some(0), OpenVinoSettings::default())
         .err()
         .expect("refused")
         .to_string();

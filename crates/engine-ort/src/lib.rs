@@ -21,7 +21,7 @@ mod session;
 pub use provider::{providers, GraphOptimization, OrtSettings};
 
 #[cfg(feature = "ort")]
-pub use session::{onnxruntime_version, OrtEngine};
+pub use session::{engine, onnxruntime_version, OrtEngine, OrtRuntime};
 
 /// The engine's name on the command line and in result files.
 pub const ENGINE_NAME: &str = "ort-cpu";

@@ -62,7 +62,7 @@ impl Provider for Ort {
             .map_err(|e| anyhow::anyhow!("{}: {e}", crate::ENGINE_NAME))?;
         #[cfg(feature = "ort")]
         {
-            Ok(Box::new(crate::OrtEngine::new(options.threads, settings)?))
+            Ok(Box::new(crate::engine(options.threads, settings)?))
         }
         #[cfg(not(feature = "ort"))]
         {

@@ -5,9 +5,9 @@
 use crate::library;
 use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::settings::EngineSettingsRecord;
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
+use cnnbench_engine::{Capabilities, EngineInfo, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use ort::environment::Environment;
@@ -30,17 +30,17 @@ const EXECUTION_PROVIDER: &str = "CPUExecutionProvider";
 
 /// ONNX Runtime as loaded into this process: the library can be loaded once only, so
 /// every engine shares it (and its environment).
-struct Runtime {
+struct LoadedLibrary {
     environment: Environment,
     library: PathBuf,
     version: String,
 }
 
-static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+static RUNTIME: Mutex<Option<Arc<LoadedLibrary>>> = Mutex::new(None);
 
 /// Loads ONNX Runtime (once; a failed attempt is not remembered, so a fixed set-up
 /// works without restarting).
-fn runtime() -> Result<Arc<Runtime>> {
+fn runtime() -> Result<Arc<LoadedLibrary>> {
     let mut loaded = RUNTIME
         .lock()
         .map_err(|_| anyhow!("{ENGINE_NAME}: an earlier attempt to load ONNX Runtime panicked"))?;
@@ -61,7 +61,7 @@ fn runtime() -> Result<Arc<Runtime>> {
         .with_name("cnnbench")
         .build()
         .map_err(|e| anyhow!("{ENGINE_NAME}: cannot start ONNX Runtime {version}: {e}"))?;
-    let runtime = Arc::new(Runtime {
+    let runtime = Arc::new(LoadedLibrary {
         environment,
         library: path,
         version,
@@ -112,58 +112,52 @@ pub fn onnxruntime_version(path: &Path) -> Result<String> {
 }
 
 /// ONNX Runtime on the CPU: intra-op pool of `threads`, inter-op parallelism off.
-pub struct OrtEngine {
-    runtime: Arc<Runtime>,
-    setup: Setup,
-    capabilities: Capabilities,
+pub type OrtEngine = WholeModelEngine<OrtRuntime>;
+
+/// The engine with ONNX Runtime's intra-op pool of `threads` (`None`: all cores) and its
+/// own settings. Loads ONNX Runtime (see [`crate::library`]) or says how to install it.
+pub fn engine(threads: Option<usize>, settings: OrtSettings) -> Result<OrtEngine> {
+    Ok(WholeModelEngine::new(OrtRuntime {
+        library: runtime()?,
+        threads: cnnbench_engine::own_thread_pool_size(threads)?,
+        graph_optimization: settings.graph_optimization,
+    }))
 }
 
-/// What every session of an engine is loaded with.
-#[derive(Clone, Copy, Debug)]
-struct Setup {
+/// ONNX Runtime's calls, with what every session is loaded with.
+pub struct OrtRuntime {
+    library: Arc<LoadedLibrary>,
     threads: usize,
     graph_optimization: GraphOptimization,
 }
 
-impl OrtEngine {
-    /// `threads`: the size of ONNX Runtime's intra-op pool (`None`: all cores). Loads
-    /// ONNX Runtime (see [`crate::library`]) or says how to install it.
-    pub fn new(threads: Option<usize>, settings: OrtSettings) -> Result<Self> {
-        Ok(Self {
-            runtime: runtime()?,
-            setup: Setup {
-                threads: cnnbench_engine::own_thread_pool_size(threads)?,
-                graph_optimization: settings.graph_optimization,
-            },
-            capabilities: capabilities(),
-        })
-    }
-
+impl OrtRuntime {
     /// The library file this process loaded.
     pub fn library(&self) -> &Path {
-        &self.runtime.library
+        &self.library.library
     }
 }
 
-impl Engine for OrtEngine {
+impl WholeModelRuntime for OrtRuntime {
+    type Loaded = ort::session::Session;
+    type Input = Tensor<f32>;
+    type Output = HostTensor;
+
     fn info(&self) -> EngineInfo {
         let mut libraries = BTreeMap::new();
-        libraries.insert("onnxruntime".to_string(), self.runtime.version.clone());
+        libraries.insert("onnxruntime".to_string(), self.library.version.clone());
         libraries.insert("ort".to_string(), ORT_CRATE_VERSION.to_string());
         let mut settings = BTreeMap::new();
         settings.insert(
             "execution_provider".to_string(),
             EXECUTION_PROVIDER.to_string(),
         );
-        let level = self.setup.graph_optimization;
+        let level = self.graph_optimization;
         settings.insert(
             "graph_optimization_level".to_string(),
             format!("{} ({})", level.as_str(), level.onnxruntime_name()),
         );
-        settings.insert(
-            "intra_op_threads".to_string(),
-            self.setup.threads.to_string(),
-        );
+        settings.insert("intra_op_threads".to_string(), self.threads.to_string());
         settings.insert("inter_op_threads".to_string(), "1".to_string());
         settings.insert("execution_mode".to_string(), "sequential".to_string());
         settings.insert(
@@ -184,136 +178,66 @@ impl Engine for OrtEngine {
             ..EngineInfo::on_the_cpu(
                 ENGINE_NAME,
                 "onnxruntime",
-                &self.runtime.version,
+                &self.library.version,
                 "cpu",
-                self.setup.threads,
+                self.threads,
                 cnnbench_host::cpu_name(),
             )
         }
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.capabilities.clone()
+        capabilities()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities.admit(ENGINE_NAME, graph, config)?;
-        debug_assert_eq!(config.mode, Mode::Infer);
-        let weights = Weights::initial(graph, config.seed);
-        let loaded = load(&self.runtime, self.setup, graph, &weights)?;
-        let mut session = OrtSession {
-            runtime: self.runtime.clone(),
-            setup: self.setup,
-            graph: graph.clone(),
-            batches: InputBatches::new(graph, config),
-            weights,
-            session: loaded,
-            input: None,
-            output: None,
-        };
-        session.prepare_batch()?;
-        Ok(Box::new(session))
+    /// The graph with these weights as an ONNX Runtime session on the CPU provider.
+    fn load(
+        &self,
+        graph: &Graph,
+        weights: &Weights,
+        _: &SessionConfig,
+    ) -> Result<ort::session::Session> {
+        let bytes = to_onnx(graph, weights)
+            .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
+        ort::session::Session::builder(&self.library.environment)
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
+            .with_optimization_level(optimization_level(self.graph_optimization))
+            .map_err(options)?
+            .with_intra_threads(self.threads)
+            .map_err(options)?
+            .with_inter_threads(1)
+            .map_err(options)?
+            .commit_from_memory(&bytes)
+            .map_err(|e| {
+                anyhow!(
+                    "{ENGINE_NAME}: ONNX Runtime {} cannot load the ONNX export of {}: {e}",
+                    self.library.version,
+                    graph.name()
+                )
+            })
     }
-}
 
-/// The graph with these weights as an ONNX Runtime session on the CPU provider.
-fn load(
-    runtime: &Runtime,
-    setup: Setup,
-    graph: &Graph,
-    weights: &Weights,
-) -> Result<ort::session::Session> {
-    let bytes = to_onnx(graph, weights)
-        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
-    let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
-    ort::session::Session::builder(&runtime.environment)
-        .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
-        .with_optimization_level(optimization_level(setup.graph_optimization))
-        .map_err(options)?
-        .with_intra_threads(setup.threads)
-        .map_err(options)?
-        .with_inter_threads(1)
-        .map_err(options)?
-        .commit_from_memory(&bytes)
-        .map_err(|e| {
-            anyhow!(
-                "{ENGINE_NAME}: ONNX Runtime {} cannot load the ONNX export of {}: {e}",
-                runtime.version,
-                graph.name()
-            )
-        })
-}
-
-struct OrtSession {
-    runtime: Arc<Runtime>,
-    setup: Setup,
-    graph: Graph,
-    batches: InputBatches,
-    weights: Weights,
-    session: ort::session::Session,
-    input: Option<Tensor<f32>>,
-    output: Option<HostTensor>,
-}
-
-impl OrtSession {
-    fn use_input(&mut self, input: &HostTensor) -> Result<()> {
-        self.batches.check_input(input)?;
+    fn make_input(&self, _: &mut ort::session::Session, input: &HostTensor) -> Result<Tensor<f32>> {
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
-        let tensor = Tensor::from_array((shape, input.data.clone()))
-            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))?;
-        self.input = Some(tensor);
-        Ok(())
-    }
-}
-
-impl Session for OrtSession {
-    fn prepare_batch(&mut self) -> Result<()> {
-        let input = self.batches.next_input();
-        self.use_input(&input)
+        Tensor::from_array((shape, input.data.clone()))
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))
     }
 
     /// One `Session::run`, and the output copied out of ONNX Runtime's buffer (as
     /// `InferenceSession.run` copies it into a NumPy array).
-    fn forward(&mut self) -> Result<()> {
-        let input = self
-            .input
-            .as_ref()
-            .ok_or_else(|| anyhow!("no input: prepare a batch first"))?;
-        let outputs = self
-            .session
+    fn run(&self, session: &mut ort::session::Session, input: &Tensor<f32>) -> Result<HostTensor> {
+        let outputs = session
             .run(ort::inputs![input])
             .map_err(|e| anyhow!("{ENGINE_NAME}: forward: {e}"))?;
         let (shape, data) = outputs[0]
             .try_extract_tensor::<f32>()
             .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not an f32 tensor: {e}"))?;
         let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-        self.output = Some(HostTensor::new(shape, data.to_vec())?);
-        Ok(())
+        Ok(HostTensor::new(shape, data.to_vec())?)
     }
 
-    fn sync(&mut self) -> Result<()> {
-        // Session::run returns when the outputs are computed.
-        Ok(())
-    }
-
-    fn export_weights(&self) -> Result<Weights> {
-        Ok(self.weights.clone())
-    }
-
-    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
-        weights.check(&self.graph, true)?;
-        self.session = load(&self.runtime, self.setup, &self.graph, weights)?;
-        self.weights = weights.clone();
-        Ok(())
-    }
-
-    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
-        self.use_input(input)
-    }
-
-    fn output(&self) -> Result<HostTensor> {
-        self.output
-            .clone()
-            .ok_or_else(|| anyhow!("no output: run a forward pass first"))
+    fn read_output(&self, output: &HostTensor) -> Result<HostTensor> {
+        Ok(output.clone())
     }
 }

@@ -8,7 +8,7 @@ use cnnbench_engine::Engine;
 use cnnbench_engine_burn::BurnFlexEngine;
 
 fn ort_engine(threads: usize) -> OrtEngine {
-    OrtEngine::new(Some(threads), OrtSettings::default()).unwrap_or_else(|e| panic!("{e:#}"))
+    crate::engine(Some(threads), OrtSettings::default()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn ort_cpu() -> Box<dyn Engine> {
@@ -39,13 +39,14 @@ fn info_records_onnx_runtimes_own_version_threads_level_and_provider() {
     assert_eq!(info.name, "ort-cpu");
     assert_eq!(info.framework, "onnxruntime");
     // The library's own string, e.g. "1.32.0", and it is the file that was loaded.
-    let version = onnxruntime_version(engine.library()).unwrap();
+    let version = onnxruntime_version(engine.runtime().library()).unwrap();
     assert_eq!(info.framework_version, version);
     assert!(
         version.split('.').count() == 3 && version.starts_with("1."),
         "{version}"
     );
     assert!(engine
+        .runtime()
         .library()
         .to_string_lossy()
         .contains("libonnxruntime"));
@@ -78,7 +79,7 @@ fn inference_only_and_at_least_one_thread() {
     let engine = ort_engine(1);
     assert!(!engine.capabilities().trains());
     assert!(engine.capabilities().weight_exchange);
-    let err = OrtEngine::new(Some(0), OrtSettings::default())
+    let err = crate::engine(Some(0), OrtSettings::default())
         .err()
         .expect("refused")
         .to_string();
@@ -91,7 +92,7 @@ fn inference_only_and_at_least_one_thread() {
 fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
     use cnnbench_engine::{Mode, Precision, SessionConfig};
     use cnnbench_graph::{HostTensor, Weights};
-    let disabled = OrtEngine::new(
+    let disabled = crate::engine(
         Some(1),
         OrtSettings {
             graph_optimization: GraphOptimization::Disabled,

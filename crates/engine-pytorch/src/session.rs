@@ -229,9 +229,7 @@ impl Engine for PytorchEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        let name = self.flavour.engine_name();
-        self.capabilities.admit(name, graph, config)?;
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         if self.options.freezing && config.mode != Mode::Infer {
             return Err(anyhow!(
                 "freezing folds the weights into the compiled graph, which only inference allows; leave it out (--freezing, --engine-setting freezing=true) for {} mode",

@@ -112,7 +112,8 @@ impl TorchBackend {
             precision_refusals: match device {
                 DeviceKind::Cpu => vec![(
                     Precision::AmpF16,
-                    "libtorch's CPU kernels are slow or missing in f16: amp-bf16 is the CPU's mixed precision",
+                    "libtorch's CPU kernels are slow or missing in f16: amp-bf16 is the CPU's mixed precision"
+                        .to_string(),
                 )],
                 DeviceKind::Gpu => Vec::new(),
             },

@@ -44,7 +44,6 @@ pub fn availability(backend: TorchBackend) -> Result<(), String> {
 
 /// libtorch on one device, with the process-wide settings the engine asked for.
 pub struct TorchEngine {
-    backend: TorchBackend,
     device: Device,
     /// Read once: finding the GPU's name may run `nvidia-smi`.
     info: EngineInfo,
@@ -104,7 +103,6 @@ impl TorchEngine {
             capabilities.device_memory = info::gpu_memory_bytes(index);
         }
         Ok(Self {
-            backend,
             device,
             info: describe(backend, options),
             capabilities,
@@ -148,7 +146,7 @@ impl Engine for TorchEngine {
         self.capabilities.clone()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
         self.prepare_session(graph, config)
     }
 }
@@ -214,8 +212,6 @@ fn describe(backend: TorchBackend, options: &TorchOptions) -> EngineInfo {
 
 impl TorchEngine {
     fn prepare_session(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities
-            .admit(self.backend.engine_name(), graph, config)?;
         tch::manual_seed(config.seed as i64);
         let mut network = Network::lower(graph, self.device, config.precision)
             .with_context(|| format!("lowering {} onto libtorch", graph.name()))?;

@@ -15,7 +15,7 @@ mod session;
 pub use provider::providers;
 
 #[cfg(feature = "tract")]
-pub use session::TractEngine;
+pub use session::{engine, TractEngine, TractRuntime};
 
 /// The engine's name on the command line and in result files.
 pub const ENGINE_NAME: &str = "tract";

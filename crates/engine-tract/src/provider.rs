@@ -21,7 +21,7 @@ impl Provider for Tract {
     fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
         #[cfg(feature = "tract")]
         {
-            Ok(Box::new(crate::TractEngine::new(options.threads)?))
+            Ok(Box::new(crate::engine(options.threads)?))
         }
         #[cfg(not(feature = "tract"))]
         {

@@ -3,8 +3,8 @@
 
 use crate::{capabilities, ENGINE_NAME, TRACT_VERSION};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::kit::InputBatches;
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
+use cnnbench_engine::{Capabilities, EngineInfo, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use std::collections::BTreeMap;
@@ -13,30 +13,32 @@ use tract_linalg::multithread::{multithread_tract_scope, Executor};
 use tract_onnx::prelude::*;
 
 /// tract on the CPU with its own thread pool for matrix products.
-pub struct TractEngine {
+pub type TractEngine = WholeModelEngine<TractRuntime>;
+
+/// The engine with tract's matrix-product pool of `threads` (`None`: all cores).
+pub fn engine(threads: Option<usize>) -> Result<TractEngine> {
+    let threads = cnnbench_engine::own_thread_pool_size(threads)?;
+    let executor = if threads == 1 {
+        Executor::SingleThread
+    } else {
+        Executor::multithread(threads)
+    };
+    Ok(WholeModelEngine::new(TractRuntime { threads, executor }))
+}
+
+/// tract's calls, with the pool every session runs on.
+pub struct TractRuntime {
     threads: usize,
     executor: Executor,
-    capabilities: Capabilities,
 }
 
-impl TractEngine {
-    /// `threads`: the size of tract's matrix-product pool (`None`: all cores).
-    pub fn new(threads: Option<usize>) -> Result<Self> {
-        let threads = cnnbench_engine::own_thread_pool_size(threads)?;
-        let executor = if threads == 1 {
-            Executor::SingleThread
-        } else {
-            Executor::multithread(threads)
-        };
-        Ok(Self {
-            threads,
-            executor,
-            capabilities: capabilities(),
-        })
-    }
-}
+type Plan = Arc<TypedRunnableModel>;
 
-impl Engine for TractEngine {
+impl WholeModelRuntime for TractRuntime {
+    type Loaded = Plan;
+    type Input = TValue;
+    type Output = TValue;
+
     fn info(&self) -> EngineInfo {
         let mut libraries = BTreeMap::new();
         libraries.insert("tract-onnx".to_string(), TRACT_VERSION.to_string());
@@ -61,114 +63,45 @@ impl Engine for TractEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.capabilities.clone()
+        capabilities()
     }
 
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        self.capabilities.admit(ENGINE_NAME, graph, config)?;
-        debug_assert_eq!(config.mode, Mode::Infer);
-        let weights = Weights::initial(graph, config.seed);
-        let plan = plan(graph, &weights, config.batch_size)?;
-        let mut session = TractSession {
-            graph: graph.clone(),
-            batches: InputBatches::new(graph, config),
-            weights,
-            plan,
-            executor: self.executor.clone(),
-            input: None,
-            output: None,
+    /// The graph with these weights as tract's optimised plan for the batch.
+    fn load(&self, graph: &Graph, weights: &Weights, config: &SessionConfig) -> Result<Plan> {
+        let bytes = to_onnx(graph, weights)
+            .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        let [c, h, w] = graph.input_shape();
+        let tract_error = |what: &str| {
+            let what = what.to_string();
+            move |e: TractError| anyhow!("{ENGINE_NAME}: {what} {}: {e:#}", graph.name())
         };
-        session.prepare_batch()?;
-        Ok(Box::new(session))
+        onnx()
+            .model_for_read(&mut bytes.as_slice())
+            .map_err(tract_error("cannot load the ONNX export of"))?
+            .with_input_fact(0, f32::fact([config.batch_size, c, h, w]).into())
+            .map_err(tract_error("cannot fix the input shape of"))?
+            .into_optimized()
+            .map_err(tract_error("cannot optimise"))?
+            .into_runnable()
+            .map_err(tract_error("cannot plan"))
     }
-}
 
-type Plan = Arc<TypedRunnableModel>;
-
-/// The graph with these weights as tract's optimised plan for `batch` images.
-fn plan(graph: &Graph, weights: &Weights, batch: usize) -> Result<Plan> {
-    let bytes = to_onnx(graph, weights)
-        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
-    let [c, h, w] = graph.input_shape();
-    let tract_error = |what: &str| {
-        let what = what.to_string();
-        move |e: TractError| anyhow!("{ENGINE_NAME}: {what} {}: {e:#}", graph.name())
-    };
-    onnx()
-        .model_for_read(&mut bytes.as_slice())
-        .map_err(tract_error("cannot load the ONNX export of"))?
-        .with_input_fact(0, f32::fact([batch, c, h, w]).into())
-        .map_err(tract_error("cannot fix the input shape of"))?
-        .into_optimized()
-        .map_err(tract_error("cannot optimise"))?
-        .into_runnable()
-        .map_err(tract_error("cannot plan"))
-}
-
-struct TractSession {
-    graph: Graph,
-    batches: InputBatches,
-    weights: Weights,
-    plan: Plan,
-    executor: Executor,
-    input: Option<TValue>,
-    output: Option<TValue>,
-}
-
-impl TractSession {
-    fn use_input(&mut self, input: &HostTensor) -> Result<()> {
-        self.batches.check_input(input)?;
+    fn make_input(&self, _: &mut Plan, input: &HostTensor) -> Result<TValue> {
         let tensor = Tensor::from_shape(&input.shape, &input.data)
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e:#}"))?;
-        self.input = Some(tensor.into_tvalue());
-        Ok(())
-    }
-}
-
-impl Session for TractSession {
-    fn prepare_batch(&mut self) -> Result<()> {
-        let input = self.batches.next_input();
-        self.use_input(&input)
+        Ok(tensor.into_tvalue())
     }
 
-    fn forward(&mut self) -> Result<()> {
-        let input = self
-            .input
-            .clone()
-            .ok_or_else(|| anyhow!("no input: prepare a batch first"))?;
-        let plan = &self.plan;
+    /// One run of the plan on tract's pool; the output stays tract's until read.
+    fn run(&self, plan: &mut Plan, input: &TValue) -> Result<TValue> {
+        let input = input.clone();
         let mut outputs = multithread_tract_scope(self.executor.clone(), || plan.run(tvec!(input)))
             .map_err(|e| anyhow!("{ENGINE_NAME}: forward: {e:#}"))?;
-        self.output = Some(outputs.remove(0));
-        Ok(())
+        Ok(outputs.remove(0))
     }
 
-    fn sync(&mut self) -> Result<()> {
-        // tract runs synchronously on the calling thread (and its pool).
-        Ok(())
-    }
-
-    fn export_weights(&self) -> Result<Weights> {
-        Ok(self.weights.clone())
-    }
-
-    fn import_weights(&mut self, weights: &Weights) -> Result<()> {
-        weights.check(&self.graph, true)?;
-        self.plan = plan(&self.graph, weights, self.batches.batch_size())?;
-        self.weights = weights.clone();
-        Ok(())
-    }
-
-    fn set_input(&mut self, input: &HostTensor) -> Result<()> {
-        self.use_input(input)
-    }
-
-    fn output(&self) -> Result<HostTensor> {
-        let out = self
-            .output
-            .as_ref()
-            .ok_or_else(|| anyhow!("no output: run a forward pass first"))?;
-        let view = out
+    fn read_output(&self, output: &TValue) -> Result<HostTensor> {
+        let view = output
             .to_plain_array_view::<f32>()
             .map_err(|e| anyhow!("{ENGINE_NAME}: the output is not f32: {e:#}"))?;
         Ok(HostTensor::new(

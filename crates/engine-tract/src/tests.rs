@@ -7,7 +7,7 @@ use cnnbench_engine::Engine;
 use cnnbench_engine_burn::BurnFlexEngine;
 
 fn tract() -> Box<dyn Engine> {
-    Box::new(TractEngine::new(Some(2)).unwrap())
+    Box::new(crate::engine(Some(2)).unwrap())
 }
 
 fn burn() -> Option<Box<dyn Engine>> {
@@ -29,7 +29,7 @@ fn verify_agrees_with_burn_flex_on_zoo_models_at_small_sizes() {
 
 #[test]
 fn info_records_the_version_threads_and_optimisation() {
-    let info = TractEngine::new(Some(2)).unwrap().info();
+    let info = crate::engine(Some(2)).unwrap().info();
     assert_eq!(info.name, "tract");
     assert_eq!(info.framework_version, TRACT_VERSION);
     assert_eq!(info.threads, 2);
@@ -39,12 +39,9 @@ fn info_records_the_version_threads_and_optimisation() {
 
 #[test]
 fn inference_only_and_at_least_one_thread() {
-    let engine = TractEngine::new(Some(1)).unwrap();
+    let engine = crate::engine(Some(1)).unwrap();
     assert!(!engine.capabilities().trains());
     assert!(engine.capabilities().weight_exchange);
-    let err = TractEngine::new(Some(0))
-        .err()
-        .expect("refused")
-        .to_string();
+    let err = crate::engine(Some(0)).err().expect("refused").to_string();
     assert!(err.contains("at least 1"), "{err}");
 }

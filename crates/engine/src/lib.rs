@@ -11,6 +11,7 @@ pub mod kit;
 pub mod onednn;
 pub mod provider;
 pub mod settings;
+pub mod whole_model;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use serde::{Deserialize, Serialize};
@@ -80,7 +81,7 @@ pub struct Capabilities {
     pub device_memory: Option<u64>,
     /// Why the engine lacks a precision, where that is worth saying (a measured reason,
     /// a way out): the refusal quotes it.
-    pub precision_refusals: Vec<(Precision, &'static str)>,
+    pub precision_refusals: Vec<(Precision, String)>,
 }
 
 impl Capabilities {
@@ -98,8 +99,8 @@ impl Capabilities {
     }
 
     /// The same capabilities, with the reason `precision` is refused.
-    pub fn refusing(mut self, precision: Precision, why: &'static str) -> Self {
-        self.precision_refusals.push((precision, why));
+    pub fn refusing(mut self, precision: Precision, why: impl Into<String>) -> Self {
+        self.precision_refusals.push((precision, why.into()));
         self
     }
 
@@ -130,7 +131,7 @@ impl Capabilities {
                 .precision_refusals
                 .iter()
                 .find(|(p, _)| *p == precision)
-                .map(|(_, why)| *why)
+                .map(|(_, why)| why.as_str())
                 .or_else(|| {
                     (precision == Precision::Tf32 && self.device == DeviceKind::Cpu).then_some(
                         "TF32 is a format of GPU tensor cores; on a CPU f32 is what would run: use --precision f32",
@@ -338,9 +339,18 @@ pub trait Session {
 pub trait Engine {
     fn info(&self) -> EngineInfo;
     fn capabilities(&self) -> Capabilities;
-    /// Lowers `graph` for `config`; fails with a clear message for an op or setting the
-    /// engine does not support.
-    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>>;
+    /// Lowers `graph` for `config`, which [`Engine::prepare`] has admitted (a mode,
+    /// precision and batch the engine's capabilities allow); fails with a clear message
+    /// for an op or setting the engine does not support.
+    fn lower(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>>;
+    /// The one way to a session: refuses what the engine's [`Capabilities`] do not allow
+    /// ([`Capabilities::admit`]), then lowers. Engines implement [`Engine::lower`], so
+    /// that no engine admits on its own terms.
+    fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>> {
+        self.capabilities()
+            .admit(&self.info().name, graph, config)?;
+        self.lower(graph, config)
+    }
 }
 
 fn no_weight_exchange() -> anyhow::Error {
