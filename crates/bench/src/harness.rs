@@ -529,7 +529,7 @@ fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_engine::{ChosenKernels, EngineInfo};
+    use cnnbench_engine::{ChosenKernels, DataParallelRank, EngineInfo};
     use cnnbench_graph::{ops::Conv2d, GraphBuilder};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -598,7 +598,9 @@ mod tests {
         let mut b = GraphBuilder::new("tiny", [3, 8, 8]);
         let x = b.input();
         let y = b.conv("conv", &x, Conv2d::new(4, 3));
-        b.finish(&y).unwrap()
+        // Class scores at the end, which step mode needs.
+        let scores = b.flatten("scores", &y);
+        b.finish(&scores).unwrap()
     }
 
     fn request(mode: Mode) -> RunRequest {
@@ -972,22 +974,34 @@ mod tests {
         fn prepare_batch(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn forward(&mut self) -> Result<()> {
             self.0.forward()
         }
+
         fn prepare_output_grad(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn backward(&mut self) -> Result<()> {
             self.0.backward()
         }
+
         fn update(&mut self) -> Result<()> {
             self.0.update()
         }
+
         fn sync(&mut self) -> Result<()> {
             self.0.sync()
         }
-        fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+
+        fn rank(&mut self) -> Option<&mut dyn DataParallelRank> {
+            Some(self)
+        }
+    }
+
+    impl DataParallelRank for RankSession {
+        fn group(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
             Some(cnnbench_engine::distributed::GroupInfo {
                 rank: 0,
                 world_size: 2,
@@ -998,6 +1012,7 @@ mod tests {
                 endpoint: None,
             })
         }
+
         fn all_reduce_gradients(&mut self) -> Result<()> {
             self.0.log.borrow_mut().push("allreduce");
             std::thread::sleep(Duration::from_millis(6));

@@ -536,7 +536,7 @@ fn comparison<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_engine::EngineInfo;
+    use cnnbench_engine::{EngineInfo, ExchangeWeights, NodeProbes};
     use cnnbench_graph::GraphBuilder;
     use std::collections::BTreeMap;
 
@@ -559,7 +559,10 @@ mod tests {
 
     impl Engine for ScaleEngine {
         fn capabilities(&self) -> cnnbench_engine::Capabilities {
-            cnnbench_engine::Capabilities::cpu_f32(None)
+            cnnbench_engine::Capabilities {
+                precisions: vec![Precision::F32, Precision::Bf16],
+                ..cnnbench_engine::Capabilities::cpu_f32(None)
+            }
         }
         fn info(&self) -> EngineInfo {
             EngineInfo {
@@ -607,12 +610,15 @@ mod tests {
         fn prepare_batch(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn forward(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn prepare_output_grad(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn backward(&mut self) -> Result<()> {
             let x = self.input.as_ref().context("no input")?;
             let g = self.output_grad.as_ref().context("no grad")?;
@@ -624,12 +630,25 @@ mod tests {
             self.grad = Some(grad);
             Ok(())
         }
+
         fn update(&mut self) -> Result<()> {
             Ok(())
         }
+
         fn sync(&mut self) -> Result<()> {
             Ok(())
         }
+
+        fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+            Some(self)
+        }
+
+        fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+            Some(self)
+        }
+    }
+
+    impl ExchangeWeights for ScaleSession {
         fn export_weights(&self) -> Result<Weights> {
             let mut w = Weights::new();
             w.insert(
@@ -638,14 +657,17 @@ mod tests {
             );
             Ok(w)
         }
+
         fn import_weights(&mut self, weights: &Weights) -> Result<()> {
             self.scale = weights.get("s.scale").context("no scale")?.data.clone();
             Ok(())
         }
+
         fn set_input(&mut self, input: &HostTensor) -> Result<()> {
             self.input = Some(input.clone());
             Ok(())
         }
+
         fn output(&self) -> Result<HostTensor> {
             let x = self.input.as_ref().context("no input")?;
             let mut y = x.clone();
@@ -654,26 +676,32 @@ mod tests {
             }
             Ok(y)
         }
+
         fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
             self.output_grad = Some(grad.clone());
             Ok(())
         }
-        // Its one node's output is its output; it keeps no node gradients (the
-        // default refusal), as an engine that runs in another process may not.
-        fn keep_node_outputs(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn node_outputs(&self) -> Result<Vec<NodeOutput>> {
-            Ok(vec![NodeOutput {
-                node: "s".into(),
-                value: self.output()?,
-            }])
-        }
+
         fn weight_gradients(&self) -> Result<Weights> {
             let mut w = Weights::new();
             let grad = self.grad.clone().context("no backward")?;
             w.insert("s.scale", HostTensor::new(vec![grad.len()], grad)?);
             Ok(w)
+        }
+    }
+
+    impl NodeProbes for ScaleSession {
+        // Its one node's output is its output; it keeps no node gradients (the
+        // default refusal), as an engine that runs in another process may not.
+        fn keep_node_outputs(&mut self) -> Result<()> {
+            Ok(())
+        }
+
+        fn node_outputs(&self) -> Result<Vec<NodeOutput>> {
+            Ok(vec![NodeOutput {
+                node: "s".into(),
+                value: self.output()?,
+            }])
         }
     }
 

@@ -22,7 +22,9 @@ use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use cnnbench_engine::kit::{
     check_input_shape, last_gradients, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM,
 };
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::{
+    Capabilities, Engine, EngineInfo, ExchangeWeights, Mode, NodeProbes, Session, SessionConfig,
+};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
 
@@ -286,6 +288,16 @@ impl Session for BurnSession {
         self.peak_reserved
     }
 
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        Some(self)
+    }
+
+    fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+        Some(self)
+    }
+}
+
+impl ExchangeWeights for BurnSession {
     fn export_weights(&self) -> Result<Weights> {
         self.network.export_weights(self.params()?)
     }
@@ -309,15 +321,6 @@ impl Session for BurnSession {
         Ok(())
     }
 
-    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
-        Some(self.network.program())
-    }
-
-    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        let grads = last_gradients(&self.grads)?;
-        self.network.node_gradients(grads)
-    }
-
     fn output(&self) -> Result<HostTensor> {
         self.pass.output()?.to_host()
     }
@@ -334,6 +337,17 @@ impl Session for BurnSession {
     fn weight_gradients(&self) -> Result<Weights> {
         let grads = last_gradients(&self.grads)?;
         self.network.weight_gradients(self.params()?, grads)
+    }
+}
+
+impl NodeProbes for BurnSession {
+    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
+        Some(self.network.program())
+    }
+
+    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        let grads = last_gradients(&self.grads)?;
+        self.network.node_gradients(grads)
     }
 }
 

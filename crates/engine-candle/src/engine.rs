@@ -8,7 +8,9 @@ use candle_core::{DType, Device, Tensor};
 use cnnbench_engine::kit::{
     check_input_shape, last_gradients, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM,
 };
-use cnnbench_engine::{Capabilities, Engine, EngineInfo, Mode, Session, SessionConfig};
+use cnnbench_engine::{
+    Capabilities, Engine, EngineInfo, ExchangeWeights, Mode, NodeProbes, Session, SessionConfig,
+};
 use cnnbench_graph::{Graph, HostTensor, SplitMix64, Weights};
 use std::collections::BTreeMap;
 
@@ -210,6 +212,16 @@ impl Session for CandleSession {
         Ok(())
     }
 
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        Some(self)
+    }
+
+    fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+        Some(self)
+    }
+}
+
+impl ExchangeWeights for CandleSession {
     fn export_weights(&self) -> Result<Weights> {
         self.network.export_weights()
     }
@@ -226,15 +238,6 @@ impl Session for CandleSession {
         let input = lower::from_host(input)?;
         self.input = Some(self.track_if_parameterless(input)?);
         Ok(())
-    }
-
-    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
-        Some(self.network.program())
-    }
-
-    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        let grads = last_gradients(&self.grads)?;
-        self.network.node_gradients(grads)
     }
 
     fn output(&self) -> Result<HostTensor> {
@@ -258,5 +261,16 @@ impl Session for CandleSession {
     fn weight_gradients(&self) -> Result<Weights> {
         let grads = last_gradients(&self.grads)?;
         self.network.weight_gradients(grads)
+    }
+}
+
+impl NodeProbes for CandleSession {
+    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
+        Some(self.network.program())
+    }
+
+    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        let grads = last_gradients(&self.grads)?;
+        self.network.node_gradients(grads)
     }
 }

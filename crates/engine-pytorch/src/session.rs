@@ -8,8 +8,8 @@ use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{NodeOutput, Program, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::{
-    onednn, Capabilities, ChosenKernels, DeviceKind, Engine, EngineInfo, Mode, Precision, Session,
-    SessionConfig,
+    onednn, Capabilities, ChosenKernels, DeviceKind, Engine, EngineInfo, ExchangeWeights, Mode,
+    NodeProbes, Precision, Session, SessionConfig,
 };
 use cnnbench_graph::{Graph, HostTensor, WeightInit, Weights};
 use serde_json::{json, Value};
@@ -414,6 +414,16 @@ impl Session for PytorchSession {
         Some(lock(&self.worker).call("noop", Value::Null, &[]).map(drop))
     }
 
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        Some(self)
+    }
+
+    fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+        Some(self)
+    }
+}
+
+impl ExchangeWeights for PytorchSession {
     fn export_weights(&self) -> Result<Weights> {
         self.weights_of("export_weights")
     }
@@ -444,6 +454,16 @@ impl Session for PytorchSession {
             .ok_or_else(|| anyhow!("the worker sent no output"))
     }
 
+    fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
+        self.send("set_output_grad", &[("grad", grad)])
+    }
+
+    fn weight_gradients(&self) -> Result<Weights> {
+        self.weights_of("gradients")
+    }
+}
+
+impl NodeProbes for PytorchSession {
     fn keep_node_outputs(&mut self) -> Result<()> {
         self.call("keep_node_outputs").map(drop)
     }
@@ -455,14 +475,6 @@ impl Session for PytorchSession {
             .into_iter()
             .map(|(node, value)| NodeOutput { node, value })
             .collect())
-    }
-
-    fn set_output_grad(&mut self, grad: &HostTensor) -> Result<()> {
-        self.send("set_output_grad", &[("grad", grad)])
-    }
-
-    fn weight_gradients(&self) -> Result<Weights> {
-        self.weights_of("gradients")
     }
 }
 

@@ -8,8 +8,11 @@ use crate::{TorchBackend, TorchOptions};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::{check_input_shape, BackwardFrom, PassState, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::onednn;
+#[cfg(cnnbench_c10d)]
+use cnnbench_engine::DataParallelRank;
 use cnnbench_engine::{
-    Capabilities, ChosenKernels, Engine, EngineInfo, Mode, Precision, Session, SessionConfig,
+    Capabilities, ChosenKernels, Engine, EngineInfo, ExchangeWeights, Mode, NodeProbes, Precision,
+    Session, SessionConfig,
 };
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
@@ -441,6 +444,21 @@ impl Session for TorchSession {
         Ok(chosen)
     }
 
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        Some(self)
+    }
+
+    fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+        Some(self)
+    }
+
+    #[cfg(cnnbench_c10d)]
+    fn rank(&mut self) -> Option<&mut dyn DataParallelRank> {
+        Some(self)
+    }
+}
+
+impl ExchangeWeights for TorchSession {
     fn export_weights(&self) -> Result<Weights> {
         self.network.export_weights()
     }
@@ -457,14 +475,6 @@ impl Session for TorchSession {
         let input = from_host(input, self.device)?.f_to_kind(self.network.input_kind())?;
         self.input = Some(self.track_if_parameterless(input)?);
         Ok(())
-    }
-
-    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
-        Some(self.network.program())
-    }
-
-    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
-        self.network.node_gradients()
     }
 
     fn output(&self) -> Result<HostTensor> {
@@ -488,15 +498,26 @@ impl Session for TorchSession {
     fn weight_gradients(&self) -> Result<Weights> {
         self.network.weight_gradients()
     }
+}
 
-    #[cfg(cnnbench_c10d)]
-    fn data_parallel(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
+impl NodeProbes for TorchSession {
+    fn program(&self) -> Option<&cnnbench_engine::kit::Program> {
+        Some(self.network.program())
+    }
+
+    fn node_gradients(&self) -> Result<Vec<cnnbench_engine::kit::NodeOutput>> {
+        self.network.node_gradients()
+    }
+}
+
+#[cfg(cnnbench_c10d)]
+impl DataParallelRank for TorchSession {
+    fn group(&self) -> Option<cnnbench_engine::distributed::GroupInfo> {
         self.group
             .as_ref()
             .map(|g| cnnbench_engine::distributed::ProcessGroup::info(g.as_ref()))
     }
 
-    #[cfg(cnnbench_c10d)]
     fn all_reduce_gradients(&mut self) -> Result<()> {
         let group = self
             .group

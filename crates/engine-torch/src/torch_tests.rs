@@ -82,7 +82,7 @@ fn every_zoo_model_runs_in_every_mode() {
             s.sync().unwrap();
         }
         // Parameter count of what libtorch allocated equals the Graph's.
-        let s = engine
+        let mut s = engine
             .prepare(&graph, &config(Mode::Train, Precision::F32))
             .unwrap();
         let weights = s.export_weights().unwrap();

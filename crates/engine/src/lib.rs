@@ -254,38 +254,66 @@ pub trait Session {
         None
     }
 
-    // What `cnnbench verify` needs to run one network on two engines: the same weights,
-    // input and upstream gradient in, the output and every gradient back out. Weights are
-    // keyed and laid out as [`Graph::weight_specs`] says (PyTorch's convention).
+    // What a session can do beyond timing, each a trait of its own that a session has
+    // or has not (as burn splits its backend into op traits): the harness times any
+    // session; `verify` needs the exchange, `--localize` the probes, data-parallel
+    // training a rank. Callers reach them through the methods on `dyn Session` below,
+    // which say what is missing.
 
+    /// Weights, inputs, outputs and gradients in and out, where the engine exchanges
+    /// them (capabilities `weight_exchange`).
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        None
+    }
+    /// Every node's output (and gradient) kept for `verify --localize`, where the engine
+    /// can show them.
+    fn probes(&mut self) -> Option<&mut dyn NodeProbes> {
+        None
+    }
+    /// This session's rank in a process group, for data-parallel training (see
+    /// [`distributed`]); `None` for a single process.
+    fn rank(&mut self) -> Option<&mut dyn DataParallelRank> {
+        None
+    }
+}
+
+/// What `cnnbench verify` needs to run one network on two engines: the same weights,
+/// input and upstream gradient in, the output and every gradient back out. Weights are
+/// keyed and laid out as [`Graph::weight_specs`] says (PyTorch's convention).
+pub trait ExchangeWeights {
     /// Every weight tensor, parameters and running statistics.
-    fn export_weights(&self) -> anyhow::Result<Weights> {
-        Err(no_weight_exchange())
-    }
+    fn export_weights(&self) -> anyhow::Result<Weights>;
     /// Replaces every weight tensor; `weights` must be complete and fit the graph.
-    fn import_weights(&mut self, _weights: &Weights) -> anyhow::Result<()> {
-        Err(no_weight_exchange())
-    }
+    fn import_weights(&mut self, weights: &Weights) -> anyhow::Result<()>;
     /// Untimed: use this input batch `[N, C, H, W]` instead of a random one.
-    fn set_input(&mut self, _input: &HostTensor) -> anyhow::Result<()> {
-        Err(no_weight_exchange())
-    }
+    fn set_input(&mut self, input: &HostTensor) -> anyhow::Result<()>;
     /// The output of the last forward pass (train and infer modes).
-    fn output(&self) -> anyhow::Result<HostTensor> {
-        Err(no_weight_exchange())
+    fn output(&self) -> anyhow::Result<HostTensor>;
+    /// Untimed: use this upstream gradient instead of a random one (train mode); an
+    /// inference-only engine leaves this and [`ExchangeWeights::weight_gradients`] to
+    /// their defaults, which refuse.
+    fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
+        Err(inference_only())
     }
-    /// The kit's interpreter this session runs, for an engine built on it: the node
-    /// outputs and gradient probes `verify --localize` reads are kept there.
+    /// The gradient of every trainable weight after the last backward pass.
+    fn weight_gradients(&self) -> anyhow::Result<Weights> {
+        Err(inference_only())
+    }
+}
+
+/// Every node's output, and the gradient arriving at it, for `verify --localize`. An
+/// engine on the kit's interpreter gives its [`kit::Program`], which keeps them; another
+/// engine overrides the methods.
+pub trait NodeProbes {
+    /// The kit's interpreter this session runs, for an engine built on it.
     fn program(&self) -> Option<&kit::Program> {
         None
     }
-    /// From the next forward pass on, keep every node's output on the host (for
-    /// `verify --localize`); engines that run the kit's interpreter support it.
+    /// From the next forward pass on, keep every node's output on the host.
     fn keep_node_outputs(&mut self) -> anyhow::Result<()> {
-        let program = self.program().ok_or_else(|| anyhow::anyhow!(
-            "this engine cannot show its nodes' outputs (it runs the model as a whole), so `verify --localize` cannot look inside it"
-        ))?;
-        program.keep_node_outputs();
+        self.program()
+            .ok_or_else(|| anyhow::anyhow!("this engine does not keep its nodes' outputs"))?
+            .keep_node_outputs();
         Ok(())
     }
     /// Every node's output of the last forward pass, in node order.
@@ -295,13 +323,11 @@ pub trait Session {
             .node_outputs()
     }
     /// From the next training pass on, keep what is needed to read the gradient arriving
-    /// at every node after backward (for `verify --localize` in training); engines that
-    /// run the kit's interpreter with autodiff support it.
+    /// at every node after backward (engines on the kit's interpreter with autodiff).
     fn keep_node_gradients(&mut self) -> anyhow::Result<()> {
-        let program = self.program().ok_or_else(|| anyhow::anyhow!(
-            "this engine cannot show the gradient arriving at each node, so `verify --localize` compares its outputs only"
-        ))?;
-        program.keep_node_gradients();
+        self.program()
+            .ok_or_else(no_node_gradients)?
+            .keep_node_gradients();
         Ok(())
     }
     /// The gradient arriving at every node's output in the last backward pass, in node
@@ -311,27 +337,91 @@ pub trait Session {
             "this engine does not keep the gradients arriving at its nodes"
         ))
     }
-    /// Untimed: use this upstream gradient instead of a random one (train mode).
-    fn set_output_grad(&mut self, _grad: &HostTensor) -> anyhow::Result<()> {
-        Err(no_weight_exchange())
-    }
-    /// The gradient of every trainable weight after the last backward pass.
-    fn weight_gradients(&self) -> anyhow::Result<Weights> {
-        Err(no_weight_exchange())
-    }
+}
 
-    // Data-parallel training (see [`distributed`]): a session of a rank in a process
-    // group averages its gradients with the other ranks' after every backward pass.
+fn no_node_gradients() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this engine cannot show the gradient arriving at each node, so `verify --localize` compares its outputs only"
+    )
+}
 
-    /// The process group this session trains in, `None` for a single process.
-    fn data_parallel(&self) -> Option<distributed::GroupInfo> {
-        None
-    }
+/// A session of one rank in a process group: it averages its gradients with the other
+/// ranks' after every backward pass.
+pub trait DataParallelRank {
+    /// The process group it trains in; `None` for a session of an engine that trains
+    /// across processes, made outside a group.
+    fn group(&self) -> Option<distributed::GroupInfo>;
     /// Timed: average every gradient across the ranks (an all-reduce), in place.
-    fn all_reduce_gradients(&mut self) -> anyhow::Result<()> {
-        Err(anyhow::anyhow!(
-            "this session does not train across processes"
-        ))
+    fn all_reduce_gradients(&mut self) -> anyhow::Result<()>;
+}
+
+/// The capabilities as callers use them: each method reaches the capability, or says
+/// that the engine lacks it.
+impl dyn Session + '_ {
+    fn exchanging(&mut self) -> anyhow::Result<&mut dyn ExchangeWeights> {
+        self.exchange().ok_or_else(no_weight_exchange)
+    }
+    /// See [`ExchangeWeights::export_weights`].
+    pub fn export_weights(&mut self) -> anyhow::Result<Weights> {
+        self.exchanging()?.export_weights()
+    }
+    /// See [`ExchangeWeights::import_weights`].
+    pub fn import_weights(&mut self, weights: &Weights) -> anyhow::Result<()> {
+        self.exchanging()?.import_weights(weights)
+    }
+    /// See [`ExchangeWeights::set_input`].
+    pub fn set_input(&mut self, input: &HostTensor) -> anyhow::Result<()> {
+        self.exchanging()?.set_input(input)
+    }
+    /// See [`ExchangeWeights::output`].
+    pub fn output(&mut self) -> anyhow::Result<HostTensor> {
+        self.exchanging()?.output()
+    }
+    /// See [`ExchangeWeights::set_output_grad`].
+    pub fn set_output_grad(&mut self, grad: &HostTensor) -> anyhow::Result<()> {
+        self.exchanging()?.set_output_grad(grad)
+    }
+    /// See [`ExchangeWeights::weight_gradients`].
+    pub fn weight_gradients(&mut self) -> anyhow::Result<Weights> {
+        self.exchanging()?.weight_gradients()
+    }
+    /// See [`NodeProbes::keep_node_outputs`].
+    pub fn keep_node_outputs(&mut self) -> anyhow::Result<()> {
+        self.probes()
+            .ok_or_else(|| anyhow::anyhow!(
+                "this engine cannot show its nodes' outputs (it runs the model as a whole), so `verify --localize` cannot look inside it"
+            ))?
+            .keep_node_outputs()
+    }
+    /// See [`NodeProbes::node_outputs`].
+    pub fn node_outputs(&mut self) -> anyhow::Result<Vec<kit::NodeOutput>> {
+        self.probes()
+            .ok_or_else(|| anyhow::anyhow!("this engine does not keep its nodes' outputs"))?
+            .node_outputs()
+    }
+    /// See [`NodeProbes::keep_node_gradients`].
+    pub fn keep_node_gradients(&mut self) -> anyhow::Result<()> {
+        self.probes()
+            .ok_or_else(no_node_gradients)?
+            .keep_node_gradients()
+    }
+    /// See [`NodeProbes::node_gradients`].
+    pub fn node_gradients(&mut self) -> anyhow::Result<Vec<kit::NodeOutput>> {
+        self.probes()
+            .ok_or_else(|| {
+                anyhow::anyhow!("this engine does not keep the gradients arriving at its nodes")
+            })?
+            .node_gradients()
+    }
+    /// The process group this session trains in, `None` for a single process.
+    pub fn data_parallel(&mut self) -> Option<distributed::GroupInfo> {
+        self.rank().and_then(|rank| rank.group())
+    }
+    /// See [`DataParallelRank::all_reduce_gradients`].
+    pub fn all_reduce_gradients(&mut self) -> anyhow::Result<()> {
+        self.rank()
+            .ok_or_else(|| anyhow::anyhow!("this session does not train across processes"))?
+            .all_reduce_gradients()
     }
 }
 

@@ -6,7 +6,7 @@
 //! [`WholeModelRuntime`] and nothing more.
 
 use crate::kit::InputBatches;
-use crate::{Capabilities, Engine, EngineInfo, Session, SessionConfig};
+use crate::{Capabilities, Engine, EngineInfo, ExchangeWeights, Session, SessionConfig};
 use anyhow::{anyhow, Result};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
@@ -149,6 +149,12 @@ impl<R: WholeModelRuntime> Session for WholeModelSession<R> {
         self.runtime.reported_settings(&self.loaded)
     }
 
+    fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {
+        Some(self)
+    }
+}
+
+impl<R: WholeModelRuntime> ExchangeWeights for WholeModelSession<R> {
     fn export_weights(&self) -> Result<Weights> {
         Ok(self.weights.clone())
     }
