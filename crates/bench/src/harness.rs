@@ -10,10 +10,11 @@ use crate::validity::Watch;
 use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
-use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Precision, Session, SessionConfig};
+use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Session, SessionConfig};
 use cnnbench_graph::Graph;
 use cnnbench_results::peak::BestRate;
 use cnnbench_results::validity::ColdStart;
+use cnnbench_results::{Batches, Round, RunSpec};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -21,67 +22,41 @@ use std::time::{Duration, Instant};
 /// A coefficient of variation above this makes the result come with a warning.
 pub const WIDE_SPREAD_CV: f64 = 0.10;
 
-/// What to run: one model on one engine with one configuration.
+/// What to run: one point of a run spec (one model at one image size and one batch
+/// size), the spec itself so that no setting is copied on the way, and what the result
+/// records beside it. The spec was validated ([`RunSpec::validate`]) before it came here:
+/// the harness does not check it again.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
-    pub mode: Mode,
-    pub batch_size: usize,
-    pub warmup: usize,
-    pub passes: usize,
-    pub seed: u64,
-    pub threads_requested: Option<usize>,
-    pub precision: Precision,
+    /// The point: mode, precision, batch size, passes and stopping rules, seed and
+    /// threads. The result records it as its spec (what `run --again` reruns).
+    pub point: RunSpec,
     /// `zoo` or the model file it came from.
     pub model_source: String,
     pub label: Option<String>,
     pub tool: ToolInfo,
-    /// Keep passing until this much timed work (and at least `passes`).
-    pub min_time: Option<Duration>,
-    /// Start no timed pass after this much timed work; needed with `target_ci`.
-    pub max_time: Option<Duration>,
-    /// Stop once the bootstrap 95% interval of the median total is within ± this many
-    /// percent of the median.
-    pub target_ci_pct: Option<f64>,
-    /// Warm up for at least this long (after the `warmup` passes), for devices whose
-    /// clocks and autotuners settle over seconds.
-    pub warmup_time: Option<Duration>,
     /// The process whose tree counts as this benchmark's own when the machine is watched
     /// (a data-parallel rank's launcher: the other ranks are no neighbours); `None`: this
     /// process and its children.
     pub process_tree_root: Option<u32>,
-    /// What the result records as its configuration, for `run --again` (the point's
-    /// spec); `None` for runs that are parts of another command (profile, tests).
-    pub spec: Option<cnnbench_results::RunSpec>,
     /// How `-b max` chose this batch size, recorded with the result.
     pub batch_search: Option<BatchSearch>,
     /// The engine's best rate from `cnnbench peak` in this precision, for "% of peak".
     pub peak: Option<BestRate>,
     /// Which of `run --repeat N`'s runs this process is, recorded with the result.
-    pub round: Option<cnnbench_results::Round>,
+    pub round: Option<Round>,
 }
 
 impl RunRequest {
-    /// A request for a fixed number of passes (1 warm-up, 10 timed, seed 0, f32, the
-    /// engine's threads, a zoo model) with nothing decided by time and nothing extra to
-    /// record; callers change what they need with `RunRequest { passes, ..new(…) }`.
-    pub fn new(mode: Mode, batch_size: usize, tool: ToolInfo) -> RunRequest {
+    /// A request for `point`, a zoo model, with nothing else to record; callers change
+    /// what they need with `RunRequest { label, ..new(…) }`.
+    pub fn new(point: RunSpec, tool: ToolInfo) -> RunRequest {
         RunRequest {
-            mode,
-            batch_size,
-            warmup: 1,
-            passes: 10,
-            seed: 0,
-            threads_requested: None,
-            precision: Precision::F32,
+            point,
             model_source: "zoo".into(),
             label: None,
             tool,
-            min_time: None,
-            max_time: None,
-            target_ci_pct: None,
-            warmup_time: None,
             process_tree_root: None,
-            spec: None,
             batch_search: None,
             peak: None,
             round: None,
@@ -90,11 +65,32 @@ impl RunRequest {
 
     fn stop_rule(&self) -> StopRule {
         StopRule {
-            passes: self.passes,
-            min_time: self.min_time,
-            max_time: self.max_time,
-            target_ci: self.target_ci_pct.map(|p| p / 100.0),
+            passes: self.point.passes,
+            min_time: duration(self.point.min_time_s),
+            max_time: duration(self.point.effective_max_time_s()),
+            target_ci: self.point.target_ci_pct.map(|p| p / 100.0),
         }
+    }
+}
+
+/// Seconds as a duration; `None` for none (a validated spec's are positive and finite).
+fn duration(seconds: Option<f64>) -> Option<Duration> {
+    seconds.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// The batch size of a point of a spec, or why the spec is not one point.
+pub fn point_batch_size(point: &RunSpec) -> Result<usize> {
+    match &point.batch {
+        Batches::Sizes(sizes) => match sizes.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(anyhow!(
+                "a benchmark measures one batch size at a time, and this spec has {}",
+                sizes.len()
+            )),
+        },
+        Batches::Max => Err(anyhow!(
+            "a benchmark measures one batch size: -b max is resolved to one before it runs"
+        )),
     }
 }
 
@@ -124,32 +120,16 @@ pub fn run(
     cancel: &AtomicBool,
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<BenchResult> {
-    if request.passes == 0 {
-        return Err(anyhow!("the number of passes must be at least 1"));
-    }
-    if request.batch_size == 0 {
-        return Err(anyhow!("the batch size must be at least 1"));
-    }
-    if let Some(pct) = request.target_ci_pct {
-        if !(pct > 0.0 && pct.is_finite()) {
-            return Err(anyhow!(
-                "the target confidence interval must be a positive percentage, not {pct}"
-            ));
-        }
-        if request.max_time.is_none() {
-            return Err(anyhow!(
-                "a target confidence interval needs a time limit: a noisy run may never reach it"
-            ));
-        }
-    }
+    let point = &request.point;
+    let batch_size = point_batch_size(point)?;
     let peak_rss_reset = memory::reset_peak_rss();
     let started_at = Utc::now();
     let run_clock = Instant::now();
     let config = SessionConfig {
-        mode: request.mode,
-        batch_size: request.batch_size,
-        seed: request.seed,
-        precision: request.precision,
+        mode: point.mode,
+        batch_size,
+        seed: point.seed,
+        precision: point.precision,
         deterministic: false,
     };
     let process_before_run_s = cnnbench_host::process_age_s();
@@ -169,8 +149,8 @@ pub fn run(
     let mut first_pass_s: Option<f64> = None;
 
     let group = session.data_parallel();
-    let phases = pass_phases(request.mode, group.is_some());
-    let planned = request.warmup + request.passes;
+    let phases = pass_phases(point.mode, group.is_some());
+    let planned = point.warmup + point.passes;
     let check_cancel = || {
         if cancel.load(Ordering::SeqCst) {
             Err(HarnessError::Interrupted)
@@ -182,13 +162,10 @@ pub fn run(
     // Warm-up: the passes asked for, then more until the warm-up time is reached.
     let warmup_clock = Instant::now();
     let mut warmup_passes = 0;
-    while warmup_passes < request.warmup
-        || request
-            .warmup_time
-            .is_some_and(|t| warmup_clock.elapsed() < t)
-    {
+    let warmup_time = duration(point.warmup_time_s);
+    while warmup_passes < point.warmup || warmup_time.is_some_and(|t| warmup_clock.elapsed() < t) {
         check_cancel()?;
-        let times = one_pass(session.as_mut(), request.mode).with_context(|| {
+        let times = one_pass(session.as_mut(), point.mode).with_context(|| {
             format!(
                 "warm-up pass {} of {} failed",
                 warmup_passes + 1,
@@ -199,7 +176,7 @@ pub fn run(
         warmup_passes += 1;
         on_progress(Progress {
             pass: warmup_passes,
-            of: planned.max(warmup_passes + request.passes),
+            of: planned.max(warmup_passes + point.passes),
             warmup: true,
             timed_s: 0.0,
         });
@@ -220,7 +197,7 @@ pub fn run(
     let stop_reason = loop {
         check_cancel()?;
         watch.pass_begins();
-        let times = one_pass(session.as_mut(), request.mode)
+        let times = one_pass(session.as_mut(), point.mode)
             .with_context(|| format!("pass {} of {} failed", totals.len() + 1, graph.name()))?;
         watch.pass_ends();
         first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
@@ -235,7 +212,7 @@ pub fn run(
         let timed_s: f64 = totals.iter().sum();
         on_progress(Progress {
             pass: warmup_passes + totals.len(),
-            of: (warmup_passes + request.passes).max(warmup_passes + totals.len()),
+            of: (warmup_passes + point.passes).max(warmup_passes + totals.len()),
             warmup: false,
             timed_s,
         });
@@ -290,9 +267,9 @@ pub fn run(
 
     // A data-parallel pass trains every rank's batch.
     let ranks = group.as_ref().map_or(1, |g| g.world_size);
-    let flops = flops_per_pass(request.mode, graph.macs(), request.batch_size * ranks);
+    let flops = flops_per_pass(point.mode, graph.macs(), batch_size * ranks);
     let throughput = Throughput {
-        images_per_s: (request.batch_size * ranks) as f64 / total.median,
+        images_per_s: (batch_size * ranks) as f64 / total.median,
         gflops_per_s: flops / total.median / 1e9,
         flops_per_pass: flops,
     };
@@ -302,11 +279,11 @@ pub fn run(
     warnings.extend(engine.info().settings.get("warning").cloned());
     // Inference runs report latency with its tail (p90, p99), so that is where too few
     // passes must be said; training results record percentiles without showing them.
-    if request.mode == Mode::Infer {
+    if point.mode == Mode::Infer {
         warnings.extend(percentile_warning(total.count));
     }
     if stop.reason == StopReason::MaxTime {
-        if let (Some(pct), Some(ci)) = (request.target_ci_pct, stop.median_ci95_rel) {
+        if let (Some(pct), Some(ci)) = (point.target_ci_pct, stop.median_ci95_rel) {
             warnings.push(format!(
                 "the time limit came before the target: the median total is known to ±{:.1}% (95% interval), not ±{pct}%",
                 ci * 100.0
@@ -341,20 +318,20 @@ pub fn run(
             depth: graph.depth(),
             input: [c, h, w],
         },
-        spec: request.spec.clone(),
+        spec: Some(point.clone()),
         config: RunConfig {
-            mode: request.mode,
-            batch_size: request.batch_size,
+            mode: point.mode,
+            batch_size,
             image_size: [h, w],
-            warmup: request.warmup,
-            passes: request.passes,
-            seed: request.seed,
-            threads_requested: request.threads_requested,
-            precision: request.precision,
-            min_time_s: request.min_time.map(|d| d.as_secs_f64()),
-            max_time_s: request.max_time.map(|d| d.as_secs_f64()),
-            target_ci_pct: request.target_ci_pct,
-            warmup_time_s: request.warmup_time.map(|d| d.as_secs_f64()),
+            warmup: point.warmup,
+            passes: point.passes,
+            seed: point.seed,
+            threads_requested: point.threads,
+            precision: point.precision,
+            min_time_s: point.min_time_s,
+            max_time_s: point.effective_max_time_s(),
+            target_ci_pct: point.target_ci_pct,
+            warmup_time_s: point.warmup_time_s,
             world_size: distributed.is_some().then_some(ranks),
             allocator: Some(crate::env::allocator_record()),
             round: request.round,
@@ -377,7 +354,7 @@ pub fn run(
             peak_rss_reset,
             device_peak_bytes: device_peak,
             worker_peak_rss_bytes: worker_peak_rss,
-            estimate_bytes: memory::estimate_bytes(graph, request.mode, request.batch_size),
+            estimate_bytes: memory::estimate_bytes(graph, point.mode, batch_size),
         },
         peak: request.peak.clone().into(),
         warnings,
@@ -609,10 +586,18 @@ mod tests {
             version: "0".into(),
             git_commit: None,
         };
+        let mut point = RunSpec::new(
+            vec![cnnbench_results::ModelRef::Zoo {
+                name: "tiny".into(),
+            }],
+            "sleepy",
+        );
+        point.mode = mode;
+        point.batch = Batches::Sizes(vec![2]);
+        point.passes = 3;
         RunRequest {
-            passes: 3,
             model_source: "test".into(),
-            ..RunRequest::new(mode, 2, tool)
+            ..RunRequest::new(point, tool)
         }
     }
 
@@ -855,11 +840,10 @@ mod tests {
     }
 
     fn adaptive(target_ci_pct: f64, max_time: Duration) -> RunRequest {
-        RunRequest {
-            target_ci_pct: Some(target_ci_pct),
-            max_time: Some(max_time),
-            ..request(Mode::Infer)
-        }
+        let mut request = request(Mode::Infer);
+        request.point.target_ci_pct = Some(target_ci_pct);
+        request.point.max_time_s = Some(max_time.as_secs_f64());
+        request
     }
 
     fn run_paced(pace: fn(usize) -> Duration, request: &RunRequest) -> BenchResult {
@@ -909,11 +893,9 @@ mod tests {
     #[test]
     fn min_time_and_warmup_time_extend_the_run() {
         let steady = |_| Duration::from_millis(2);
-        let request = RunRequest {
-            min_time: Some(Duration::from_millis(60)),
-            warmup_time: Some(Duration::from_millis(30)),
-            ..request(Mode::Infer)
-        };
+        let mut request = request(Mode::Infer);
+        request.point.min_time_s = Some(0.06);
+        request.point.warmup_time_s = Some(0.03);
         let result = run_paced(steady, &request);
         let stop = result.stop.as_ref().unwrap();
         assert_eq!(stop.reason, StopReason::MinTime, "{stop:?}");
@@ -932,22 +914,38 @@ mod tests {
     }
 
     #[test]
-    fn a_target_without_a_time_limit_is_refused() {
-        let request = RunRequest {
-            target_ci_pct: Some(2.0),
-            ..request(Mode::Infer)
-        };
-        let err = run(
-            &PacedEngine {
-                pace: |_| Duration::ZERO,
-            },
-            &tiny_graph(),
-            &request,
-            &AtomicBool::new(false),
-            &mut |_| {},
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("time limit"), "{err}");
+    fn a_target_without_a_time_limit_runs_under_the_targets_default_limit() {
+        let mut request = request(Mode::Infer);
+        request.point.target_ci_pct = Some(5.0);
+        let result = run_paced(|_| Duration::from_millis(2), &request);
+        assert_eq!(
+            result.config.max_time_s,
+            Some(cnnbench_results::spec::DEFAULT_TARGET_CI_MAX_TIME_S)
+        );
+        assert_eq!(result.stop.unwrap().reason, StopReason::TargetCi);
+        assert_eq!(result.spec.as_ref(), Some(&request.point));
+    }
+
+    #[test]
+    fn a_spec_of_several_batch_sizes_is_not_a_point() {
+        let mut request = request(Mode::Infer);
+        for (batch, says) in [
+            (Batches::Sizes(vec![1, 2]), "this spec has 2"),
+            (Batches::Max, "-b max"),
+        ] {
+            request.point.batch = batch;
+            let err = run(
+                &PacedEngine {
+                    pace: |_| Duration::ZERO,
+                },
+                &tiny_graph(),
+                &request,
+                &AtomicBool::new(false),
+                &mut |_| {},
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+        }
     }
 
     #[test]

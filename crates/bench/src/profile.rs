@@ -30,26 +30,22 @@ use cnnbench_graph::{Graph, Hw, ModelInfo, NodeSpec, Op, Shape, Source};
 use cnnbench_results::profile::*;
 use cnnbench_results::result::ToolInfo;
 use cnnbench_results::stats::quantile;
-use cnnbench_results::Quantity;
+use cnnbench_results::{Quantity, RunSpec};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// What to profile and how.
+/// What to profile and how: one point of a run spec (validated before it came here),
+/// and what the profile records beside it.
 #[derive(Clone, Debug)]
 pub struct ProfileRequest {
-    /// `Train` (forward and backward) or `Infer` (forward only).
-    pub mode: Mode,
-    pub batch_size: usize,
-    pub warmup: usize,
-    pub passes: usize,
-    pub seed: u64,
-    pub threads_requested: Option<usize>,
+    /// The point: `Train` (forward and backward) or `Infer` (forward only), its batch
+    /// size, warm-up and timed passes, seed, threads and precision.
+    pub point: RunSpec,
     pub model_source: String,
     pub tool: ToolInfo,
-    /// What every benchmark computes in.
-    pub precision: Precision,
-    /// The engine's best measured rate in that precision, when known, for "% of peak".
+    /// The engine's best measured rate in the point's precision, when known, for "% of
+    /// peak".
     pub peak: Option<cnnbench_results::peak::BestRate>,
 }
 
@@ -324,15 +320,14 @@ pub fn profile(
     cancel: &AtomicBool,
     on_progress: &mut dyn FnMut(ProfileProgress),
 ) -> Result<ProfileDoc> {
-    if !matches!(request.mode, Mode::Train | Mode::Infer) {
+    let point = &request.point;
+    if !matches!(point.mode, Mode::Train | Mode::Infer) {
         return Err(anyhow!(
             "profile times forward and backward per node; it runs train or infer mode, not {}",
-            request.mode
+            point.mode
         ));
     }
-    if request.passes == 0 {
-        return Err(anyhow!("at least one timed pass is needed"));
-    }
+    let batch_size = harness::point_batch_size(point)?;
     let started_at = Utc::now();
     let clock = Instant::now();
     let nodes = graph.nodes();
@@ -362,12 +357,12 @@ pub fn profile(
     let of = to_run.len() + 1;
     let run = |g: &Graph, cancel: &AtomicBool| {
         let timing = Timing {
-            mode: request.mode,
-            batch_size: request.batch_size,
-            seed: request.seed,
-            warmup: request.warmup,
-            passes: request.passes,
-            precision: request.precision,
+            mode: point.mode,
+            batch_size,
+            seed: point.seed,
+            warmup: point.warmup,
+            passes: point.passes,
+            precision: point.precision,
         };
         time_graph(engine, g, timing, cancel)
     };
@@ -428,13 +423,8 @@ pub fn profile(
     });
     // The end-to-end figure is a fixed number of passes, like the nodes'.
     let run_request = RunRequest {
-        warmup: request.warmup,
-        passes: request.passes,
-        seed: request.seed,
-        threads_requested: request.threads_requested,
         model_source: request.model_source.clone(),
-        precision: request.precision,
-        ..RunRequest::new(request.mode, request.batch_size, request.tool.clone())
+        ..RunRequest::new(point.clone(), request.tool.clone())
     };
     let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
     let summary = |q: Quantity| whole.summary.get(&q).cloned();
@@ -447,7 +437,7 @@ pub fn profile(
     };
     warnings.extend(whole.warnings.iter().map(|w| format!("end to end: {w}")));
 
-    let batch = request.batch_size as f64;
+    let batch = batch_size as f64;
     let mut profiles = Vec::with_capacity(nodes.len());
     for (i, node) in nodes.iter().enumerate() {
         let source = same_as[i].unwrap_or(i);
@@ -460,7 +450,7 @@ pub fn profile(
         // The weights' gradient costs a forward pass, and so does the input's when the
         // input is another layer's output.
         let input_needs_grad = node.inputs.iter().any(|s| *s != Source::Input);
-        let backward_flops = (request.mode == Mode::Train)
+        let backward_flops = (point.mode == Mode::Train)
             .then_some(forward_flops * if input_needs_grad { 2.0 } else { 1.0 });
         profiles.push(NodeProfile {
             index: i,
@@ -483,7 +473,7 @@ pub fn profile(
         });
     }
     let forward_sum: f64 = profiles.iter().map(|n| n.forward.median).sum();
-    let backward_sum = (request.mode == Mode::Train).then(|| {
+    let backward_sum = (point.mode == Mode::Train).then(|| {
         profiles
             .iter()
             .filter_map(|n| n.backward.as_ref().map(|b| b.median))
@@ -503,14 +493,14 @@ pub fn profile(
         tool: request.tool.clone(),
         model: whole.model.clone(),
         config: ProfileConfig {
-            mode: request.mode,
-            batch_size: request.batch_size,
-            precision: request.precision,
+            mode: point.mode,
+            batch_size,
+            precision: point.precision,
             image_size: [h, w],
-            warmup: request.warmup,
-            passes: request.passes,
-            seed: request.seed,
-            threads_requested: request.threads_requested,
+            warmup: point.warmup,
+            passes: point.passes,
+            seed: point.seed,
+            threads_requested: point.threads,
             allocator: Some(crate::env::allocator_record()),
         },
         engine: whole.engine.clone(),

@@ -10,6 +10,7 @@ use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder};
 use cnnbench_results::peak::PeakDoc;
 use cnnbench_results::profile::ProfileDoc;
+use cnnbench_results::{Batches, ModelRef, RunSpec};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
@@ -22,16 +23,19 @@ fn tool() -> ToolInfo {
 }
 
 fn request(mode: Mode, batch: usize, passes: usize) -> ProfileRequest {
+    let mut point = RunSpec::new(
+        vec![ModelRef::Zoo {
+            name: "test".into(),
+        }],
+        "burn-flex",
+    );
+    point.mode = mode;
+    point.batch = Batches::Sizes(vec![batch]);
+    point.passes = passes;
     ProfileRequest {
-        mode,
-        batch_size: batch,
-        warmup: 1,
-        passes,
-        seed: 0,
-        threads_requested: None,
+        point,
         model_source: "test".into(),
         tool: tool(),
-        precision: cnnbench_engine::Precision::F32,
         peak: Some(cnnbench_results::peak::BestRate {
             gflops_per_s: 100.0,
             primitive: "matrix product",
@@ -123,7 +127,7 @@ fn nodes_add_up_to_the_end_to_end_time() {
     let c3 = b.conv("c3", &c2, Conv2d::new(64, 3).padding(1));
     let g = b.finish(&c3).unwrap();
     let mut req = request(Mode::Train, 4, 15);
-    req.warmup = 3;
+    req.point.warmup = 3;
     let doc = run(&g, &req);
     let ratio = doc.sum_of_nodes.total / doc.end_to_end.total.median;
     // Tolerance: 0.55–1.6. Run alone on a quiet machine the ratio is 0.96–1.06; with

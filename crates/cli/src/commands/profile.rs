@@ -12,6 +12,7 @@ use cnnbench_bench::result::ToolInfo;
 use cnnbench_bench::HarnessError;
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::profile::{NodeProfile, NodeTime, ProfileDoc};
+use cnnbench_results::{Batches, ModelRef, RunSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -78,12 +79,6 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             "profile runs --mode train (forward and backward per node) or infer; a step's optimizer update is not per node"
         ));
     }
-    if args.batch_size == 0 {
-        return Err(anyhow!("--batch-size must be at least 1"));
-    }
-    if args.passes == 0 {
-        return Err(anyhow!("--passes must be at least 1"));
-    }
     let (graph, source) = match (&args.model, &args.model_file) {
         (Some(name), None) => (zoo_model(name, args.image_size)?, "zoo".to_string()),
         (None, Some(path)) => (
@@ -101,9 +96,32 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         ),
     )?;
     let precision: Precision = args.precision.into();
+    // What is profiled, as the one point of a run spec: checked once, here, as `run`
+    // checks its spec.
+    let model = match (&args.model, &args.model_file) {
+        (Some(name), _) => ModelRef::Zoo { name: name.clone() },
+        (None, Some(path)) => ModelRef::File {
+            path: path.clone(),
+            sha256: super::run::spec::file_sha256(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        },
+        (None, None) => return Err(anyhow!("name a zoo model or give --model-file FILE")),
+    };
+    let mut point = RunSpec::new(vec![model], &args.engine);
+    point.engine_options = args.gpu.settings()?;
+    point.mode = mode;
+    point.precision = precision;
+    point.batch = Batches::Sizes(vec![args.batch_size]);
+    point.image_sizes = args.image_size.map(|size| vec![size]);
+    point.warmup = args.warmup;
+    point.passes = args.passes;
+    point.seed = args.seed;
+    point.threads = args.threads;
+    point.allocator = super::run::spec::current_allocator();
+    point.validate().map_err(|e| anyhow!(e))?;
     let engine = engines::create(
         &args.engine,
-        &args.gpu.engine_options(args.threads, precision)?,
+        &engines::options(&point.engine_options, point.threads, precision),
     )?;
     engine
         .capabilities()
@@ -114,19 +132,13 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         .map(|doc| doc.best());
     let cancel = super::common::stop_on_ctrl_c();
     let request = ProfileRequest {
-        mode,
-        batch_size: args.batch_size,
-        warmup: args.warmup,
-        passes: args.passes,
-        seed: args.seed,
-        threads_requested: args.threads,
+        point,
         model_source: source,
         tool: ToolInfo {
             name: "cnnbench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
         },
-        precision,
         peak,
     };
     let bar = progress_bar(args.quiet, graph.name());

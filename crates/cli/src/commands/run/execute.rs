@@ -422,31 +422,16 @@ pub fn tool() -> ToolInfo {
     }
 }
 
-/// The harness's request for one point of a job: its spec's settings, the point's spec
-/// to record, the job's label.
+/// The harness's request for one point of a job: the point of its spec, the job's label
+/// and round.
 pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) -> RunRequest {
-    let spec = &job.spec;
     RunRequest {
-        mode: spec.mode,
-        batch_size,
-        warmup: spec.warmup,
-        passes: spec.passes,
-        seed: spec.seed,
-        threads_requested: spec.threads,
-        precision: spec.precision,
         model_source: p.source.clone(),
         label: job.delivery.label.clone(),
-        tool,
-        min_time: duration(spec.min_time_s),
-        max_time: duration(spec.effective_max_time_s()),
-        target_ci_pct: spec.target_ci_pct,
-        warmup_time: duration(spec.warmup_time_s),
         // A rank's siblings, started by the same launcher, are part of the job.
         process_tree_root: (job.role == Role::Rank).then(std::os::unix::process::parent_id),
-        spec: Some(spec.point(&p.model, p.size, batch_size)),
-        batch_search: None,
-        peak: None,
         round: job.delivery.round,
+        ..RunRequest::new(job.spec.point(&p.model, p.size, batch_size), tool)
     }
 }
 
