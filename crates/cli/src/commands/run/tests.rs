@@ -191,7 +191,8 @@ proptest! {
             sizes.truncate(1);
         }
         spec.data_parallel = None;
-        spec.memory_limit_bytes = None;
+        // A matrix sets the runs of a cell too (any spec's are 1: vary them here).
+        spec.repeat = 1 + (spec.seed % 4) as usize;
         spec.engine_options.device = None;
         spec.engine_options.allow_cpu_adapter = false;
         spec.allocator = "keep".into();
@@ -209,6 +210,10 @@ proptest! {
         if let Some(t) = spec.threads {
             text.push_str(&format!("threads = {t}\n"));
         }
+        if let Some(bytes) = spec.memory_limit_bytes {
+            text.push_str(&format!("memory_limit = {bytes}\n"));
+        }
+        text.push_str(&format!("repeat = {}\n", spec.repeat));
         for (key, value) in [
             ("min_time", spec.min_time_s),
             ("max_time", spec.max_time_s),
