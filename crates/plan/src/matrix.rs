@@ -166,6 +166,8 @@ struct MatrixFile {
     cudnn_benchmark: Option<OneOrAxis<bool>>,
     tf32: Option<OneOrAxis<bool>>,
     channels_last: Option<OneOrAxis<bool>>,
+    /// The heap policy, one for the whole matrix: it is set when cnnbench starts.
+    allocator: Option<String>,
     #[serde(default)]
     exclude: Vec<ExcludeEntry>,
     /// Per engine, its own settings: a value, or a list that is an axis of its cells.
@@ -524,6 +526,9 @@ fn run_settings_given(
 /// them in cell order (the last varies fastest).
 fn base_and_axes(file: &MatrixFile) -> Result<(RunSpec, Vec<Vec<RunSetting>>), MatrixError> {
     let mut base = RunSpec::new(Vec::new(), "");
+    if let Some(policy) = &file.allocator {
+        base.allocator = policy.clone();
+    }
     let mut combinations: Vec<Vec<RunSetting>> = vec![Vec::new()];
     for (key, values) in run_settings_given(file)? {
         match values {
@@ -601,6 +606,9 @@ pub struct Matrix {
     /// What every cell shares: `cnnbench run`'s defaults with the run settings the file
     /// gives as one value. Its models and engine are empty: each cell names its own.
     pub base: RunSpec,
+    /// The heap policy the file names (`allocator = "system"`): every cell must run
+    /// under it, so the jobs start cnnbench with `--allocator`; `None`: each host's own.
+    pub allocator: Option<String>,
     pub text: String,
 }
 
@@ -744,6 +752,7 @@ impl Matrix {
         let matrix = Matrix {
             cells,
             base,
+            allocator: file.allocator.clone(),
             text: text.to_string(),
         };
         // Each cell is a spec `cnnbench run` takes, or the matrix is refused now rather
@@ -798,7 +807,7 @@ impl Matrix {
 /// A refusal of `RunSpec::validate` names `run`'s flags; the matrix's keys for them are
 /// added, so that the user knows what to edit in the file.
 fn with_matrix_keys(message: String) -> String {
-    const KEYS: [(&str, &str); 8] = [
+    const KEYS: [(&str, &str); 9] = [
         ("--passes", "passes"),
         ("--threads", "threads"),
         ("--repeat", "repeat"),
@@ -807,6 +816,7 @@ fn with_matrix_keys(message: String) -> String {
         ("--target-ci", "target_ci"),
         ("--warmup-time", "warmup_time"),
         ("--tf32", "tf32"),
+        ("heap policy", "allocator"),
     ];
     let named: Vec<String> = KEYS
         .iter()
@@ -1294,6 +1304,15 @@ channels_last = true"#,
         let o = &spec.engine_options;
         assert!(o.cudnn_benchmark && o.tf32 && o.channels_last);
         assert_eq!(spec.precision, Precision::Tf32);
+        assert_eq!(m.allocator, None);
+        assert_eq!(spec.allocator, "keep");
+        // The heap policy: one for the matrix, a policy `run` knows.
+        let m = parse("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nallocator = \"system\"")
+            .unwrap();
+        assert_eq!(m.allocator.as_deref(), Some("system"));
+        assert_eq!(m.spec(&m.cells[0]).allocator, "system");
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nallocator = \"jemalloc\"");
+        assert!(e.contains("jemalloc") && e.contains("`allocator`"), "{e}");
         // Bytes as a number; text the way `run --memory-limit` takes it, or refused.
         let m = parse("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nmemory_limit = 1000000")
             .unwrap();

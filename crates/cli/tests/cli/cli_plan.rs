@@ -490,3 +490,48 @@ fn a_run_setting_axis_and_a_repeated_cell() {
             "--repeat cannot be used with --plan",
         ));
 }
+
+/// A matrix's heap policy is the process's: a cell run under another one is refused
+/// with the command that runs it; run under it, the result records it.
+#[test]
+fn a_matrix_heap_policy_is_the_cells_process_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(
+        dir.path(),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]\nbatch_sizes = [1]\nmodes = [\"infer\"]\npasses = 1\nwarmup = 0\nallocator = \"system\"\n",
+    );
+    cnnbench()
+        .current_dir(dir.path())
+        .env_remove("CNNBENCH_ALLOCATOR")
+        .args(["run", "--plan", m.to_str().unwrap(), "--cell", "0", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "cnnbench --allocator system run --plan",
+        ));
+    assert!(result_files(&dir.path().join("results")).is_empty());
+    cnnbench()
+        .current_dir(dir.path())
+        .env_remove("CNNBENCH_ALLOCATOR")
+        .args([
+            "--allocator",
+            "system",
+            "run",
+            "--plan",
+            m.to_str().unwrap(),
+        ])
+        .args(["--cell", "0", "-q"])
+        .assert()
+        .success();
+    let written = results(&dir.path().join("results"));
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        written[0].spec.as_ref().map(|s| s.allocator.as_str()),
+        Some("system")
+    );
+    let script = stdout_of(&["plan", m.to_str().unwrap(), "--shell"], dir.path());
+    assert!(
+        script.contains(" --allocator system run --plan"),
+        "{script}"
+    );
+}
