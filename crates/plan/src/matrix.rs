@@ -265,6 +265,48 @@ struct ExcludeEntry {
     image_size: Option<ImageSizeSpec>,
     mode: Option<Mode>,
     precision: Option<Precision>,
+    // A value of a run setting the matrix gives as a list.
+    passes: Option<usize>,
+    warmup: Option<usize>,
+    seed: Option<u64>,
+    threads: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+    target_ci: Option<f64>,
+    warmup_time: Option<f64>,
+    memory_limit: Option<MemoryAmount>,
+    repeat: Option<usize>,
+    cudnn_benchmark: Option<bool>,
+    tf32: Option<bool>,
+    channels_last: Option<bool>,
+}
+
+impl ExcludeEntry {
+    /// The run-setting values the entry names (each must be a value of its axis).
+    fn run_settings(&self) -> Result<Vec<RunSetting>, MatrixError> {
+        let memory_limit = match &self.memory_limit {
+            Some(amount) => Some(RunSetting::MemoryLimit(amount.bytes()?)),
+            None => None,
+        };
+        Ok([
+            self.passes.map(RunSetting::Passes),
+            self.warmup.map(RunSetting::Warmup),
+            self.seed.map(RunSetting::Seed),
+            self.threads.map(RunSetting::Threads),
+            self.min_time.map(RunSetting::MinTime),
+            self.max_time.map(RunSetting::MaxTime),
+            self.target_ci.map(RunSetting::TargetCi),
+            self.warmup_time.map(RunSetting::WarmupTime),
+            memory_limit,
+            self.repeat.map(RunSetting::Repeat),
+            self.cudnn_benchmark.map(RunSetting::CudnnBenchmark),
+            self.tf32.map(RunSetting::Tf32),
+            self.channels_last.map(RunSetting::ChannelsLast),
+        ]
+        .into_iter()
+        .flatten()
+        .collect())
+    }
 }
 
 /// A run setting as a matrix writes it: one value for every cell, or a list of values,
@@ -381,7 +423,9 @@ impl MemoryAmount {
 /// modes and precisions are): what a matrix key sets in a cell's [`RunSpec`]. A matrix
 /// gives each as one value (the base spec every cell starts from) or as a list (an axis:
 /// the cell carries its value). A new spec field a matrix may set is a variant here, a
-/// field of `MatrixFile` and a line of [`run_settings_given`].
+/// field of `MatrixFile` and of `ExcludeEntry`, a line of `run_settings_given` and of
+/// `ExcludeEntry::run_settings`, and a line of the test
+/// `every_run_setting_axis_can_be_excluded_from`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunSetting {
     Passes(usize),
@@ -522,13 +566,20 @@ fn run_settings_given(
 }
 
 /// The spec every cell starts from (`cnnbench run`'s defaults with the run settings the
-/// file gives as one value), and the run settings given as lists, each combination of
-/// them in cell order (the last varies fastest).
-fn base_and_axes(file: &MatrixFile) -> Result<(RunSpec, Vec<Vec<RunSetting>>), MatrixError> {
+/// file gives as one value), the run settings it gives as lists (each key's values), and
+/// each combination of those in cell order (the last varies fastest).
+struct RunSettingAxes {
+    base: RunSpec,
+    axes: Vec<(&'static str, Vec<RunSetting>)>,
+    combinations: Vec<Vec<RunSetting>>,
+}
+
+fn base_and_axes(file: &MatrixFile) -> Result<RunSettingAxes, MatrixError> {
     let mut base = RunSpec::new(Vec::new(), "");
     if let Some(policy) = &file.allocator {
         base.allocator = policy.clone();
     }
+    let mut axes = Vec::new();
     let mut combinations: Vec<Vec<RunSetting>> = vec![Vec::new()];
     for (key, values) in run_settings_given(file)? {
         match values {
@@ -545,10 +596,15 @@ fn base_and_axes(file: &MatrixFile) -> Result<(RunSpec, Vec<Vec<RunSetting>>), M
                         })
                     })
                     .collect();
+                axes.push((key, list));
             }
         }
     }
-    Ok((base, combinations))
+    Ok(RunSettingAxes {
+        base,
+        axes,
+        combinations,
+    })
 }
 
 /// One cell: one model on one engine in one configuration, one result file.
@@ -667,7 +723,11 @@ impl Matrix {
         };
         check_axis("modes", &file.modes, |m| m.to_string())?;
         check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
-        let (base, run_settings) = base_and_axes(&file)?;
+        let RunSettingAxes {
+            base,
+            axes: run_setting_axes,
+            combinations: run_settings,
+        } = base_and_axes(&file)?;
         for engine in file.engine_settings.keys() {
             if !file.engines.contains(engine) {
                 return Err(MatrixError::EngineSetting {
@@ -712,7 +772,7 @@ impl Matrix {
             .exclude
             .iter()
             .enumerate()
-            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes))
+            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes, &run_setting_axes))
             .collect::<Result<Vec<_>, _>>()?;
         let mut cells = Vec::new();
         for model in &models {
@@ -877,6 +937,8 @@ struct Exclusion {
     image_size: Option<ImageSize>,
     mode: Option<Mode>,
     precision: Option<Precision>,
+    /// Values of run-setting axes: a cell with every one of them matches.
+    run_settings: Vec<RunSetting>,
 }
 
 impl Exclusion {
@@ -885,6 +947,7 @@ impl Exclusion {
         e: &ExcludeEntry,
         file: &MatrixFile,
         image_sizes: &[Option<ImageSize>],
+        run_setting_axes: &[(&'static str, Vec<RunSetting>)],
     ) -> Result<Exclusion, MatrixError> {
         let not_in = |key: &str, value: String, axis: &str| MatrixError::Exclude {
             index,
@@ -934,6 +997,22 @@ impl Exclusion {
                 return Err(not_in("precision", p.as_str().to_string(), "precisions"));
             }
         }
+        let run_settings = e.run_settings()?;
+        for setting in &run_settings {
+            let key = setting.key();
+            match run_setting_axes.iter().find(|(axis, _)| *axis == key) {
+                Some((_, values)) if values.contains(setting) => {}
+                Some(_) => return Err(not_in(key, setting.value(), key)),
+                None => {
+                    return Err(MatrixError::Exclude {
+                        index,
+                        message: format!(
+                            "`{key}` is not a list in the matrix, so it is no axis to exclude from"
+                        ),
+                    })
+                }
+            }
+        }
         let exclusion = Exclusion {
             model,
             engine: e.engine.clone(),
@@ -941,6 +1020,7 @@ impl Exclusion {
             image_size,
             mode: e.mode,
             precision: e.precision,
+            run_settings,
         };
         if exclusion.model.is_none()
             && exclusion.engine.is_none()
@@ -948,10 +1028,11 @@ impl Exclusion {
             && exclusion.image_size.is_none()
             && exclusion.mode.is_none()
             && exclusion.precision.is_none()
+            && exclusion.run_settings.is_empty()
         {
             return Err(MatrixError::Exclude {
                 index,
-                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode or precision".into(),
+                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode, precision or a run setting the matrix lists".into(),
             });
         }
         Ok(exclusion)
@@ -964,6 +1045,7 @@ impl Exclusion {
             && self.image_size.is_none_or(|s| Some(s) == c.image_size)
             && self.mode.is_none_or(|m| m == c.mode)
             && self.precision.is_none_or(|p| p == c.precision)
+            && self.run_settings.iter().all(|s| c.run_settings.contains(s))
     }
 }
 
@@ -1420,6 +1502,67 @@ channels_last = true"#,
         let bf16 = m.spec(&m.cells[1]);
         assert_eq!(bf16.precision, Precision::Bf16);
         assert!(!bf16.engine_options.tf32);
+    }
+
+    /// Every run setting given as a list is an axis an `[[exclude]]` entry can name;
+    /// a value not in the list, or a key that is no list, is refused.
+    #[test]
+    fn every_run_setting_axis_can_be_excluded_from() {
+        let keys = [
+            ("passes", "[1, 2]", "1"),
+            ("warmup", "[0, 1]", "0"),
+            ("seed", "[1, 2]", "1"),
+            ("threads", "[1, 2]", "1"),
+            ("min_time", "[1.0, 2.0]", "1.0"),
+            ("max_time", "[1.0, 2.0]", "1"),
+            ("target_ci", "[1.0, 2.0]", "1.0"),
+            ("warmup_time", "[1.0, 2.0]", "1.0"),
+            ("memory_limit", "[\"1MiB\", 2000000]", "1048576"),
+            ("repeat", "[1, 2]", "1"),
+            ("cudnn_benchmark", "[false, true]", "false"),
+            ("tf32", "[false, true]", "false"),
+            ("channels_last", "[false, true]", "false"),
+        ];
+        let base = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        for (key, list, excluded) in keys {
+            let m = parse(&format!(
+                "{base}{key} = {list}\n[[exclude]]\n{key} = {excluded}"
+            ))
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(m.cells.len(), 1, "{key}");
+            assert_eq!(m.cells[0].run_settings.len(), 1, "{key}");
+            assert_eq!(m.cells[0].run_settings[0].key(), key);
+            assert_eq!(m.cells[0].index, 0);
+        }
+        // Every key the file takes as a run setting is listed above.
+        let every: String = keys
+            .iter()
+            .map(|(k, l, _)| format!("{k} = {l}\n"))
+            .collect();
+        let file: MatrixFile = toml::from_str(&format!("{base}{every}")).unwrap();
+        assert_eq!(run_settings_given(&file).unwrap().len(), keys.len());
+        let e = err(&format!("{base}threads = [1, 2]\n[[exclude]]\nthreads = 3"));
+        assert!(e.contains("threads 3 is not in `threads`"), "{e}");
+        let e = err(&format!("{base}threads = 2\n[[exclude]]\nthreads = 2"));
+        assert!(e.contains("`threads` is not a list"), "{e}");
+        // With the other keys: resnet18 at threads 2 only.
+        let m = parse(
+            "models = [\"resnet18\", \"resnet34\"]\nengines = [\"burn-flex\"]\nthreads = [1, 2]\n[[exclude]]\nmodel = \"resnet18\"\nthreads = 1",
+        )
+        .unwrap();
+        let left: Vec<(&str, Vec<RunSetting>)> = m
+            .cells
+            .iter()
+            .map(|c| (c.model.as_str(), c.run_settings.clone()))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                ("resnet18", vec![RunSetting::Threads(2)]),
+                ("resnet34", vec![RunSetting::Threads(1)]),
+                ("resnet34", vec![RunSetting::Threads(2)]),
+            ]
+        );
     }
 
     #[test]
