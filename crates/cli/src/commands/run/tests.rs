@@ -522,3 +522,26 @@ fn tf32_is_a_precision_and_the_older_flag_spells_it() {
     assert_eq!(again.precision, Precision::F32);
     assert!(!again.tf32());
 }
+
+/// `run` with no options is `RunSpec::new`, the spec a matrix cell starts from: the
+/// command line's defaults (some of them clap's literals) and the matrix's cannot drift
+/// apart.
+#[test]
+fn runs_defaults_are_the_specs_defaults_a_matrix_starts_from() {
+    let (args, _) = parse(&["run", "resnet18"]);
+    let from_the_command_line = spec::from_args(&args).unwrap();
+    let models = vec![ModelRef::Zoo {
+        name: "resnet18".into(),
+    }];
+    let mut expected = RunSpec::new(models, cnnbench_engine_burn::ENGINE_NAME);
+    expected.allocator = spec::current_allocator();
+    assert_eq!(from_the_command_line, expected);
+    let matrix = cnnbench_plan::Matrix::parse(
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\n",
+        &[cnnbench_engine_burn::ENGINE_NAME],
+    )
+    .unwrap();
+    let mut cell = matrix.spec(&matrix.cells[0]);
+    cell.allocator = spec::current_allocator();
+    assert_eq!(cell, from_the_command_line);
+}
