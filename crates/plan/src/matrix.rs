@@ -1,8 +1,9 @@
 //! The matrix file, schema `cnnbench-matrix` version 1, and its cells.
 //!
-//! A matrix is a run spec with axes: every setting of `cnnbench run` that one result
-//! measures can be given, as one value for every cell or as a list, an axis of the
-//! cells. What is not given is `cnnbench run`'s default ([`RunSpec::new`]), so a matrix
+//! A matrix is a run spec with axes: every setting of the spec (but where a cell runs,
+//! the device, and data parallelism, which are each host's) can be given, as one value
+//! for every cell or as a list, an axis of the cells (the heap policy, set when the
+//! process starts, is one value for the matrix). What is not given is `cnnbench run`'s default ([`RunSpec::new`]), so a matrix
 //! has no defaults of its own that could drift from the command line's.
 //!
 //! ```toml
