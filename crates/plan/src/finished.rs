@@ -23,6 +23,11 @@ pub enum FinishedError {
 /// mode, batch size, image size, precision, threads, passes, warm-up and seed. When
 /// `label` is given the result must carry it too; without one, a result from any host
 /// counts, so a cell runs once wherever the scheduler put it.
+///
+/// A cell of `repeat = N` (N > 1) is measured in N processes, each writing the result of
+/// one round (its spec recording one run, its `config.round` which of N): it has
+/// finished when every round 1..N is there, and the first round's file is returned; a
+/// cell with rounds missing runs all N again, interleaved as one series.
 pub fn finished_result(
     dir: &Path,
     index: usize,
@@ -59,37 +64,55 @@ pub fn finished_result(
             })
         }
     };
+    let rounds = spec.repeat;
+    // What each run records: the spec of one run (`RunSpec::points`), where it ran aside.
     let placed = |s: &RunSpec| {
         let mut s = s.clone();
         s.engine_options.device = None;
         s.engine_options.allow_cpu_adapter = false;
         s
     };
-    let cell = placed(spec);
-    let wanted = |r: &BenchResult| {
-        let same = match &r.spec {
-            Some(recorded) => placed(recorded) == cell,
-            None => {
-                r.model.name == name
-                    && r.engine.name == spec.engine
-                    && r.config.mode == spec.mode
-                    && r.config.batch_size == batch
-                    && r.config.image_size == [input[1], input[2]]
-                    && r.config.precision == spec.precision
-                    && r.config.threads_requested == spec.threads
-                    && r.config.passes == spec.passes
-                    && r.config.warmup == spec.warmup
-                    && r.config.seed == spec.seed
-            }
-        };
-        same && label.is_none_or(|l| r.label.as_deref() == Some(l))
+    let cell = RunSpec {
+        repeat: 1,
+        ..placed(spec)
     };
-    find(dir, &wanted)
+    let same_measurement = |r: &BenchResult| match &r.spec {
+        Some(recorded) => placed(recorded) == cell,
+        None => {
+            r.model.name == name
+                && r.engine.name == spec.engine
+                && r.config.mode == spec.mode
+                && r.config.batch_size == batch
+                && r.config.image_size == [input[1], input[2]]
+                && r.config.precision == spec.precision
+                && r.config.threads_requested == spec.threads
+                && r.config.passes == spec.passes
+                && r.config.warmup == spec.warmup
+                && r.config.seed == spec.seed
+        }
+    };
+    // Which of the cell's runs a result is: for a cell of one run, any measurement of
+    // its spec; for N runs, round k of a series of N.
+    let run_of = |r: &BenchResult| -> Option<usize> {
+        if !(same_measurement(r) && label.is_none_or(|l| r.label.as_deref() == Some(l))) {
+            return None;
+        }
+        if rounds == 1 {
+            return Some(0);
+        }
+        r.config
+            .round
+            .filter(|round| round.of == rounds && (1..=rounds).contains(&round.index))
+            .map(|round| round.index - 1)
+    };
+    find(dir, rounds, &run_of)
 }
 
+/// The file of the first run when a result of each of the `runs` runs is under `dir`.
 fn find(
     dir: &Path,
-    wanted: &dyn Fn(&BenchResult) -> bool,
+    runs: usize,
+    run_of: &dyn Fn(&BenchResult) -> Option<usize>,
 ) -> Result<Option<PathBuf>, FinishedError> {
     let found = match cnnbench_results::folders::json_files(dir) {
         Ok(found) => found,
@@ -109,6 +132,7 @@ fn find(
             source,
         });
     }
+    let mut runs_found: Vec<Option<PathBuf>> = vec![None; runs];
     for path in found.files {
         // Other JSON in the folder (profiles, the original suite's files, charts' data)
         // is not a result of ours: not a finished cell either. Pipes and huge files are
@@ -123,8 +147,16 @@ fn find(
         let Ok(result) = serde_json::from_str::<BenchResult>(&text) else {
             continue;
         };
-        if result.format == cnnbench_results::RESULT_FORMAT && wanted(&result) {
-            return Ok(Some(path));
+        if result.format != cnnbench_results::RESULT_FORMAT {
+            continue;
+        }
+        if let Some(run) = run_of(&result) {
+            if let Some(slot) = runs_found.get_mut(run) {
+                slot.get_or_insert(path);
+            }
+            if runs_found.iter().all(Option::is_some) {
+                return Ok(runs_found.swap_remove(0));
+            }
         }
     }
     Ok(None)
@@ -238,5 +270,35 @@ mod tests {
         });
         assert_eq!(finished(dir.path(), &ov, 0, None), None);
         assert_eq!(finished(dir.path(), &ov, 1, None), Some(found));
+    }
+
+    /// A cell of `repeat = 3` writes three results, one a round, each recording the spec
+    /// of one run: it has finished only when all three rounds are there (rounds of a
+    /// series of another length are not its rounds).
+    #[test]
+    fn a_repeated_cell_is_finished_when_every_round_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = matrix("repeat = 3");
+        let one_run = RunSpec {
+            repeat: 1,
+            ..m.spec(&m.cells[0])
+        };
+        let spec = serde_json::to_value(&one_run).unwrap();
+        let round = |name: &str, index: usize, of: usize| {
+            write(dir.path(), name, |v| {
+                v["spec"] = spec.clone();
+                v["config"]["round"] = serde_json::json!({"index": index, "of": of});
+            })
+        };
+        let first = round("r1.json", 1, 3);
+        round("r3.json", 3, 3);
+        round("other-series.json", 2, 2);
+        assert_eq!(finished(dir.path(), &m, 0, None), None);
+        round("r2.json", 2, 3);
+        assert_eq!(finished(dir.path(), &m, 0, None), Some(first));
+        // The cell run once is finished by any one of those runs.
+        assert!(finished(dir.path(), &matrix(""), 0, None).is_some());
+        // A cell of 4 runs has none of its rounds there.
+        assert_eq!(finished(dir.path(), &matrix("repeat = 4"), 0, None), None);
     }
 }

@@ -1,5 +1,11 @@
 //! The matrix file, schema `cnnbench-matrix` version 1, and its cells.
 //!
+//! A matrix is a run spec with axes: every setting of the spec (but where a cell runs,
+//! the device, and data parallelism, which are each host's) can be given, as one value
+//! for every cell or as a list, an axis of the cells (the heap policy, set when the
+//! process starts, is one value for the matrix). What is not given is `cnnbench run`'s default ([`RunSpec::new`]), so a matrix
+//! has no defaults of its own that could drift from the command line's.
+//!
 //! ```toml
 //! format = "cnnbench-matrix"
 //! version = 1
@@ -8,6 +14,8 @@
 //! batch_sizes = [16, 32]
 //! modes = ["train"]
 //! passes = 10
+//! threads = [1, 4]      # a list: an axis of the cells
+//! repeat = 5            # each cell in 5 fresh processes (`run --repeat`)
 //!
 //! [[exclude]]
 //! model = "resnet50"
@@ -22,8 +30,10 @@
 //!
 //! Cells are numbered in the order models, engines, the engine's settings (its keys in
 //! alphabetical order, each list's values in the order written), image sizes, batch
-//! sizes, modes, precisions (the last varies fastest). Changing the meaning of a key
-//! bumps [`MATRIX_VERSION`].
+//! sizes, modes, precisions, then the run settings given as lists (in the order of
+//! [`RunSetting`]'s keys; the last varies fastest). A file without such lists numbers its
+//! cells as before they could be given. Changing the meaning of a key bumps
+//! [`MATRIX_VERSION`].
 
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::SettingsMap;
@@ -75,6 +85,13 @@ pub enum MatrixError {
     Exclude { index: usize, message: String },
     #[error("every cell is excluded: the `exclude` entries leave nothing to run")]
     AllExcluded,
+    /// A cell's run spec is one `cnnbench run` would refuse (`RunSpec::validate`).
+    #[error("cell {index} ({cell}): {message}")]
+    Spec {
+        index: usize,
+        cell: String,
+        message: String,
+    },
     #[error("there is no cell {index}: the matrix has {count} cells, 0 to {last}", last = count - 1)]
     NoSuchCell { index: usize, count: usize },
 }
@@ -135,23 +152,23 @@ struct MatrixFile {
     modes: Vec<Mode>,
     #[serde(default = "default_precisions")]
     precisions: Vec<Precision>,
-    #[serde(default = "default_passes")]
-    passes: usize,
-    #[serde(default = "default_warmup")]
-    warmup: usize,
-    #[serde(default)]
-    seed: u64,
-    threads: Option<usize>,
-    min_time: Option<f64>,
-    max_time: Option<f64>,
-    target_ci: Option<f64>,
-    warmup_time: Option<f64>,
-    #[serde(default)]
-    cudnn_benchmark: bool,
-    #[serde(default)]
-    tf32: bool,
-    #[serde(default)]
-    channels_last: bool,
+    // The run settings: each one value, or a list that is an axis of the cells. Left
+    // out, `cnnbench run`'s default.
+    passes: Option<OneOrAxis<usize>>,
+    warmup: Option<OneOrAxis<usize>>,
+    seed: Option<OneOrAxis<u64>>,
+    threads: Option<OneOrAxis<usize>>,
+    min_time: Option<OneOrAxis<f64>>,
+    max_time: Option<OneOrAxis<f64>>,
+    target_ci: Option<OneOrAxis<f64>>,
+    warmup_time: Option<OneOrAxis<f64>>,
+    memory_limit: Option<OneOrAxis<MemoryAmount>>,
+    repeat: Option<OneOrAxis<usize>>,
+    cudnn_benchmark: Option<OneOrAxis<bool>>,
+    tf32: Option<OneOrAxis<bool>>,
+    channels_last: Option<OneOrAxis<bool>>,
+    /// The heap policy, one for the whole matrix: it is set when cnnbench starts.
+    allocator: Option<String>,
     #[serde(default)]
     exclude: Vec<ExcludeEntry>,
     /// Per engine, its own settings: a value, or a list that is an axis of its cells.
@@ -228,20 +245,15 @@ fn setting_combinations(
     Ok(combinations)
 }
 
+/// `cnnbench run`'s batch size, the one cell size when the matrix gives none.
 fn default_batch_sizes() -> Vec<usize> {
-    vec![16]
+    vec![cnnbench_results::spec::DEFAULT_BATCH]
 }
 fn default_modes() -> Vec<Mode> {
     vec![Mode::Train]
 }
 fn default_precisions() -> Vec<Precision> {
     vec![Precision::F32]
-}
-fn default_passes() -> usize {
-    10
-}
-fn default_warmup() -> usize {
-    1
 }
 
 /// One `[[exclude]]` entry: the cells matching every key given are dropped.
@@ -254,23 +266,346 @@ struct ExcludeEntry {
     image_size: Option<ImageSizeSpec>,
     mode: Option<Mode>,
     precision: Option<Precision>,
+    // A value of a run setting the matrix gives as a list.
+    passes: Option<usize>,
+    warmup: Option<usize>,
+    seed: Option<u64>,
+    threads: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+    target_ci: Option<f64>,
+    warmup_time: Option<f64>,
+    memory_limit: Option<MemoryAmount>,
+    repeat: Option<usize>,
+    cudnn_benchmark: Option<bool>,
+    tf32: Option<bool>,
+    channels_last: Option<bool>,
 }
 
-/// The settings every cell runs with (the `run` options that are not axes).
+impl ExcludeEntry {
+    /// The run-setting values the entry names (each must be a value of its axis).
+    fn run_settings(&self) -> Result<Vec<RunSetting>, MatrixError> {
+        let memory_limit = match &self.memory_limit {
+            Some(amount) => Some(RunSetting::MemoryLimit(amount.bytes()?)),
+            None => None,
+        };
+        Ok([
+            self.passes.map(RunSetting::Passes),
+            self.warmup.map(RunSetting::Warmup),
+            self.seed.map(RunSetting::Seed),
+            self.threads.map(RunSetting::Threads),
+            self.min_time.map(RunSetting::MinTime),
+            self.max_time.map(RunSetting::MaxTime),
+            self.target_ci.map(RunSetting::TargetCi),
+            self.warmup_time.map(RunSetting::WarmupTime),
+            memory_limit,
+            self.repeat.map(RunSetting::Repeat),
+            self.cudnn_benchmark.map(RunSetting::CudnnBenchmark),
+            self.tf32.map(RunSetting::Tf32),
+            self.channels_last.map(RunSetting::ChannelsLast),
+        ]
+        .into_iter()
+        .flatten()
+        .collect())
+    }
+}
+
+/// A run setting as a matrix writes it: one value for every cell, or a list of values,
+/// an axis of the cells.
+#[derive(Clone, Debug)]
+enum OneOrAxis<T> {
+    One(T),
+    Axis(Vec<T>),
+}
+
+/// Read by hand rather than as an untagged enum, whose error ("did not match any
+/// variant") would not say what the value should be; and not through `toml::Value`,
+/// whose integers stop at `i64::MAX` (a seed may be any `u64`).
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrAxis<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, IntoDeserializer, SeqAccess, Visitor};
+        use std::marker::PhantomData;
+
+        struct OneOrList<T>(PhantomData<T>);
+
+        fn one<'de, T: Deserialize<'de>, E: Error>(
+            value: impl IntoDeserializer<'de, E>,
+        ) -> Result<OneOrAxis<T>, E> {
+            T::deserialize(value.into_deserializer())
+                .map(OneOrAxis::One)
+                .map_err(|e| {
+                    E::custom(format!(
+                        "{} (one value, or a list of them: an axis)",
+                        e.to_string().trim_end()
+                    ))
+                })
+        }
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for OneOrList<T> {
+            type Value = OneOrAxis<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("one value, or a list of them (an axis)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<T>()? {
+                    items.push(item);
+                }
+                Ok(OneOrAxis::Axis(items))
+            }
+            fn visit_bool<E: Error>(self, v: bool) -> Result<Self::Value, E> {
+                one(v)
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
+                one(v)
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
+                one(v)
+            }
+            fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
+                one(v)
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+                one(v)
+            }
+        }
+        d.deserialize_any(OneOrList(PhantomData))
+    }
+}
+
+/// `memory_limit` as written: bytes, or the text `run --memory-limit` takes (`512MiB`).
+#[derive(Clone, Debug)]
+enum MemoryAmount {
+    Bytes(u64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for MemoryAmount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Visitor};
+
+        struct Amount;
+
+        impl Visitor<'_> for Amount {
+            type Value = MemoryAmount;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an amount of memory: bytes or a unit, e.g. 1000000 or \"512MiB\"")
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<MemoryAmount, E> {
+                Ok(MemoryAmount::Bytes(v))
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<MemoryAmount, E> {
+                u64::try_from(v)
+                    .map(MemoryAmount::Bytes)
+                    .map_err(|_| E::custom(format!("{v} is not an amount of memory")))
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<MemoryAmount, E> {
+                Ok(MemoryAmount::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Amount)
+    }
+}
+
+impl MemoryAmount {
+    fn bytes(&self) -> Result<u64, MatrixError> {
+        let parsed = match self {
+            MemoryAmount::Bytes(n) => cnnbench_results::spec::parse_bytes(&n.to_string()),
+            MemoryAmount::Text(t) => cnnbench_results::spec::parse_bytes(t),
+        };
+        parsed.map_err(|message| MatrixError::BadValue {
+            key: "memory_limit",
+            message,
+        })
+    }
+}
+
+/// One value of a run setting that is not an axis of its own (models, engines, sizes,
+/// modes and precisions are): what a matrix key sets in a cell's [`RunSpec`]. A matrix
+/// gives each as one value (the base spec every cell starts from) or as a list (an axis:
+/// the cell carries its value). A new spec field a matrix may set is a variant here, a
+/// field of `MatrixFile` and of `ExcludeEntry`, a line of `run_settings_given` and of
+/// `ExcludeEntry::run_settings`, and a line of the test
+/// `every_run_setting_axis_can_be_excluded_from`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunSettings {
-    pub passes: usize,
-    pub warmup: usize,
-    pub seed: u64,
-    /// The engine's thread pool; `None`: all the cores the job was given.
-    pub threads: Option<usize>,
-    pub min_time: Option<f64>,
-    pub max_time: Option<f64>,
-    pub target_ci: Option<f64>,
-    pub warmup_time: Option<f64>,
-    pub cudnn_benchmark: bool,
-    pub tf32: bool,
-    pub channels_last: bool,
+pub enum RunSetting {
+    Passes(usize),
+    Warmup(usize),
+    Seed(u64),
+    /// The engine's thread pool.
+    Threads(usize),
+    MinTime(f64),
+    MaxTime(f64),
+    TargetCi(f64),
+    WarmupTime(f64),
+    MemoryLimit(u64),
+    /// Runs (fresh processes) of the cell, interleaved (`run --repeat`).
+    Repeat(usize),
+    CudnnBenchmark(bool),
+    Tf32(bool),
+    ChannelsLast(bool),
+}
+
+impl RunSetting {
+    /// Its key in the matrix file.
+    pub fn key(&self) -> &'static str {
+        match self {
+            RunSetting::Passes(_) => "passes",
+            RunSetting::Warmup(_) => "warmup",
+            RunSetting::Seed(_) => "seed",
+            RunSetting::Threads(_) => "threads",
+            RunSetting::MinTime(_) => "min_time",
+            RunSetting::MaxTime(_) => "max_time",
+            RunSetting::TargetCi(_) => "target_ci",
+            RunSetting::WarmupTime(_) => "warmup_time",
+            RunSetting::MemoryLimit(_) => "memory_limit",
+            RunSetting::Repeat(_) => "repeat",
+            RunSetting::CudnnBenchmark(_) => "cudnn_benchmark",
+            RunSetting::Tf32(_) => "tf32",
+            RunSetting::ChannelsLast(_) => "channels_last",
+        }
+    }
+
+    /// Its value as the file writes it.
+    pub fn value(&self) -> String {
+        match self {
+            RunSetting::Passes(n)
+            | RunSetting::Warmup(n)
+            | RunSetting::Threads(n)
+            | RunSetting::Repeat(n) => n.to_string(),
+            RunSetting::Seed(n) | RunSetting::MemoryLimit(n) => n.to_string(),
+            RunSetting::MinTime(x)
+            | RunSetting::MaxTime(x)
+            | RunSetting::TargetCi(x)
+            | RunSetting::WarmupTime(x) => x.to_string(),
+            RunSetting::CudnnBenchmark(b) | RunSetting::Tf32(b) | RunSetting::ChannelsLast(b) => {
+                b.to_string()
+            }
+        }
+    }
+
+    /// Sets it in a spec.
+    fn apply(&self, spec: &mut RunSpec) {
+        match *self {
+            RunSetting::Passes(n) => spec.passes = n,
+            RunSetting::Warmup(n) => spec.warmup = n,
+            RunSetting::Seed(n) => spec.seed = n,
+            RunSetting::Threads(n) => spec.threads = Some(n),
+            RunSetting::MinTime(s) => spec.min_time_s = Some(s),
+            RunSetting::MaxTime(s) => spec.max_time_s = Some(s),
+            RunSetting::TargetCi(pct) => spec.target_ci_pct = Some(pct),
+            RunSetting::WarmupTime(s) => spec.warmup_time_s = Some(s),
+            RunSetting::MemoryLimit(bytes) => spec.memory_limit_bytes = Some(bytes),
+            RunSetting::Repeat(n) => spec.repeat = n,
+            RunSetting::CudnnBenchmark(b) => spec.engine_options.cudnn_benchmark = b,
+            RunSetting::Tf32(b) => spec.engine_options.tf32 = b,
+            RunSetting::ChannelsLast(b) => spec.engine_options.channels_last = b,
+        }
+    }
+}
+
+/// The run settings the file gives, in cell order (the order of [`RunSetting`]'s
+/// variants), each as its values: one value, or an axis's list.
+fn run_settings_given(
+    file: &MatrixFile,
+) -> Result<Vec<(&'static str, OneOrAxis<RunSetting>)>, MatrixError> {
+    fn given<T: Clone>(
+        out: &mut Vec<(&'static str, OneOrAxis<RunSetting>)>,
+        key: &'static str,
+        value: &Option<OneOrAxis<T>>,
+        make: impl Fn(T) -> Result<RunSetting, MatrixError>,
+    ) -> Result<(), MatrixError> {
+        let values = match value {
+            None => return Ok(()),
+            Some(OneOrAxis::One(v)) => OneOrAxis::One(make(v.clone())?),
+            Some(OneOrAxis::Axis(list)) => OneOrAxis::Axis(
+                list.iter()
+                    .map(|v| make(v.clone()))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        out.push((key, values));
+        Ok(())
+    }
+    let mut out = Vec::new();
+    given(&mut out, "passes", &file.passes, |n| {
+        Ok(RunSetting::Passes(n))
+    })?;
+    given(&mut out, "warmup", &file.warmup, |n| {
+        Ok(RunSetting::Warmup(n))
+    })?;
+    given(&mut out, "seed", &file.seed, |n| Ok(RunSetting::Seed(n)))?;
+    given(&mut out, "threads", &file.threads, |n| {
+        Ok(RunSetting::Threads(n))
+    })?;
+    given(&mut out, "min_time", &file.min_time, |s| {
+        Ok(RunSetting::MinTime(s))
+    })?;
+    given(&mut out, "max_time", &file.max_time, |s| {
+        Ok(RunSetting::MaxTime(s))
+    })?;
+    given(&mut out, "target_ci", &file.target_ci, |p| {
+        Ok(RunSetting::TargetCi(p))
+    })?;
+    given(&mut out, "warmup_time", &file.warmup_time, |s| {
+        Ok(RunSetting::WarmupTime(s))
+    })?;
+    given(&mut out, "memory_limit", &file.memory_limit, |m| {
+        Ok(RunSetting::MemoryLimit(m.bytes()?))
+    })?;
+    given(&mut out, "repeat", &file.repeat, |n| {
+        Ok(RunSetting::Repeat(n))
+    })?;
+    given(&mut out, "cudnn_benchmark", &file.cudnn_benchmark, |b| {
+        Ok(RunSetting::CudnnBenchmark(b))
+    })?;
+    given(&mut out, "tf32", &file.tf32, |b| Ok(RunSetting::Tf32(b)))?;
+    given(&mut out, "channels_last", &file.channels_last, |b| {
+        Ok(RunSetting::ChannelsLast(b))
+    })?;
+    Ok(out)
+}
+
+/// The spec every cell starts from (`cnnbench run`'s defaults with the run settings the
+/// file gives as one value), the run settings it gives as lists (each key's values), and
+/// each combination of those in cell order (the last varies fastest).
+struct RunSettingAxes {
+    base: RunSpec,
+    axes: Vec<(&'static str, Vec<RunSetting>)>,
+    combinations: Vec<Vec<RunSetting>>,
+}
+
+fn base_and_axes(file: &MatrixFile) -> Result<RunSettingAxes, MatrixError> {
+    let mut base = RunSpec::new(Vec::new(), "");
+    if let Some(policy) = &file.allocator {
+        base.allocator = policy.clone();
+    }
+    let mut axes = Vec::new();
+    let mut combinations: Vec<Vec<RunSetting>> = vec![Vec::new()];
+    for (key, values) in run_settings_given(file)? {
+        match values {
+            OneOrAxis::One(v) => v.apply(&mut base),
+            OneOrAxis::Axis(list) => {
+                check_axis(key, &list, RunSetting::value)?;
+                combinations = combinations
+                    .into_iter()
+                    .flat_map(|before| {
+                        list.iter().map(move |v| {
+                            let mut next = before.clone();
+                            next.push(v.clone());
+                            next
+                        })
+                    })
+                    .collect();
+                axes.push((key, list));
+            }
+        }
+    }
+    Ok(RunSettingAxes {
+        base,
+        axes,
+        combinations,
+    })
 }
 
 /// One cell: one model on one engine in one configuration, one result file.
@@ -288,10 +623,14 @@ pub struct Cell {
     pub batch_size: usize,
     pub mode: Mode,
     pub precision: Precision,
+    /// This cell's values of the run settings the matrix gives as lists (empty when it
+    /// gives none); the others are the matrix's base spec.
+    pub run_settings: Vec<RunSetting>,
 }
 
 impl Cell {
-    /// `resnet18 burn-flex train b16 f32` (with `224x224` when the matrix gives sizes).
+    /// `resnet18 on burn-flex, train, batch 16, f32` (with `224x224` when the matrix
+    /// gives sizes, and the run settings it gives as lists, `threads 4`).
     pub fn describe(&self) -> String {
         let size = self.image_size.map_or(String::new(), |s| format!(" {s}"));
         let settings: String = self
@@ -299,8 +638,13 @@ impl Cell {
             .iter()
             .map(|(k, v)| format!(" {k}={v}"))
             .collect();
+        let run_settings: String = self
+            .run_settings
+            .iter()
+            .map(|s| format!(", {} {}", s.key(), s.value()))
+            .collect();
         format!(
-            "{}{size} on {}{settings}, {}, batch {}, {}",
+            "{}{size} on {}{settings}, {}, batch {}, {}{run_settings}",
             self.model,
             self.engine,
             self.mode,
@@ -310,12 +654,18 @@ impl Cell {
     }
 }
 
-/// A checked matrix: its cells and settings, and the text it was read from (which the
-/// generated jobs carry, so that a later edit of the file cannot renumber a running array).
+/// A checked matrix: its cells, the spec they share, and the text it was read from
+/// (which the generated jobs carry, so that a later edit of the file cannot renumber a
+/// running array).
 #[derive(Clone, Debug)]
 pub struct Matrix {
     pub cells: Vec<Cell>,
-    pub settings: RunSettings,
+    /// What every cell shares: `cnnbench run`'s defaults with the run settings the file
+    /// gives as one value. Its models and engine are empty: each cell names its own.
+    pub base: RunSpec,
+    /// The heap policy the file names (`allocator = "system"`): every cell must run
+    /// under it, so the jobs start cnnbench with `--allocator`; `None`: each host's own.
+    pub allocator: Option<String>,
     pub text: String,
 }
 
@@ -374,7 +724,11 @@ impl Matrix {
         };
         check_axis("modes", &file.modes, |m| m.to_string())?;
         check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
-        let settings = settings(&file)?;
+        let RunSettingAxes {
+            base,
+            axes: run_setting_axes,
+            combinations: run_settings,
+        } = base_and_axes(&file)?;
         for engine in file.engine_settings.keys() {
             if !file.engines.contains(engine) {
                 return Err(MatrixError::EngineSetting {
@@ -407,6 +761,7 @@ impl Matrix {
             file.batch_sizes.len(),
             file.modes.len(),
             file.precisions.len(),
+            run_settings.len(),
         ]
         .iter()
         .map(|&n| n as u128)
@@ -418,7 +773,7 @@ impl Matrix {
             .exclude
             .iter()
             .enumerate()
-            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes))
+            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes, &run_setting_axes))
             .collect::<Result<Vec<_>, _>>()?;
         let mut cells = Vec::new();
         for model in &models {
@@ -428,18 +783,21 @@ impl Matrix {
                         for &batch_size in &file.batch_sizes {
                             for &mode in &file.modes {
                                 for &precision in &file.precisions {
-                                    let cell = Cell {
-                                        index: cells.len(),
-                                        model: model.clone(),
-                                        engine: (*engine).clone(),
-                                        settings: settings.clone(),
-                                        image_size,
-                                        batch_size,
-                                        mode,
-                                        precision,
-                                    };
-                                    if !excludes.iter().any(|e| e.matches(&cell)) {
-                                        cells.push(cell);
+                                    for values in &run_settings {
+                                        let cell = Cell {
+                                            index: cells.len(),
+                                            model: model.clone(),
+                                            engine: (*engine).clone(),
+                                            settings: settings.clone(),
+                                            image_size,
+                                            batch_size,
+                                            mode,
+                                            precision,
+                                            run_settings: values.clone(),
+                                        };
+                                        if !excludes.iter().any(|e| e.matches(&cell)) {
+                                            cells.push(cell);
+                                        }
                                     }
                                 }
                             }
@@ -452,11 +810,25 @@ impl Matrix {
             return Err(MatrixError::AllExcluded);
         }
         check_sizes_fit(&cells)?;
-        Ok(Matrix {
+        let matrix = Matrix {
             cells,
-            settings,
+            base,
+            allocator: file.allocator.clone(),
             text: text.to_string(),
-        })
+        };
+        // Each cell is a spec `cnnbench run` takes, or the matrix is refused now rather
+        // than in the job that runs the cell.
+        for cell in &matrix.cells {
+            matrix
+                .spec(cell)
+                .validate()
+                .map_err(|message| MatrixError::Spec {
+                    index: cell.index,
+                    cell: cell.describe(),
+                    message: with_matrix_keys(message),
+                })?;
+        }
+        Ok(matrix)
     }
 
     /// The cell with this number, or an error that gives the range.
@@ -467,37 +839,55 @@ impl Matrix {
         })
     }
 
-    /// What a cell runs: its run spec, with the matrix's settings and `cnnbench run`'s
-    /// defaults for everything the matrix does not set. The task that runs the cell
-    /// receives this spec itself, so no setting is lost on the way.
+    /// What a cell runs: the matrix's base spec with the cell's model, engine, axes'
+    /// values and engine settings. The task that runs the cell receives this spec itself,
+    /// so no setting is lost on the way.
     pub fn spec(&self, cell: &Cell) -> RunSpec {
-        let s = &self.settings;
-        let mut spec = RunSpec::new(
-            vec![ModelRef::Zoo {
+        let mut spec = RunSpec {
+            models: vec![ModelRef::Zoo {
                 name: cell.model.clone(),
             }],
-            &cell.engine,
-        );
-        spec.mode = cell.mode;
-        spec.precision = cell.precision;
-        spec.batch = Batches::Sizes(vec![cell.batch_size]);
-        spec.image_sizes = cell.image_size.map(|size| vec![size]);
-        spec.warmup = s.warmup;
-        spec.passes = s.passes;
-        spec.seed = s.seed;
-        spec.threads = s.threads;
-        spec.min_time_s = s.min_time;
-        spec.max_time_s = s.max_time;
-        spec.target_ci_pct = s.target_ci;
-        spec.warmup_time_s = s.warmup_time;
-        spec.engine_options.cudnn_benchmark = s.cudnn_benchmark;
-        // The matrix's `tf32` is for its f32 cells, which it makes tf32 cells.
-        spec.engine_options.tf32 =
-            s.tf32 && matches!(cell.precision, Precision::F32 | Precision::Tf32);
-        spec.settle_tf32();
-        spec.engine_options.channels_last = s.channels_last;
+            engine: cell.engine.clone(),
+            mode: cell.mode,
+            precision: cell.precision,
+            batch: Batches::Sizes(vec![cell.batch_size]),
+            image_sizes: cell.image_size.map(|size| vec![size]),
+            ..self.base.clone()
+        };
         spec.engine_options.settings = cell.settings.clone();
+        for setting in &cell.run_settings {
+            setting.apply(&mut spec);
+        }
+        // The matrix's `tf32` is for its f32 cells, which it makes tf32 cells.
+        spec.engine_options.tf32 &= matches!(cell.precision, Precision::F32 | Precision::Tf32);
+        spec.settle_tf32();
         spec
+    }
+}
+
+/// A refusal of `RunSpec::validate` names `run`'s flags; the matrix's keys for them are
+/// added, so that the user knows what to edit in the file.
+fn with_matrix_keys(message: String) -> String {
+    const KEYS: [(&str, &str); 9] = [
+        ("--passes", "passes"),
+        ("--threads", "threads"),
+        ("--repeat", "repeat"),
+        ("--min-time", "min_time"),
+        ("--max-time", "max_time"),
+        ("--target-ci", "target_ci"),
+        ("--warmup-time", "warmup_time"),
+        ("--tf32", "tf32"),
+        ("heap policy", "allocator"),
+    ];
+    let named: Vec<String> = KEYS
+        .iter()
+        .filter(|(flag, _)| message.contains(flag))
+        .map(|(_, key)| format!("`{key}`"))
+        .collect();
+    if named.is_empty() {
+        message
+    } else {
+        format!("{message} (in the matrix: {})", named.join(", "))
     }
 }
 
@@ -540,57 +930,6 @@ fn check_models(names: &[String]) -> Result<Vec<String>, MatrixError> {
     Ok(canonical)
 }
 
-fn settings(file: &MatrixFile) -> Result<RunSettings, MatrixError> {
-    if file.passes == 0 {
-        return Err(MatrixError::BadValue {
-            key: "passes",
-            message: "at least 1 timed pass is needed".into(),
-        });
-    }
-    if file.threads == Some(0) {
-        return Err(MatrixError::BadValue {
-            key: "threads",
-            message: "at least 1 thread is needed (leave it out for all cores)".into(),
-        });
-    }
-    for (key, value) in [
-        ("min_time", file.min_time),
-        ("max_time", file.max_time),
-        ("target_ci", file.target_ci),
-        ("warmup_time", file.warmup_time),
-    ] {
-        if let Some(v) = value {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(MatrixError::BadValue {
-                    key,
-                    message: format!("must be a positive number, not {v}"),
-                });
-            }
-        }
-    }
-    if let (Some(min), Some(max)) = (file.min_time, file.max_time) {
-        if min > max {
-            return Err(MatrixError::BadValue {
-                key: "min_time",
-                message: format!("{min} s is above max_time ({max} s)"),
-            });
-        }
-    }
-    Ok(RunSettings {
-        passes: file.passes,
-        warmup: file.warmup,
-        seed: file.seed,
-        threads: file.threads,
-        min_time: file.min_time,
-        max_time: file.max_time,
-        target_ci: file.target_ci,
-        warmup_time: file.warmup_time,
-        cudnn_benchmark: file.cudnn_benchmark,
-        tf32: file.tf32,
-        channels_last: file.channels_last,
-    })
-}
-
 /// An exclude entry checked against the axes: each value it names is one of theirs.
 struct Exclusion {
     model: Option<String>,
@@ -599,6 +938,8 @@ struct Exclusion {
     image_size: Option<ImageSize>,
     mode: Option<Mode>,
     precision: Option<Precision>,
+    /// Values of run-setting axes: a cell with every one of them matches.
+    run_settings: Vec<RunSetting>,
 }
 
 impl Exclusion {
@@ -607,6 +948,7 @@ impl Exclusion {
         e: &ExcludeEntry,
         file: &MatrixFile,
         image_sizes: &[Option<ImageSize>],
+        run_setting_axes: &[(&'static str, Vec<RunSetting>)],
     ) -> Result<Exclusion, MatrixError> {
         let not_in = |key: &str, value: String, axis: &str| MatrixError::Exclude {
             index,
@@ -656,6 +998,22 @@ impl Exclusion {
                 return Err(not_in("precision", p.as_str().to_string(), "precisions"));
             }
         }
+        let run_settings = e.run_settings()?;
+        for setting in &run_settings {
+            let key = setting.key();
+            match run_setting_axes.iter().find(|(axis, _)| *axis == key) {
+                Some((_, values)) if values.contains(setting) => {}
+                Some(_) => return Err(not_in(key, setting.value(), key)),
+                None => {
+                    return Err(MatrixError::Exclude {
+                        index,
+                        message: format!(
+                            "`{key}` is not a list in the matrix, so it is no axis to exclude from"
+                        ),
+                    })
+                }
+            }
+        }
         let exclusion = Exclusion {
             model,
             engine: e.engine.clone(),
@@ -663,6 +1021,7 @@ impl Exclusion {
             image_size,
             mode: e.mode,
             precision: e.precision,
+            run_settings,
         };
         if exclusion.model.is_none()
             && exclusion.engine.is_none()
@@ -670,10 +1029,11 @@ impl Exclusion {
             && exclusion.image_size.is_none()
             && exclusion.mode.is_none()
             && exclusion.precision.is_none()
+            && exclusion.run_settings.is_empty()
         {
             return Err(MatrixError::Exclude {
                 index,
-                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode or precision".into(),
+                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode, precision or a run setting the matrix lists".into(),
             });
         }
         Ok(exclusion)
@@ -686,6 +1046,7 @@ impl Exclusion {
             && self.image_size.is_none_or(|s| Some(s) == c.image_size)
             && self.mode.is_none_or(|m| m == c.mode)
             && self.precision.is_none_or(|p| p == c.precision)
+            && self.run_settings.iter().all(|s| c.run_settings.contains(s))
     }
 }
 
@@ -788,8 +1149,8 @@ precisions = ["f32", "bf16"]"#,
         assert_eq!(m.cells[8].model, "resnet50");
         assert!(m.cells.iter().enumerate().all(|(i, c)| c.index == i));
         assert_eq!(m.cells[0].mode, Mode::Train);
-        assert_eq!(m.settings.passes, 10);
-        assert_eq!(m.settings.warmup, 1);
+        assert_eq!(m.base.passes, 10);
+        assert_eq!(m.base.warmup, 1);
     }
 
     #[test]
@@ -969,6 +1330,240 @@ streams = 2
             "{base}[engine_settings.burn-flex]\nhint = [\"a\", \"a\"]"
         ));
         assert!(e.contains("`hint` lists a twice"), "{e}");
+    }
+
+    /// The matrix has no defaults of its own: a cell of a matrix that gives nothing but
+    /// its axes is `cnnbench run`'s spec for that model and engine.
+    #[test]
+    fn a_cell_of_a_bare_matrix_is_runs_default_spec() {
+        let m = parse("models = [\"resnet18\"]\nengines = [\"burn-flex\"]").unwrap();
+        let run = RunSpec::new(
+            vec![ModelRef::Zoo {
+                name: "resnet18".into(),
+            }],
+            "burn-flex",
+        );
+        assert_eq!(m.spec(&m.cells[0]), run);
+        assert_eq!((run.passes, run.warmup, run.seed), (10, 1, 0));
+        assert_eq!(run.batch, Batches::Sizes(vec![16]));
+        assert_eq!((run.mode, run.precision), (Mode::Train, Precision::F32));
+    }
+
+    /// Every run setting a matrix may give reaches the cell's spec.
+    #[test]
+    fn every_run_setting_reaches_the_cells_spec() {
+        let m = parse(
+            r#"models = ["resnet18"]
+engines = ["burn-flex"]
+passes = 3
+warmup = 2
+seed = 7
+threads = 2
+min_time = 1.5
+max_time = 9
+target_ci = 4.0
+warmup_time = 0.5
+memory_limit = "512MiB"
+repeat = 3
+cudnn_benchmark = true
+tf32 = true
+channels_last = true"#,
+        )
+        .unwrap();
+        let spec = m.spec(&m.cells[0]);
+        assert_eq!((spec.passes, spec.warmup, spec.seed), (3, 2, 7));
+        assert_eq!(spec.threads, Some(2));
+        assert_eq!(
+            (
+                spec.min_time_s,
+                spec.max_time_s,
+                spec.target_ci_pct,
+                spec.warmup_time_s
+            ),
+            (Some(1.5), Some(9.0), Some(4.0), Some(0.5))
+        );
+        assert_eq!(spec.memory_limit_bytes, Some(512 << 20));
+        assert_eq!(spec.repeat, 3);
+        let o = &spec.engine_options;
+        assert!(o.cudnn_benchmark && o.tf32 && o.channels_last);
+        assert_eq!(spec.precision, Precision::Tf32);
+        assert_eq!(m.allocator, None);
+        assert_eq!(spec.allocator, "keep");
+        // The heap policy: one for the matrix, a policy `run` knows.
+        let m = parse("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nallocator = \"system\"")
+            .unwrap();
+        assert_eq!(m.allocator.as_deref(), Some("system"));
+        assert_eq!(m.spec(&m.cells[0]).allocator, "system");
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nallocator = \"jemalloc\"");
+        assert!(e.contains("jemalloc") && e.contains("`allocator`"), "{e}");
+        // Bytes as a number; text the way `run --memory-limit` takes it, or refused.
+        let m = parse("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nmemory_limit = 1000000")
+            .unwrap();
+        assert_eq!(m.spec(&m.cells[0]).memory_limit_bytes, Some(1_000_000));
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nmemory_limit = \"lots\"");
+        assert!(e.contains("`memory_limit`") && e.contains("512MiB"), "{e}");
+        // A value of the wrong type says what it should be, and where.
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\npasses = \"ten\"");
+        assert!(
+            e.contains("passes = \"ten\"") && e.contains("expected usize"),
+            "{e}"
+        );
+        let e = err("models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nthreads = [1, \"two\"]");
+        assert!(e.contains("\"two\"") && e.contains("expected usize"), "{e}");
+        // A seed may be any u64.
+        let m = parse(
+            "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nseed = [18446744073709551615]",
+        )
+        .unwrap();
+        assert_eq!(m.spec(&m.cells[0]).seed, u64::MAX);
+    }
+
+    /// A run setting given as a list is an axis that varies fastest, so a file without
+    /// one numbers its cells as before (the documented example's numbering, which
+    /// `docs/src/cluster.md` shows).
+    #[test]
+    fn a_run_setting_list_is_an_axis_after_the_others() {
+        let documented = include_str!("../../../docs/src/cluster/matrix.toml");
+        let m = Matrix::parse(documented, ENGINES).unwrap();
+        let cells: Vec<(&str, &str, usize)> = m
+            .cells
+            .iter()
+            .map(|c| (c.model.as_str(), c.engine.as_str(), c.batch_size))
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ("resnet18", "burn-flex", 16),
+                ("resnet18", "burn-flex", 32),
+                ("resnet18", "torch-cpu", 16),
+                ("resnet18", "torch-cpu", 32),
+                ("resnet50", "burn-flex", 16),
+                ("resnet50", "torch-cpu", 16),
+                ("resnet50", "torch-cpu", 32),
+            ]
+        );
+        assert!(m.cells.iter().all(|c| c.run_settings.is_empty()));
+        // threads × repeat as axes: each cell of the file becomes four, in place.
+        let with_axes = Matrix::parse(
+            &documented.replacen(
+                "passes = 10",
+                "passes = 10\nthreads = [1, 2]\nrepeat = [1, 3]",
+                1,
+            ),
+            ENGINES,
+        )
+        .unwrap();
+        assert_eq!(with_axes.cells.len(), 4 * m.cells.len());
+        for (i, c) in with_axes.cells.iter().enumerate() {
+            let before = &m.cells[i / 4];
+            assert_eq!(
+                (&c.model, &c.engine, c.batch_size),
+                (&before.model, &before.engine, before.batch_size)
+            );
+            let threads = [1, 1, 2, 2][i % 4];
+            let repeat = [1, 3, 1, 3][i % 4];
+            assert_eq!(
+                c.run_settings,
+                [RunSetting::Threads(threads), RunSetting::Repeat(repeat)]
+            );
+            let spec = with_axes.spec(c);
+            assert_eq!((spec.threads, spec.repeat), (Some(threads), repeat));
+            assert_eq!(spec.passes, 10);
+        }
+        assert!(
+            with_axes.cells[3]
+                .describe()
+                .ends_with("batch 16, f32, threads 2, repeat 3"),
+            "{}",
+            with_axes.cells[3].describe()
+        );
+    }
+
+    /// A cell `cnnbench run` would refuse is refused with the file, naming the cell and
+    /// the key; a list is an axis like the others (not empty, nothing twice).
+    #[test]
+    fn a_cell_whose_spec_run_refuses_is_refused_naming_the_key() {
+        let base = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        let e = err(&format!("{base}repeat = 0"));
+        assert!(e.contains("cell 0") && e.contains("`repeat`"), "{e}");
+        let e = err(&format!("{base}threads = [2, 0]"));
+        assert!(e.contains("cell 1 (") && e.contains("`threads`"), "{e}");
+        let e = err(&format!("{base}target_ci = 2.0\nmin_time = 90.0"));
+        assert!(e.contains("`min_time`"), "{e}");
+        let e = err(&format!("{base}passes = []"));
+        assert!(e.contains("`passes` is empty"), "{e}");
+        let e = err(&format!("{base}repeat = [2, 2]"));
+        assert!(e.contains("`repeat` lists 2 twice"), "{e}");
+        // `tf32` is for the f32 cells: the others keep their precision.
+        let m = parse(&format!(
+            "{base}precisions = [\"f32\", \"bf16\"]\ntf32 = true"
+        ))
+        .unwrap();
+        assert_eq!(m.spec(&m.cells[0]).precision, Precision::Tf32);
+        let bf16 = m.spec(&m.cells[1]);
+        assert_eq!(bf16.precision, Precision::Bf16);
+        assert!(!bf16.engine_options.tf32);
+    }
+
+    /// Every run setting given as a list is an axis an `[[exclude]]` entry can name;
+    /// a value not in the list, or a key that is no list, is refused.
+    #[test]
+    fn every_run_setting_axis_can_be_excluded_from() {
+        let keys = [
+            ("passes", "[1, 2]", "1"),
+            ("warmup", "[0, 1]", "0"),
+            ("seed", "[1, 2]", "1"),
+            ("threads", "[1, 2]", "1"),
+            ("min_time", "[1.0, 2.0]", "1.0"),
+            ("max_time", "[1.0, 2.0]", "1"),
+            ("target_ci", "[1.0, 2.0]", "1.0"),
+            ("warmup_time", "[1.0, 2.0]", "1.0"),
+            ("memory_limit", "[\"1MiB\", 2000000]", "1048576"),
+            ("repeat", "[1, 2]", "1"),
+            ("cudnn_benchmark", "[false, true]", "false"),
+            ("tf32", "[false, true]", "false"),
+            ("channels_last", "[false, true]", "false"),
+        ];
+        let base = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        for (key, list, excluded) in keys {
+            let m = parse(&format!(
+                "{base}{key} = {list}\n[[exclude]]\n{key} = {excluded}"
+            ))
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(m.cells.len(), 1, "{key}");
+            assert_eq!(m.cells[0].run_settings.len(), 1, "{key}");
+            assert_eq!(m.cells[0].run_settings[0].key(), key);
+            assert_eq!(m.cells[0].index, 0);
+        }
+        // Every key the file takes as a run setting is listed above.
+        let every: String = keys
+            .iter()
+            .map(|(k, l, _)| format!("{k} = {l}\n"))
+            .collect();
+        let file: MatrixFile = toml::from_str(&format!("{base}{every}")).unwrap();
+        assert_eq!(run_settings_given(&file).unwrap().len(), keys.len());
+        let e = err(&format!("{base}threads = [1, 2]\n[[exclude]]\nthreads = 3"));
+        assert!(e.contains("threads 3 is not in `threads`"), "{e}");
+        let e = err(&format!("{base}threads = 2\n[[exclude]]\nthreads = 2"));
+        assert!(e.contains("`threads` is not a list"), "{e}");
+        // With the other keys: resnet18 at threads 2 only.
+        let m = parse(
+            "models = [\"resnet18\", \"resnet34\"]\nengines = [\"burn-flex\"]\nthreads = [1, 2]\n[[exclude]]\nmodel = \"resnet18\"\nthreads = 1",
+        )
+        .unwrap();
+        let left: Vec<(&str, Vec<RunSetting>)> = m
+            .cells
+            .iter()
+            .map(|c| (c.model.as_str(), c.run_settings.clone()))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                ("resnet18", vec![RunSetting::Threads(2)]),
+                ("resnet34", vec![RunSetting::Threads(1)]),
+                ("resnet34", vec![RunSetting::Threads(2)]),
+            ]
+        );
     }
 
     #[test]

@@ -96,10 +96,14 @@ fn matrix_heredoc(matrix: &Matrix) -> Result<String, ScriptError> {
     ))
 }
 
-/// `PROGRAM run --plan "$matrix" --cell CELL --output OUT [--label L] --quiet`.
-fn run_line(job: &JobCommand, cell: &str) -> String {
+/// `PROGRAM [--allocator P] run --plan "$matrix" --cell CELL --output OUT [--label L]`:
+/// the heap policy a matrix names is set when cnnbench starts, so it comes first.
+fn run_line(matrix: &Matrix, job: &JobCommand, cell: &str) -> String {
+    let allocator = matrix.allocator.as_ref().map_or(String::new(), |p| {
+        format!(" --allocator {}", shell_quote(p))
+    });
     let mut line = format!(
-        "{} run --plan \"$matrix\" --cell {cell} --output {}",
+        "{}{allocator} run --plan \"$matrix\" --cell {cell} --output {}",
         shell_quote(&job.program),
         shell_quote(&job.output)
     );
@@ -177,7 +181,7 @@ pub fn slurm_script(
         in_comment(&job.output)
     ));
     s.push_str(&matrix_heredoc(matrix)?);
-    s.push_str(&run_line(job, "\"$SLURM_ARRAY_TASK_ID\""));
+    s.push_str(&run_line(matrix, job, "\"$SLURM_ARRAY_TASK_ID\""));
     s.push('\n');
     Ok(s)
 }
@@ -209,7 +213,7 @@ pub fn shell_script(matrix: &Matrix, job: &JobCommand) -> Result<String, ScriptE
          \x20   exit 1\n\
          fi\n",
         last = n - 1,
-        run = run_line(job, "\"$cell\""),
+        run = run_line(matrix, job, "\"$cell\""),
     ));
     Ok(s)
 }
@@ -268,14 +272,17 @@ pub fn k8s_job(matrix: &Matrix, job: &JobCommand, k8s: &K8sOptions) -> Result<St
     let name = &k8s.job_name;
     let matrix_name = in_comment(&job.matrix_name);
     let matrix_dir = "/etc/cnnbench";
-    let mut command = vec![
-        job.program.clone(),
+    let mut command = vec![job.program.clone()];
+    if let Some(policy) = &matrix.allocator {
+        command.extend(["--allocator".into(), policy.clone()]);
+    }
+    command.extend([
         "run".into(),
         "--plan".into(),
         format!("{matrix_dir}/matrix.toml"),
         "--output".into(),
         job.output.clone(),
-    ];
+    ]);
     if let Some(l) = &job.label {
         command.extend(["--label".into(), l.clone()]);
     }
@@ -507,5 +514,35 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    /// A matrix's heap policy is the process's, set when cnnbench starts: every job
+    /// starts cnnbench with it; without one, the command is as it was.
+    #[test]
+    fn the_jobs_start_cnnbench_under_the_matrixs_heap_policy() {
+        let text = "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nallocator = \"system\"\n";
+        let m = Matrix::parse(text, &["burn-flex"]).unwrap();
+        let program = "'/opt/cnnbench bin/cnnbench' --allocator system run --plan";
+        let shell = shell_script(&m, &job()).unwrap();
+        assert!(shell.contains(program), "{shell}");
+        let slurm_options = SlurmOptions {
+            job_name: "bench".into(),
+            ..Default::default()
+        };
+        let slurm = slurm_script(&m, &job(), &slurm_options).unwrap();
+        assert!(slurm.contains(program), "{slurm}");
+        let k8s = K8sOptions {
+            job_name: "bench".into(),
+            image: "registry.example/cnnbench:1".into(),
+            volume_claim: "results".into(),
+            ..Default::default()
+        };
+        let y = k8s_job(&m, &job(), &k8s).unwrap();
+        assert!(
+            y.contains("\"/opt/cnnbench bin/cnnbench\", \"--allocator\", \"system\", \"run\""),
+            "{y}"
+        );
+        let plain = shell_script(&matrix(1), &job()).unwrap();
+        assert!(!plain.contains("--allocator"), "{plain}");
     }
 }

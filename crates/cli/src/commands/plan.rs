@@ -206,14 +206,23 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The numbered cells, with the result each already has under `output`.
+/// The numbered cells, with the result each already has under `output`; the engine's
+/// own settings and the run settings a matrix gives as lists, when it has any.
 fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
     let with_sizes = matrix.cells.iter().any(|c| c.image_size.is_some());
+    let with_settings = matrix
+        .cells
+        .iter()
+        .any(|c| !c.settings.is_empty() || !c.run_settings.is_empty());
     let mut headers = vec!["Cell", "Model"];
     if with_sizes {
         headers.push("Image");
     }
-    headers.extend(["Engine", "Mode", "Batch", "Precision", "Result"]);
+    headers.extend(["Engine", "Mode", "Batch", "Precision"]);
+    if with_settings {
+        headers.push("Settings");
+    }
+    headers.push("Result");
     let mut table = new_table(&headers);
     let mut done = 0;
     for c in &matrix.cells {
@@ -230,13 +239,21 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
             c.mode.to_string(),
             c.batch_size.to_string(),
             c.precision.as_str().into(),
-            found.map_or("–".into(), |p| {
-                p.strip_prefix(output).unwrap_or(&p).display().to_string()
-            }),
         ]);
+        if with_settings {
+            let own = c.settings.iter().map(|(k, v)| format!("{k}={v}"));
+            let run = c
+                .run_settings
+                .iter()
+                .map(|s| format!("{}={}", s.key(), s.value()));
+            row.push(own.chain(run).collect::<Vec<_>>().join(" "));
+        }
+        row.push(found.map_or("–".into(), |p| {
+            p.strip_prefix(output).unwrap_or(&p).display().to_string()
+        }));
         table.add_row(row);
     }
-    let batch_column = headers.len() - 3;
+    let batch_column = headers.iter().position(|h| *h == "Batch").unwrap_or(0);
     align_right(&mut table, &[0, batch_column]);
     println!("{table}");
     let n = matrix.cells.len();

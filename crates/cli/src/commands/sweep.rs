@@ -101,32 +101,9 @@ fn parse_list(
     Ok(out)
 }
 
-/// `64MiB`, `2GB`, `1.5GiB`, `1000000` (bytes): the artificial memory limit.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "kib" => 1024.0,
-        "m" | "mb" => 1e6,
-        "mib" => 1024.0 * 1024.0,
-        "g" | "gb" => 1e9,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => f64::NAN,
-    };
-    match number.parse::<f64>() {
-        // Below one byte (`0.5`) it would be 0 bytes, which switched the memory check off.
-        Ok(v) if v > 0.0 && factor.is_finite() && v * factor >= 1.0 => Ok((v * factor) as u64),
-        _ => Err(format!(
-            "\"{}\" is not an amount of memory: use bytes or a unit, e.g. 512MiB or 2GB",
-            cnnbench_results::printable(s)
-        )),
-    }
-}
+/// `64MiB`, `2GB`, `1.5GiB`, `1000000` (bytes): the artificial memory limit (the spec's
+/// parser, which a matrix file's `memory_limit` shares).
+pub use cnnbench_results::spec::parse_bytes;
 
 /// Runs `cnnbench` again as a probe, its job (JSON, see `run::job`) on standard input,
 /// and classifies how it ended.

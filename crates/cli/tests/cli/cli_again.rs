@@ -143,3 +143,126 @@ fn again_reruns_the_recorded_spec_changes_what_is_given_and_refuses_a_changed_mo
             "cnnbench --allocator keep run --again",
         ));
 }
+
+/// `--again A --again B --repeat 2`: each result's recorded spec is one configuration;
+/// their runs are fresh processes interleaved A-B-B-A, each result recording its own
+/// configuration's spec, its round and its label. Without --repeat they run once each,
+/// in the order given; a result that cannot be read is named before anything runs.
+#[test]
+fn several_again_results_run_interleaved_each_with_its_own_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = |name: &str, size: &str, threads: &str| {
+        let out = dir.path().join(name);
+        run_ok(
+            cnnbench()
+                .args([
+                    "run", "resnet18", "-b", "1", "--passes", "2", "--warmup", "0",
+                ])
+                .args(["--image-size", size, "--threads", threads, "--label", name])
+                .args(["-q", "-o"])
+                .arg(&out),
+        );
+        let spec = only_result::<BenchResult>(&out)
+            .spec
+            .expect("the result records its spec");
+        (result_files(&out).remove(0), spec)
+    };
+    let (a, a_spec) = original("a", "32", "1");
+    let (b, b_spec) = original("b", "40", "2");
+    let sorted = |out: &std::path::Path| {
+        let mut files: Vec<BenchResult> = result_files(out).iter().map(|f| read_json(f)).collect();
+        files.sort_by_key(|r| r.started_at);
+        files
+    };
+
+    let both = dir.path().join("both");
+    cnnbench()
+        .args(["run", "--again"])
+        .arg(&a)
+        .arg("--again")
+        .arg(&b)
+        .args(["--repeat", "2", "-o"])
+        .arg(&both)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "2 configuration(s) × 2 runs: 4 processes",
+        ))
+        .stderr(predicate::str::contains(format!(
+            "run 2 of 2: resnet18 (batch 1, 40x40) from {}",
+            b.display()
+        )));
+    let runs = sorted(&both);
+    let order: Vec<(usize, usize, Option<&str>)> = runs
+        .iter()
+        .map(|r| {
+            let round = r.config.round.expect("each run records its round");
+            assert_eq!(round.of, 2);
+            (round.index, r.config.image_size[0], r.label.as_deref())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (1, 32, Some("a")),
+            (1, 40, Some("b")),
+            (2, 40, Some("b")),
+            (2, 32, Some("a"))
+        ]
+    );
+    for r in &runs {
+        let expected = if r.config.image_size[0] == 32 {
+            &a_spec
+        } else {
+            &b_spec
+        };
+        assert_eq!(r.spec.as_ref(), Some(expected));
+    }
+    assert_eq!(runs[0].config.threads_requested, Some(1));
+    assert_eq!(runs[1].config.threads_requested, Some(2));
+
+    // Without --repeat: once each, in the order given, no rounds; an option given applies
+    // to both.
+    let once = dir.path().join("once");
+    run_ok(
+        cnnbench()
+            .args(["run", "--again"])
+            .arg(&b)
+            .arg("--again")
+            .arg(&a)
+            .args(["--passes", "3", "--label", "both", "-q", "-o"])
+            .arg(&once),
+    );
+    let runs = sorted(&once);
+    let sizes: Vec<usize> = runs.iter().map(|r| r.config.image_size[0]).collect();
+    assert_eq!(sizes, [40, 32]);
+    assert!(runs.iter().all(|r| r.config.round.is_none()
+        && r.config.passes == 3
+        && r.label.as_deref() == Some("both")));
+
+    // A result that cannot be read, or one whose recorded runs differ from another's:
+    // named, and nothing runs.
+    let missing = dir.path().join("missing.json");
+    assert_refused_writing_nothing(
+        cnnbench()
+            .args(["run", "--again"])
+            .arg(&a)
+            .arg("--again")
+            .arg(&missing),
+        &dir.path().join("refused"),
+        &format!("cannot read {}", missing.display()),
+    );
+    let mut thrice: serde_json::Value = read_json(&b);
+    thrice["spec"]["repeat"] = 3.into();
+    let thrice_file = dir.path().join("thrice.json");
+    std::fs::write(&thrice_file, thrice.to_string()).unwrap();
+    assert_refused_writing_nothing(
+        cnnbench()
+            .args(["run", "--again"])
+            .arg(&a)
+            .arg("--again")
+            .arg(&thrice_file),
+        &dir.path().join("refused"),
+        "give --repeat N",
+    );
+}

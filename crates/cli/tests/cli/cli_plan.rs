@@ -429,3 +429,109 @@ fn an_engine_setting_axis_and_a_changed_setting_make_cells_of_their_own() {
         assert!(list.contains("0 with a result"), "{changed}: {list}");
     }
 }
+
+/// Run settings as axes (`threads = [1, 2]`) are cells of their own, listed with their
+/// values; a cell of `repeat = 2` runs in two processes, each writing the result of one
+/// round, and is finished only while both rounds are there.
+#[test]
+fn a_run_setting_axis_and_a_repeated_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(
+        dir.path(),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]\nbatch_sizes = [1]\nmodes = [\"infer\"]\npasses = 1\nwarmup = 0\nthreads = [1, 2]\nrepeat = 2\n",
+    );
+    let list = || {
+        stdout_of(
+            &["plan", m.to_str().unwrap(), "--list", "--output", "results"],
+            dir.path(),
+        )
+    };
+    let listed = list();
+    assert!(
+        listed.contains("| threads=1 ")
+            && listed.contains("| threads=2 ")
+            && listed.contains("2 cells, 0 with a result"),
+        "{listed}"
+    );
+    let run_cell = || {
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--plan", m.to_str().unwrap(), "--cell", "1"])
+            .assert()
+            .success()
+    };
+    run_cell().stderr(predicate::str::contains(
+        "cell 1 of 2: resnet18 32x32 on burn-flex, infer, batch 1, f32, threads 2",
+    ));
+    let mut rounds: Vec<(usize, Option<usize>)> = results(&dir.path().join("results"))
+        .iter()
+        .map(|r| {
+            let round = r.config.round.expect("each run records its round");
+            assert_eq!(round.of, 2);
+            (round.index, r.config.threads_requested)
+        })
+        .collect();
+    rounds.sort();
+    assert_eq!(rounds, [(1, Some(2)), (2, Some(2))]);
+    assert!(list().contains("1 with a result"));
+    run_cell().stderr(predicate::str::contains("already has a result"));
+    // One round gone: the cell has not finished.
+    let files = result_files(&dir.path().join("results"));
+    std::fs::remove_file(&files[0]).unwrap();
+    assert!(list().contains("0 with a result"));
+    // The matrix sets the runs of a cell: --repeat beside --plan is refused.
+    cnnbench()
+        .current_dir(dir.path())
+        .args(["run", "--plan", m.to_str().unwrap(), "--cell", "0"])
+        .args(["--repeat", "3"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--repeat cannot be used with --plan",
+        ));
+}
+
+/// A matrix's heap policy is the process's: a cell run under another one is refused
+/// with the command that runs it; run under it, the result records it.
+#[test]
+fn a_matrix_heap_policy_is_the_cells_process_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(
+        dir.path(),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]\nbatch_sizes = [1]\nmodes = [\"infer\"]\npasses = 1\nwarmup = 0\nallocator = \"system\"\n",
+    );
+    cnnbench()
+        .current_dir(dir.path())
+        .env_remove("CNNBENCH_ALLOCATOR")
+        .args(["run", "--plan", m.to_str().unwrap(), "--cell", "0", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "cnnbench --allocator system run --plan",
+        ));
+    assert!(result_files(&dir.path().join("results")).is_empty());
+    cnnbench()
+        .current_dir(dir.path())
+        .env_remove("CNNBENCH_ALLOCATOR")
+        .args([
+            "--allocator",
+            "system",
+            "run",
+            "--plan",
+            m.to_str().unwrap(),
+        ])
+        .args(["--cell", "0", "-q"])
+        .assert()
+        .success();
+    let written = results(&dir.path().join("results"));
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        written[0].spec.as_ref().map(|s| s.allocator.as_str()),
+        Some("system")
+    );
+    let script = stdout_of(&["plan", m.to_str().unwrap(), "--shell"], dir.path());
+    assert!(
+        script.contains(" --allocator system run --plan"),
+        "{script}"
+    );
+}

@@ -49,7 +49,19 @@ pub fn run_cell(
             matrix_path.display()
         ));
     }
-    spec.allocator = spec::current_allocator();
+    // The heap policy is this process's: a matrix that names one is run under it (the
+    // jobs `cnnbench plan` writes start cnnbench with it), else under the host's own.
+    let now = spec::current_allocator();
+    if let Some(policy) = &matrix.allocator {
+        if *policy != now {
+            return Err(anyhow!(
+                "{} runs its cells under the heap policy `{policy}` and this process has `{now}`: the policy is set when cnnbench starts, so give it first: cnnbench --allocator {policy} run --plan {} (the jobs `cnnbench plan` writes do)",
+                matrix_path.display(),
+                matrix_path.display()
+            ));
+        }
+    }
+    spec.allocator = now;
     let n = matrix.cells.len();
     if !args.rerun {
         if let Some(path) =

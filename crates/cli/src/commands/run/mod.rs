@@ -19,7 +19,7 @@ mod tests;
 
 use super::args::{EngineArgs, ModeArg, PrecisionArg};
 use super::sweep::{self, BatchSpec, ImageSizes};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use cnnbench_results::RunSpec;
 use job::{Delivery, Job, Role};
 use std::path::PathBuf;
@@ -35,9 +35,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub model_file: Vec<PathBuf>,
     /// Run again exactly what produced this result file (its recorded spec); any other
-    /// option given beside it changes that one setting.
+    /// option given beside it changes that one setting. Given more than once, each
+    /// result is one configuration, run in a fresh process of its own, one after the
+    /// other (interleaved A-B-B-A… with --repeat N); the options given apply to all.
     #[arg(long, value_name = "RESULT.json", conflicts_with = "plan")]
-    pub again: Option<PathBuf>,
+    pub again: Vec<PathBuf>,
     /// train: forward + backward from a random gradient (the original method);
     /// infer: evaluation mode, forward only; step: forward + loss, backward, SGD update.
     #[arg(long, value_enum, default_value = "train")]
@@ -172,29 +174,91 @@ pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
     if let Some(matrix) = &args.plan {
         return cell::run_cell(matrix, &args, given, delivery);
     }
-    let spec: RunSpec = match &args.again {
-        Some(result) => {
+    match args.again.as_slice() {
+        [] => start(spec::from_args(&args)?, delivery),
+        [result] => {
             let (spec, label) = spec::again(result, &args, given)?;
             delivery.label = delivery.label.or(label);
-            spec
+            start(spec, delivery)
         }
-        None => spec::from_args(&args)?,
-    };
-    start(spec, delivery)
+        several => again_several(several, &args, given, delivery),
+    }
+}
+
+/// `--again A --again B …`: each result's recorded spec (with the options given on
+/// top) is one configuration; each run is a fresh process, interleaved A-B-B-A… over
+/// `--repeat N` rounds, so that a drift of the machine hits every result's
+/// configuration alike. Each result keeps its own label unless `--label` is given.
+fn again_several(
+    results: &[PathBuf],
+    args: &RunArgs,
+    given: &Given,
+    delivery: Delivery,
+) -> Result<ExitCode> {
+    let mut configurations = Vec::new();
+    let mut runs: Option<(usize, &PathBuf)> = None;
+    for path in results {
+        let (spec, label) = spec::again(path, args, given)?;
+        check(&spec).with_context(|| format!("{}", path.display()))?;
+        if spec.data_parallel.is_some() {
+            return Err(anyhow!(
+                "{} is a data-parallel run: several --again results run one configuration a process, and a data-parallel run is several; rerun it on its own (`cnnbench run --again {}`)",
+                path.display(),
+                path.display()
+            ));
+        }
+        match runs {
+            Some((n, first)) if n != spec.repeat => {
+                return Err(anyhow!(
+                    "{} records {} run(s) of its configuration and {} {n}: give --repeat N to run every result's configuration N times",
+                    path.display(),
+                    spec.repeat,
+                    first.display()
+                ));
+            }
+            Some(_) => {}
+            None => runs = Some((spec.repeat, path)),
+        }
+        let points = spec.points().ok_or_else(|| {
+            anyhow!(
+                "{}: its batch size is -b max, which several --again results cannot search for in every run: give the batch size the search found (-b N)",
+                path.display()
+            )
+        })?;
+        let label = delivery.label.clone().or(label);
+        for point in points {
+            configurations.push(repeat::Configuration {
+                name: format!(
+                    "{} from {}",
+                    repeat::describe(&point),
+                    cnnbench_bench::output::terminal_safe(&path.display().to_string())
+                ),
+                label: label.clone(),
+                point,
+            });
+        }
+    }
+    let runs = runs.map_or(1, |(n, _)| n);
+    repeat::run_configurations(configurations, runs, delivery)
+}
+
+/// What a spec must be before anything of it runs, whichever way it came (the command
+/// line, a result's spec, a job, a matrix cell): `run`'s own checks, the thread limit
+/// `--threads` has, and the engine's refusals.
+fn check(spec: &RunSpec) -> Result<()> {
+    spec.validate().map_err(|e| anyhow!(e))?;
+    if let Some(threads) = spec.threads {
+        crate::commands::common::check_thread_count(threads, "the spec's threads")
+            .map_err(|e| anyhow!(e))?;
+    }
+    crate::commands::engines::check_spec(spec)
 }
 
 /// Runs a spec as the user's own run: checked, then measured here or by the ranks it
 /// asks for.
 pub fn start(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
-    spec.validate().map_err(|e| anyhow!(e))?;
-    // The thread limit `--threads` has, whichever way the spec came (a result's spec,
-    // a job, a matrix cell).
-    if let Some(threads) = spec.threads {
-        crate::commands::common::check_thread_count(threads, "the spec's threads")
-            .map_err(|e| anyhow!(e))?;
-    }
-    // The engine's refusals, before ranks, repeats or probes start.
-    crate::commands::engines::check_spec(&spec)?;
+    // Before ranks, repeats or probes start.
+    check(&spec)?;
     if delivery.retries > 0 && spec.data_parallel.is_some() {
         return Err(anyhow!(
             "--retries cannot be used in a data-parallel run: each rank would decide its own passes or batch and the ranks' all-reduces would no longer meet; give --passes and --batch-size"

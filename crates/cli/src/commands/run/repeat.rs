@@ -5,7 +5,9 @@
 //! runs are interleaved A-B-B-A… across the configurations so that a drift of the machine
 //! hits every configuration alike; each run is this program again, given one
 //! configuration as its job (`cnnbench run --job -`), and writes its own result file,
-//! which records its round.
+//! which records its round. The configurations are the points of one spec (models ×
+//! image sizes × batch sizes), or the recorded specs of several results (`run --again A
+//! --again B`).
 
 use super::job::{self, Delivery, Job, Role};
 use super::table::{print_table, print_validity};
@@ -33,17 +35,27 @@ pub fn interleaved(configurations: usize, runs: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The job of one run: one configuration, its round, its result printed as JSON for
-/// this process to show (the child writes its file itself).
-fn run_job(point: &RunSpec, delivery: &Delivery, round: Round) -> Job {
+/// One configuration of a series: the spec of one point (one result file a run), how
+/// the progress lines name it, and the label its results carry.
+pub struct Configuration {
+    pub point: RunSpec,
+    pub name: String,
+    pub label: Option<String>,
+}
+
+/// The job of one run: one configuration, its round (none when each configuration runs
+/// once), its result printed as JSON for this process to show (the child writes its
+/// file itself).
+fn run_job(configuration: &Configuration, delivery: &Delivery, round: Round) -> Job {
     Job {
-        spec: point.clone(),
+        spec: configuration.point.clone(),
         role: Role::Main,
         delivery: Delivery {
             json: true,
             quiet: true,
             require_clean: false,
-            round: Some(round),
+            round: (round.of > 1).then_some(round),
+            label: configuration.label.clone(),
             ..delivery.clone()
         },
     }
@@ -92,31 +104,53 @@ fn start_run(job: &Job) -> Result<Ended> {
 /// Runs every configuration of `spec` in `spec.repeat` processes, interleaved, then
 /// prints every run's row and how to compare them.
 pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
-    let runs = spec.repeat;
     let points = spec.points().ok_or_else(|| {
         anyhow!("--repeat with -b max would search for the batch in every run: give the batch size the search found (-b N)")
     })?;
+    let configurations = points
+        .into_iter()
+        .map(|point| Configuration {
+            name: describe(&point),
+            label: delivery.label.clone(),
+            point,
+        })
+        .collect();
+    run_configurations(configurations, spec.repeat, delivery)
+}
+
+/// Runs each configuration in `runs` fresh processes, interleaved A-B-B-A…, then prints
+/// every run's row and how to compare them.
+pub fn run_configurations(
+    configurations: Vec<Configuration>,
+    runs: usize,
+    delivery: Delivery,
+) -> Result<ExitCode> {
     output::check_writable(&delivery.output)?;
     let cancel = crate::commands::common::stop_on_ctrl_c();
-    let order = interleaved(points.len(), runs);
-    if !delivery.quiet {
+    let order = interleaved(configurations.len(), runs);
+    if !delivery.quiet && runs > 1 {
         eprintln!(
             "{} configuration(s) × {runs} runs: {} processes, interleaved (each round reverses the last's order)",
-            points.len(),
+            configurations.len(),
             order.len()
+        );
+    } else if !delivery.quiet {
+        eprintln!(
+            "{} configurations: one process each, one after the other",
+            configurations.len()
         );
     }
     let mut results: Vec<(BenchResult, PathBuf)> = Vec::new();
     // Each configuration's run medians, in round order, for the drift check.
-    let mut medians: Vec<Vec<f64>> = vec![Vec::new(); points.len()];
+    let mut medians: Vec<Vec<f64>> = vec![Vec::new(); configurations.len()];
     for (done, &(round, c)) in order.iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
             return Ok(stopped(done, order.len()));
         }
-        let point = &points[c];
-        let what = describe(point);
+        let configuration = &configurations[c];
+        let what = &configuration.name;
         let job = run_job(
-            point,
+            configuration,
             &delivery,
             Round {
                 index: round + 1,
@@ -172,7 +206,7 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
             eprintln!(
                 "DRIFT: run {} of {runs_n} of {}: its median is {off_pct:+.1}% from its siblings' median, beyond their spread; the machine changed while it ran (compare pools it with the others; rerun if it stays apart)",
                 round + 1,
-                describe(&points[c]),
+                configurations[c].name,
                 runs_n = runs.len()
             );
         }
@@ -190,7 +224,7 @@ pub fn run(spec: RunSpec, delivery: Delivery) -> Result<ExitCode> {
 }
 
 /// `resnet18 (batch 2, 64x64)`: one configuration, as the progress lines name it.
-fn describe(point: &RunSpec) -> String {
+pub fn describe(point: &RunSpec) -> String {
     let model = point
         .models
         .first()

@@ -204,7 +204,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
     SpecOption {
         ids: &["repeat"],
         flag: "--repeat",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| {
             s.repeat = a.repeat;
             Ok(())

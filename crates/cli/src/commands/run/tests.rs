@@ -191,7 +191,8 @@ proptest! {
             sizes.truncate(1);
         }
         spec.data_parallel = None;
-        spec.memory_limit_bytes = None;
+        // A matrix sets the runs of a cell too (any spec's are 1: vary them here).
+        spec.repeat = 1 + (spec.seed % 4) as usize;
         spec.engine_options.device = None;
         spec.engine_options.allow_cpu_adapter = false;
         spec.allocator = "keep".into();
@@ -209,6 +210,10 @@ proptest! {
         if let Some(t) = spec.threads {
             text.push_str(&format!("threads = {t}\n"));
         }
+        if let Some(bytes) = spec.memory_limit_bytes {
+            text.push_str(&format!("memory_limit = {bytes}\n"));
+        }
+        text.push_str(&format!("repeat = {}\n", spec.repeat));
         for (key, value) in [
             ("min_time", spec.min_time_s),
             ("max_time", spec.max_time_s),
@@ -516,4 +521,27 @@ fn tf32_is_a_precision_and_the_older_flag_spells_it() {
     spec::apply_given(&mut again, &args, &given, |_| false).unwrap();
     assert_eq!(again.precision, Precision::F32);
     assert!(!again.tf32());
+}
+
+/// `run` with no options is `RunSpec::new`, the spec a matrix cell starts from: the
+/// command line's defaults (some of them clap's literals) and the matrix's cannot drift
+/// apart.
+#[test]
+fn runs_defaults_are_the_specs_defaults_a_matrix_starts_from() {
+    let (args, _) = parse(&["run", "resnet18"]);
+    let from_the_command_line = spec::from_args(&args).unwrap();
+    let models = vec![ModelRef::Zoo {
+        name: "resnet18".into(),
+    }];
+    let mut expected = RunSpec::new(models, cnnbench_engine_burn::ENGINE_NAME);
+    expected.allocator = spec::current_allocator();
+    assert_eq!(from_the_command_line, expected);
+    let matrix = cnnbench_plan::Matrix::parse(
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\n",
+        &[cnnbench_engine_burn::ENGINE_NAME],
+    )
+    .unwrap();
+    let mut cell = matrix.spec(&matrix.cells[0]);
+    cell.allocator = spec::current_allocator();
+    assert_eq!(cell, from_the_command_line);
 }
