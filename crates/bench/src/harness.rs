@@ -194,38 +194,80 @@ pub fn run(
         .strip_prefix("cuda:")
         .and_then(|n| n.parse().ok());
     let mut watch = Watch::new(request.process_tree_root, cuda_device);
-    let stop_reason = loop {
-        check_cancel()?;
-        watch.pass_begins();
-        let times = one_pass(session.as_mut(), point.mode)
-            .with_context(|| format!("pass {} of {} failed", totals.len() + 1, graph.name()))?;
-        watch.pass_ends();
-        first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
-        let mut total = 0.0;
-        for (phase, t) in phases.iter().zip(times) {
-            if let Some(v) = samples.get_mut(phase) {
-                v.push(t.as_secs_f64());
-                total += t.as_secs_f64();
+    let (stop, scenario) = match &point.scenario {
+        // A scenario's queries instead of the closed loop (`--scenario`); their compute
+        // times are the samples.
+        Some(scenario) => {
+            watch.pass_begins();
+            let driven = crate::scenario::drive(
+                session.as_mut(),
+                scenario,
+                point.seed,
+                batch_size,
+                &|| check_cancel().map_err(anyhow::Error::from),
+                &mut |done, of, timed_s| {
+                    on_progress(Progress {
+                        pass: warmup_passes + done,
+                        of: warmup_passes + of.max(done),
+                        warmup: false,
+                        timed_s,
+                    })
+                },
+            )
+            .with_context(|| {
+                format!("the {} scenario of {} failed", scenario.kind, graph.name())
+            })?;
+            watch.pass_ends();
+            if let Some(forward) = samples.get_mut(&Phase::Forward) {
+                forward.extend(&driven.compute_s);
             }
+            totals.extend(&driven.compute_s);
+            let stop = StopRecord {
+                reason: StopReason::Scenario,
+                passes: totals.len(),
+                warmup_passes,
+                timed_s: totals.iter().sum(),
+                median_ci95_rel: None,
+            };
+            (stop, Some(driven.record))
         }
-        totals.push(total);
-        let timed_s: f64 = totals.iter().sum();
-        on_progress(Progress {
-            pass: warmup_passes + totals.len(),
-            of: (warmup_passes + point.passes).max(warmup_passes + totals.len()),
-            warmup: false,
-            timed_s,
-        });
-        if let Some(reason) = stopper.after_pass(&totals, timed_s) {
-            break reason;
+        None => {
+            let stop_reason = loop {
+                check_cancel()?;
+                watch.pass_begins();
+                let times = one_pass(session.as_mut(), point.mode).with_context(|| {
+                    format!("pass {} of {} failed", totals.len() + 1, graph.name())
+                })?;
+                watch.pass_ends();
+                first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
+                let mut total = 0.0;
+                for (phase, t) in phases.iter().zip(times) {
+                    if let Some(v) = samples.get_mut(phase) {
+                        v.push(t.as_secs_f64());
+                        total += t.as_secs_f64();
+                    }
+                }
+                totals.push(total);
+                let timed_s: f64 = totals.iter().sum();
+                on_progress(Progress {
+                    pass: warmup_passes + totals.len(),
+                    of: (warmup_passes + point.passes).max(warmup_passes + totals.len()),
+                    warmup: false,
+                    timed_s,
+                });
+                if let Some(reason) = stopper.after_pass(&totals, timed_s) {
+                    break reason;
+                }
+            };
+            let stop = StopRecord {
+                reason: stop_reason,
+                passes: totals.len(),
+                warmup_passes,
+                timed_s: totals.iter().sum(),
+                median_ci95_rel: stopper.final_ci(&totals, stop_reason),
+            };
+            (stop, None)
         }
-    };
-    let stop = StopRecord {
-        reason: stop_reason,
-        passes: totals.len(),
-        warmup_passes,
-        timed_s: totals.iter().sum(),
-        median_ci95_rel: stopper.final_ci(&totals, stop_reason),
     };
     let device_peak = session.device_peak_memory();
     let worker_peak_rss = session.worker_peak_rss();
@@ -268,18 +310,32 @@ pub fn run(
     // A data-parallel pass trains every rank's batch.
     let ranks = group.as_ref().map_or(1, |g| g.world_size);
     let flops = flops_per_pass(point.mode, graph.macs(), batch_size * ranks);
+    // Under a scenario, what was served per second over the run (queueing and idle time
+    // included), not what back-to-back passes would compute.
+    let images_per_s = match &scenario {
+        Some(record) => record.samples_per_s,
+        None => (batch_size * ranks) as f64 / total.median,
+    };
     let throughput = Throughput {
-        images_per_s: (batch_size * ranks) as f64 / total.median,
-        gflops_per_s: flops / total.median / 1e9,
+        images_per_s,
+        gflops_per_s: flops / (batch_size * ranks) as f64 * images_per_s / 1e9,
         flops_per_pass: flops,
     };
     let mut warnings = spread_warnings(&summary);
+    if let Some(record) = &scenario {
+        warnings.extend(
+            record
+                .invalid_reasons
+                .iter()
+                .map(|why| format!("the {} run is INVALID: {why}", record.kind)),
+        );
+    }
     warnings.extend(session_warnings);
     // An engine's own caveat about its numbers (e.g. a GPU engine on a CPU renderer).
     warnings.extend(engine.info().settings.get("warning").cloned());
     // Inference runs report latency with its tail (p90, p99), so that is where too few
     // passes must be said; training results record percentiles without showing them.
-    if point.mode == Mode::Infer {
+    if point.mode == Mode::Infer && scenario.is_none() {
         warnings.extend(percentile_warning(total.count));
     }
     if stop.reason == StopReason::MaxTime {
@@ -364,6 +420,7 @@ pub fn run(
         call_floor_s,
         // The machine's, not the run's: the command that runs the harness adds it.
         run_noise: None,
+        scenario,
     })
 }
 

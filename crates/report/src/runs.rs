@@ -174,3 +174,62 @@ impl RunTable {
         out
     }
 }
+
+/// What a scenario run served, in one line for `cnnbench run` (`--scenario`): the load,
+/// the reported percentile with LoadGen's early-stopping estimate, the verdict and how
+/// far the run is from MLPerf's rules.
+pub fn scenario_line(result: &BenchResult) -> Option<String> {
+    use cnnbench_results::scenario::ScenarioKind;
+    let r = result.scenario.as_ref()?;
+    let [h, w] = result.config.image_size;
+    let what = format!("{} ({h}×{w}) on {}", result.model.name, result.engine.name);
+    let load = match (r.kind, r.target_qps) {
+        (ScenarioKind::Server, Some(qps)) => format!(
+            "server at {qps:.1} QPS{} (achieved {:.1}), {} queries",
+            if r.peak_search.is_empty() {
+                String::new()
+            } else {
+                format!(", the highest valid of {} probes", r.peak_search.len())
+            },
+            r.achieved_qps,
+            r.queries
+        ),
+        (ScenarioKind::Offline, _) => format!(
+            "offline, {} samples {} at a time: {:.1} samples/s",
+            r.samples, result.config.batch_size, r.samples_per_s
+        ),
+        (kind, _) => format!(
+            "{kind}, {} queries of {}: {:.1} queries/s",
+            r.queries, r.samples_per_query, r.achieved_qps
+        ),
+    };
+    let latency = match (r.percentile, r.percentile_latency_s) {
+        (Some(q), Some(at)) => format!(
+            "; p{} latency {} ms ({}), p50 {} ms, max {} ms",
+            (q * 100.0).round(),
+            ms(at),
+            match r.early_stopping_latency_s {
+                Some(bound) => format!("below {} ms at 99% confidence", ms(bound)),
+                None => "too few queries to bound it".to_string(),
+            },
+            ms(r.latency.p50),
+            ms(r.latency.max)
+        ),
+        _ => String::new(),
+    };
+    let bound = r
+        .latency_bound_ms
+        .map_or(String::new(), |b| format!(", bound {b} ms"));
+    let verdict = if r.valid { "VALID" } else { "INVALID" };
+    let rules = if r.meets_mlperf_rules {
+        "meets MLPerf's run rules".to_string()
+    } else {
+        format!(
+            "short of MLPerf's run rules ({})",
+            r.mlperf_shortfalls.join("; ")
+        )
+    };
+    Some(format!(
+        "{what}: {load}{latency}{bound}: {verdict}; {rules}"
+    ))
+}

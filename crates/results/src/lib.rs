@@ -12,6 +12,7 @@ pub mod peak;
 pub mod profile;
 pub mod quantity;
 pub mod result;
+pub mod scenario;
 pub mod spec;
 pub mod stats;
 pub mod validity;

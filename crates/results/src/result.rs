@@ -85,6 +85,10 @@ pub struct BenchResult {
     /// has: what a comparison of one run a side must clear (`compare`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_noise: Option<crate::noise::RunNoise>,
+    /// A run under one of LoadGen's scenarios (`--scenario`): its queries' latencies and
+    /// verdicts. The samples above are then the engine's compute time per query (batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioRecord>,
 }
 
 /// How a data-parallel run averaged its gradients, and what each rank measured.
@@ -224,6 +228,8 @@ pub enum StopReason {
     TargetCi,
     /// `--max-time` was reached first.
     MaxTime,
+    /// A scenario's minimum duration and query count were met (`--scenario`).
+    Scenario,
 }
 
 impl std::fmt::Display for StopReason {
@@ -233,6 +239,7 @@ impl std::fmt::Display for StopReason {
             StopReason::MinTime => "min-time",
             StopReason::TargetCi => "target-ci",
             StopReason::MaxTime => "max-time",
+            StopReason::Scenario => "scenario",
         })
     }
 }

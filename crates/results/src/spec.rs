@@ -59,6 +59,10 @@ pub struct RunSpec {
     /// a comparison needs several (`compare` judges runs).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: usize,
+    /// Inference under one of MLPerf LoadGen's load scenarios (`--scenario`) instead of
+    /// the closed loop of passes; `None`: the passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioSpec>,
 }
 
 fn one() -> usize {
@@ -313,6 +317,7 @@ impl RunSpec {
             allocator: "keep".into(),
             data_parallel: None,
             repeat: 1,
+            scenario: None,
         }
     }
 
@@ -420,6 +425,51 @@ impl RunSpec {
         }
         if let Some(dp) = &self.data_parallel {
             self.check_data_parallel(dp)?;
+        }
+        if let Some(scenario) = &self.scenario {
+            self.check_scenario(scenario)?;
+        }
+        Ok(())
+    }
+
+    /// What a scenario needs of the rest of the spec: inference, in one process, its
+    /// queries' samples as the batch.
+    fn check_scenario(&self, scenario: &crate::scenario::ScenarioSpec) -> Result<(), String> {
+        scenario.validate()?;
+        let kind = scenario.kind;
+        if self.mode != Mode::Infer {
+            return Err(format!(
+                "--scenario {kind} serves inference: use --mode infer"
+            ));
+        }
+        if self.data_parallel.is_some() {
+            return Err(format!(
+                "--scenario {kind} serves inference in one process; --nproc trains"
+            ));
+        }
+        let one_batch = matches!(&self.batch, Batches::Sizes(sizes) if sizes.len() == 1);
+        if !one_batch {
+            return Err(format!(
+                "--scenario {kind} runs one batch size (-b N, or --samples-per-query): not a list or max"
+            ));
+        }
+        if kind != crate::scenario::ScenarioKind::Offline
+            && self.batch != Batches::Sizes(vec![scenario.samples_per_query])
+        {
+            return Err(format!(
+                "a {kind} query's samples are the batch the engine computes: -b and --samples-per-query must agree (give one of them)"
+            ));
+        }
+        for (given, flag) in [
+            (self.min_time_s.is_some(), "--min-time"),
+            (self.max_time_s.is_some(), "--max-time"),
+            (self.target_ci_pct.is_some(), "--target-ci"),
+        ] {
+            if given {
+                return Err(format!(
+                    "{flag} rules the passes of a closed loop; a scenario runs for --scenario-time and --min-queries"
+                ));
+            }
         }
         Ok(())
     }

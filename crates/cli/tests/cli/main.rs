@@ -25,6 +25,7 @@ mod cli_plan;
 mod cli_profile;
 mod cli_pytorch;
 mod cli_run;
+mod cli_scenario;
 mod cli_sweep;
 mod cli_torch;
 mod cli_tract;

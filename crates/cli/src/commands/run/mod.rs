@@ -150,6 +150,57 @@ pub struct RunArgs {
     /// several a side (5 or more to find a change of a few percent).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: usize,
+    /// Serve inference under one of MLPerf LoadGen's load scenarios instead of timing
+    /// passes back to back: single-stream (one sample a query, the next when the last
+    /// completes; p90 latency), multi-stream (--samples-per-query a query; p99), server
+    /// (one-sample queries arriving at --qps, valid while the p99 latency from each
+    /// query's scheduled arrival stays within --latency-bound) or offline (every sample
+    /// at once; throughput). Needs --mode infer.
+    #[arg(long, value_enum, value_name = "SCENARIO")]
+    pub scenario: Option<ScenarioArg>,
+    /// Samples in each multi-stream query (default 8): the batch the engine computes
+    /// per query.
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub samples_per_query: Option<usize>,
+    /// Server: queries per second arriving (a Poisson process, seeded by --seed); with
+    /// --find-peak, where the search starts.
+    #[arg(long, value_name = "QPS", requires = "scenario")]
+    pub qps: Option<f64>,
+    /// Server: the p99 latency a valid run stays within, milliseconds (MLPerf's
+    /// ResNet-50 bound is 15).
+    #[arg(long, value_name = "MS", requires = "scenario")]
+    pub latency_bound: Option<f64>,
+    /// A scenario issues queries for at least this long (default 10; MLPerf's rules: 600).
+    #[arg(long, value_name = "SECONDS", requires = "scenario")]
+    pub scenario_time: Option<f64>,
+    /// ... and at least this many queries (offline: samples).
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub min_queries: Option<usize>,
+    /// Server: search for the highest --qps whose run is valid (doubling, then
+    /// bisecting, as LoadGen's peak search does); every probe is recorded.
+    #[arg(long, requires = "scenario")]
+    pub find_peak: bool,
+}
+
+/// The scenarios of `--scenario`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScenarioArg {
+    SingleStream,
+    MultiStream,
+    Server,
+    Offline,
+}
+
+impl From<ScenarioArg> for cnnbench_results::scenario::ScenarioKind {
+    fn from(arg: ScenarioArg) -> Self {
+        use cnnbench_results::scenario::ScenarioKind;
+        match arg {
+            ScenarioArg::SingleStream => ScenarioKind::SingleStream,
+            ScenarioArg::MultiStream => ScenarioKind::MultiStream,
+            ScenarioArg::Server => ScenarioKind::Server,
+            ScenarioArg::Offline => ScenarioKind::Offline,
+        }
+    }
 }
 
 /// The largest `--retries`: past it, the machine is not going to be quiet.
@@ -175,9 +226,14 @@ pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
         return cell::run_cell(matrix, &args, given, delivery);
     }
     match args.again.as_slice() {
-        [] => start(spec::from_args(&args)?, delivery),
+        [] => {
+            let mut spec = spec::from_args(&args)?;
+            spec::settle_scenario_batch(&mut spec, given)?;
+            start(spec, delivery)
+        }
         [result] => {
-            let (spec, label) = spec::again(result, &args, given)?;
+            let (mut spec, label) = spec::again(result, &args, given)?;
+            spec::settle_scenario_batch(&mut spec, given)?;
             delivery.label = delivery.label.or(label);
             start(spec, delivery)
         }

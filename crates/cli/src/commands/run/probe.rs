@@ -32,6 +32,8 @@ pub fn probe_job(
     spec.target_ci_pct = None;
     spec.warmup_time_s = None;
     spec.data_parallel = None;
+    // One pass at the batch tried, never a scenario's queries.
+    spec.scenario = None;
     Job {
         spec,
         role: Role::Probe,

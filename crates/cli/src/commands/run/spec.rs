@@ -6,6 +6,7 @@
 use super::RunArgs;
 use crate::commands::sweep::{BatchSpec, ImageSizes};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -211,6 +212,56 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
     SpecOption {
+        ids: &["scenario"],
+        flag: "--scenario",
+        matrix_sets: false,
+        take: |s, a| {
+            // Another scenario starts from its own defaults; the same one keeps what a
+            // rerun recorded.
+            let kind = a.scenario.map(ScenarioKind::from);
+            if s.scenario.as_ref().map(|sc| sc.kind) != kind {
+                s.scenario = kind.map(ScenarioSpec::new);
+            }
+            Ok(())
+        },
+    },
+    SpecOption {
+        ids: &["samples_per_query"],
+        flag: "--samples-per-query",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.samples_per_query, |sc, n| sc.samples_per_query = n),
+    },
+    SpecOption {
+        ids: &["qps"],
+        flag: "--qps",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.qps, |sc, qps| sc.target_qps = Some(qps)),
+    },
+    SpecOption {
+        ids: &["latency_bound"],
+        flag: "--latency-bound",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.latency_bound, |sc, ms| sc.latency_bound_ms = Some(ms)),
+    },
+    SpecOption {
+        ids: &["scenario_time"],
+        flag: "--scenario-time",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.scenario_time, |sc, t| sc.min_duration_s = t),
+    },
+    SpecOption {
+        ids: &["min_queries"],
+        flag: "--min-queries",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.min_queries, |sc, n| sc.min_queries = n),
+    },
+    SpecOption {
+        ids: &["find_peak"],
+        flag: "--find-peak",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.find_peak.then_some(true), |sc, on| sc.find_peak = on),
+    },
+    SpecOption {
         ids: &["cudnn_benchmark"],
         flag: "--cudnn-benchmark",
         matrix_sets: true,
@@ -302,6 +353,42 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
 ];
+
+/// A setting of the spec's scenario, where one was given (clap refuses the setting
+/// without `--scenario`; a rerun's scenario comes from the result).
+fn scenario_setting<T>(
+    spec: &mut RunSpec,
+    value: Option<T>,
+    set: impl FnOnce(&mut ScenarioSpec, T),
+) -> Result<()> {
+    match (spec.scenario.as_mut(), value) {
+        (Some(scenario), Some(value)) => {
+            set(scenario, value);
+            Ok(())
+        }
+        (None, Some(_)) => Err(anyhow!(
+            "a scenario's setting needs --scenario: this run times passes back to back"
+        )),
+        (_, None) => Ok(()),
+    }
+}
+
+/// Under a query scenario the batch the engine computes is a query's samples: it follows
+/// the scenario unless `-b` is given, and then the two must agree (the spec's check).
+pub fn settle_scenario_batch(spec: &mut RunSpec, given: &Given) -> Result<()> {
+    let Some(scenario) = &spec.scenario else {
+        return Ok(());
+    };
+    match scenario.kind {
+        ScenarioKind::Offline => {}
+        ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Server => {
+            if !given.has("batch_size") {
+                spec.batch = Batches::Sizes(vec![scenario.samples_per_query]);
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The heap policy this process runs under (set by `--allocator` before anything else).
 pub fn current_allocator() -> String {

@@ -114,6 +114,12 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
         TableStyle::AlignedMarkdown
     };
     println!("{}", table.render(style));
+    for line in results
+        .iter()
+        .filter_map(|r| cnnbench_report::runs::scenario_line(r))
+    {
+        println!("{}", output::terminal_safe(&line));
+    }
     for warning in &table.warnings {
         eprintln!("warning: {warning}");
     }

@@ -9,6 +9,7 @@ use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -76,6 +77,7 @@ prop_compose! {
         threads in prop::option::of(1usize..256),
         allocator in prop::sample::select(vec!["keep", "system"]),
         data_parallel in prop::option::of((prop::option::of(1usize..9), 1.0f64..3600.0)),
+        scenario in prop::option::of((0usize..4, 1usize..64, 0.1f64..1e4, 0.1f64..1e3, 0.0f64..1e3, 1usize..1_000_000, any::<bool>())),
     ) -> RunSpec {
         let mut spec = RunSpec {
             models,
@@ -104,6 +106,19 @@ prop_compose! {
             allocator: allocator.into(),
             data_parallel: data_parallel.map(|(local_ranks, timeout_s)| DataParallel { local_ranks, timeout_s }),
             repeat: 1,
+            scenario: scenario.map(|(kind, samples, qps, bound, time, queries, peak)| {
+                let kind = [ScenarioKind::SingleStream, ScenarioKind::MultiStream, ScenarioKind::Server, ScenarioKind::Offline][kind];
+                let server = kind == ScenarioKind::Server;
+                ScenarioSpec {
+                    samples_per_query: if kind == ScenarioKind::MultiStream { samples } else { 1 },
+                    target_qps: server.then_some(qps),
+                    latency_bound_ms: server.then_some(bound),
+                    min_duration_s: time,
+                    min_queries: queries,
+                    find_peak: server && peak,
+                    ..ScenarioSpec::new(kind)
+                }
+            }),
         };
         // What validate refuses, made valid rather than filtered (so every case runs):
         // `--tf32` is for f32 (which it makes tf32).
@@ -127,6 +142,18 @@ prop_compose! {
             if spec.mode == Mode::Infer {
                 spec.mode = Mode::Train;
             }
+        }
+        // A scenario serves inference in one process, a query's samples its batch.
+        if let Some(scenario) = &spec.scenario {
+            spec.mode = Mode::Infer;
+            spec.data_parallel = None;
+            spec.min_time_s = None;
+            spec.max_time_s = None;
+            spec.target_ci_pct = None;
+            spec.batch = match (scenario.kind, &spec.batch) {
+                (ScenarioKind::Offline, Batches::Sizes(sizes)) => Batches::Sizes(vec![sizes[0]]),
+                _ => Batches::Sizes(vec![scenario.samples_per_query]),
+            };
         }
         spec
     }
@@ -191,6 +218,8 @@ proptest! {
             sizes.truncate(1);
         }
         spec.data_parallel = None;
+        // A matrix does not set a scenario.
+        spec.scenario = None;
         // A matrix sets the runs of a cell too (any spec's are 1: vary them here).
         spec.repeat = 1 + (spec.seed % 4) as usize;
         spec.engine_options.device = None;

@@ -1,0 +1,232 @@
+//! `cnnbench run --scenario`: MLPerf LoadGen's load scenarios on a tiny network, the
+//! result's scenario record, a rerun from it, and what is refused before anything runs.
+
+use crate::common::*;
+use cnnbench_bench::BenchResult;
+use cnnbench_results::scenario::ScenarioKind;
+use predicates::prelude::*;
+
+const TINY: &str = r#"{"format": "cnnbench-model", "version": 1, "name": "tiny",
+  "input": [3, 32, 32], "nodes": [
+    {"name": "conv", "op": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "relu", "op": "relu"},
+    {"name": "pool", "op": "adaptive_avg_pool2d", "output": 1},
+    {"name": "flat", "op": "flatten"},
+    {"name": "fc", "op": "linear", "in_features": 4, "out_features": 10}
+  ]}"#;
+
+/// A folder with the tiny model in it.
+fn with_tiny_model() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tiny.json"), TINY).unwrap();
+    dir
+}
+
+fn scenario_run(dir: &std::path::Path, out: &str, scenario: &[&str]) -> assert_cmd::assert::Assert {
+    cnnbench()
+        .current_dir(dir)
+        .args(["run", "--model-file", "tiny.json", "--mode", "infer"])
+        .args(["--warmup", "1", "--scenario-time", "0", "-o", out])
+        .args(scenario)
+        .assert()
+}
+
+#[test]
+fn single_stream_records_every_query_and_a_rerun_serves_the_same_scenario() {
+    let dir = with_tiny_model();
+    scenario_run(
+        dir.path(),
+        "first",
+        &["--scenario", "single-stream", "--min-queries", "60"],
+    )
+    .success()
+    .stdout(predicate::str::contains("single-stream, 60 queries of 1"))
+    .stdout(predicate::str::contains("p90 latency"))
+    .stdout(predicate::str::contains("short of MLPerf's run rules"));
+    let first = result_files(&dir.path().join("first"));
+    let result: BenchResult = read_json(&first[0]);
+    let record = result.scenario.as_ref().expect("a scenario record");
+    assert_eq!(record.kind, ScenarioKind::SingleStream);
+    assert_eq!((record.queries, record.samples), (60, 60));
+    assert_eq!(record.latencies_s.len(), 60);
+    assert_eq!(result.samples["forward"].len(), 60);
+    assert_eq!(
+        result.config.batch_size, 1,
+        "a single-stream query is one sample"
+    );
+    assert!(record.valid, "{:?}", record.invalid_reasons);
+    assert!(record.latency.p90 <= record.early_stopping_latency_s.unwrap());
+    assert!(record.issuer_overhead_s < record.latency.p50);
+    let spec = result.spec.as_ref().unwrap();
+    assert_eq!(spec.scenario.as_ref().unwrap().min_queries, 60);
+    // A rerun serves the recorded scenario, changing only what is given.
+    run_ok(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--again"])
+            .arg(&first[0])
+            .args([
+                "--scenario",
+                "single-stream",
+                "--min-queries",
+                "50",
+                "-o",
+                "again",
+                "-q",
+            ]),
+    );
+    let again: BenchResult = read_json(&result_files(&dir.path().join("again"))[0]);
+    let record = again.scenario.unwrap();
+    assert_eq!(record.queries, 50);
+    assert_eq!(again.spec.unwrap().scenario.unwrap().min_duration_s, 0.0);
+}
+
+#[test]
+fn a_server_past_its_capacity_is_invalid_and_says_why() {
+    let dir = with_tiny_model();
+    // A bound of a microsecond no query can keep.
+    scenario_run(
+        dir.path(),
+        "out",
+        &[
+            "--scenario",
+            "server",
+            "--qps",
+            "2000",
+            "--latency-bound",
+            "0.001",
+            "--min-queries",
+            "500",
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains("server at 2000.0 QPS"))
+    .stdout(predicate::str::contains("INVALID"))
+    .stderr(predicate::str::contains("the server run is INVALID"));
+    let result: BenchResult = read_json(&result_files(&dir.path().join("out"))[0]);
+    let record = result.scenario.unwrap();
+    assert!(!record.valid);
+    assert!(
+        record
+            .invalid_reasons
+            .iter()
+            .any(|r| r.contains("above the bound")),
+        "{:?}",
+        record.invalid_reasons
+    );
+    assert_eq!(record.schedule_seed, Some(0));
+    assert_eq!(record.queries, 500);
+}
+
+#[test]
+fn offline_and_multi_stream_serve_their_samples_as_the_batch() {
+    let dir = with_tiny_model();
+    scenario_run(
+        dir.path(),
+        "offline",
+        &["--scenario", "offline", "-b", "4", "--min-queries", "30"],
+    )
+    .success();
+    let offline: BenchResult = read_json(&result_files(&dir.path().join("offline"))[0]);
+    let record = offline.scenario.unwrap();
+    assert_eq!(
+        (record.samples, record.queries),
+        (32, 1),
+        "30 samples, 4 at a time"
+    );
+    assert!((offline.throughput.images_per_s - record.samples_per_s).abs() < 1e-9);
+    scenario_run(
+        dir.path(),
+        "multi",
+        &[
+            "--scenario",
+            "multi-stream",
+            "--samples-per-query",
+            "3",
+            "--min-queries",
+            "20",
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains("too few queries to bound it"));
+    let multi: BenchResult = read_json(&result_files(&dir.path().join("multi"))[0]);
+    assert_eq!(multi.config.batch_size, 3);
+    assert_eq!(multi.scenario.unwrap().samples, 60);
+}
+
+#[test]
+fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
+    let dir = with_tiny_model();
+    for (args, says) in [
+        (
+            vec!["--scenario", "single-stream", "--mode", "train"],
+            "use --mode infer",
+        ),
+        (
+            vec!["--scenario", "server", "--qps", "10"],
+            "--latency-bound",
+        ),
+        (
+            vec!["--scenario", "server", "--latency-bound", "10"],
+            "--qps N",
+        ),
+        (vec!["--scenario", "single-stream", "-b", "4"], "must agree"),
+        (
+            vec!["--scenario", "single-stream", "--qps", "5"],
+            "--qps is the server scenario's load",
+        ),
+        (vec!["--scenario", "offline", "--find-peak"], "--find-peak"),
+        (
+            vec!["--scenario", "offline", "--max-time", "5"],
+            "a scenario runs for --scenario-time",
+        ),
+        (
+            vec!["--scenario", "server", "--qps=-3", "--latency-bound", "10"],
+            "--qps must be a positive",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "inf",
+                "--latency-bound",
+                "10",
+            ],
+            "--qps must be a positive",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "10",
+                "--latency-bound",
+                "NaN",
+            ],
+            "--latency-bound must be a positive",
+        ),
+    ] {
+        let out = dir.path().join("refused");
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--model-file", "tiny.json"])
+            .args(if args.contains(&"--mode") {
+                vec![]
+            } else {
+                vec!["--mode", "infer"]
+            })
+            .args(&args)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(says));
+        assert!(!out.exists(), "{args:?} wrote nothing");
+    }
+    // A scenario's setting without a scenario is clap's refusal.
+    fails_saying(
+        cnnbench().args(["run", "resnet18", "--qps", "5"]),
+        "--scenario",
+    );
+}

@@ -1,0 +1,395 @@
+//! Inference as it is served: MLPerf LoadGen's four load scenarios, as the run spec asks
+//! for one and the result records what ran. LoadGen's definitions (mlcommons/inference,
+//! loadgen/test_settings.h): single-stream issues one query of one sample at a time, the
+//! next when the last completes, and reports the 90th percentile of latency;
+//! multi-stream does the same with queries of several samples and reports the 99th;
+//! server issues one-sample queries at Poisson-distributed arrival times and is valid
+//! when the 99th percentile of latency — counted from each query's *scheduled* arrival —
+//! is within a bound; offline issues every sample at once and reports throughput.
+
+use serde::{Deserialize, Serialize};
+
+/// One of LoadGen's scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScenarioKind {
+    SingleStream,
+    MultiStream,
+    Server,
+    Offline,
+}
+
+impl ScenarioKind {
+    /// The name on the command line and in result files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioKind::SingleStream => "single-stream",
+            ScenarioKind::MultiStream => "multi-stream",
+            ScenarioKind::Server => "server",
+            ScenarioKind::Offline => "offline",
+        }
+    }
+
+    /// The latency percentile the scenario reports (LoadGen's `target_latency_percentile`);
+    /// `None` for offline, which reports throughput.
+    pub fn percentile(self) -> Option<f64> {
+        match self {
+            ScenarioKind::SingleStream => Some(0.90),
+            ScenarioKind::MultiStream | ScenarioKind::Server => Some(0.99),
+            ScenarioKind::Offline => None,
+        }
+    }
+
+    /// Samples in each query when none is asked for: LoadGen's one, and its eight for
+    /// multi-stream.
+    pub fn default_samples_per_query(self) -> usize {
+        match self {
+            ScenarioKind::MultiStream => 8,
+            ScenarioKind::SingleStream | ScenarioKind::Server | ScenarioKind::Offline => 1,
+        }
+    }
+
+    /// The fewest queries (offline: samples) a run issues when none is asked for: short
+    /// of MLPerf's rules (see [`MlperfRules`]), long enough for the reported percentile
+    /// to be estimated at 99% confidence (LoadGen's early-stopping bound).
+    pub fn default_min_queries(self) -> usize {
+        match self {
+            ScenarioKind::SingleStream => 200,
+            ScenarioKind::MultiStream | ScenarioKind::Server => 1000,
+            ScenarioKind::Offline => 1024,
+        }
+    }
+
+    /// MLPerf Inference's run rules for the scenario (mlperf.conf, v4 and later).
+    pub fn mlperf_rules(self) -> MlperfRules {
+        MlperfRules {
+            min_duration_s: 600.0,
+            min_queries: match self {
+                ScenarioKind::SingleStream => 1024,
+                ScenarioKind::MultiStream | ScenarioKind::Server => 270_336,
+                ScenarioKind::Offline => 24_576,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for ScenarioKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What MLPerf requires of a run for its result to count: a minimum duration and a
+/// minimum number of queries (samples, for offline). A shorter run is still measured and
+/// said not to meet them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlperfRules {
+    pub min_duration_s: f64,
+    pub min_queries: usize,
+}
+
+/// The default shortest run of a scenario, seconds (MLPerf's is 600).
+pub const DEFAULT_MIN_DURATION_S: f64 = 10.0;
+
+/// The scenario a run spec asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub kind: ScenarioKind,
+    /// Samples in each query, the batch the engine computes per query (offline: 1; the
+    /// engine computes the samples the run's batch size at a time).
+    pub samples_per_query: usize,
+    /// Server: the queries per second that arrive (a Poisson process); with
+    /// `find_peak`, where the search starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_qps: Option<f64>,
+    /// Server: the bound the reported percentile of latency must be within for the run to
+    /// be valid, milliseconds (MLPerf's ResNet-50 bound: 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_bound_ms: Option<f64>,
+    /// The run issues queries for at least this long, seconds.
+    pub min_duration_s: f64,
+    /// ... and at least this many queries (offline: samples).
+    pub min_queries: usize,
+    /// Server: search for the highest target QPS whose run is valid (bracketed by
+    /// doubling, then bisected, as LoadGen's peak search does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub find_peak: bool,
+}
+
+impl ScenarioSpec {
+    /// A scenario with its defaults.
+    pub fn new(kind: ScenarioKind) -> ScenarioSpec {
+        ScenarioSpec {
+            kind,
+            samples_per_query: kind.default_samples_per_query(),
+            target_qps: None,
+            latency_bound_ms: None,
+            min_duration_s: DEFAULT_MIN_DURATION_S,
+            min_queries: kind.default_min_queries(),
+            find_peak: false,
+        }
+    }
+
+    /// What makes the scenario impossible to run as asked, in the flags' words.
+    pub fn validate(&self) -> Result<(), String> {
+        let kind = self.kind;
+        if self.samples_per_query == 0 {
+            return Err("--samples-per-query must be at least 1".into());
+        }
+        match kind {
+            ScenarioKind::SingleStream | ScenarioKind::Server if self.samples_per_query != 1 => {
+                return Err(format!(
+                    "a {kind} query is one sample (LoadGen's definition): leave out --samples-per-query, or use --scenario multi-stream"
+                ));
+            }
+            ScenarioKind::Offline if self.samples_per_query != 1 => {
+                return Err("offline issues every sample at once, and the engine computes them -b at a time: leave out --samples-per-query".into());
+            }
+            ScenarioKind::SingleStream
+            | ScenarioKind::Server
+            | ScenarioKind::Offline
+            | ScenarioKind::MultiStream => {}
+        }
+        if !(self.min_duration_s >= 0.0
+            && self.min_duration_s.is_finite()
+            && self.min_duration_s < 1e7)
+        {
+            return Err(format!(
+                "--scenario-time must be a number of seconds, not {}",
+                self.min_duration_s
+            ));
+        }
+        if self.min_queries == 0 {
+            return Err("--min-queries must be at least 1".into());
+        }
+        let server = kind == ScenarioKind::Server;
+        match (server, self.target_qps) {
+            (true, None) if !self.find_peak => {
+                return Err("--scenario server needs the load: --qps N (queries per second), or --find-peak to search for the highest valid one".into())
+            }
+            (true, Some(qps)) if !(qps > 0.0 && qps.is_finite() && qps <= 1e7) => {
+                return Err(format!("--qps must be a positive number of queries per second, not {qps}"))
+            }
+            (false, Some(_)) => return Err(format!("--qps is the server scenario's load; {kind} issues its next query when the last completes")),
+            _ => {}
+        }
+        match (server, self.latency_bound_ms) {
+            (true, None) => {
+                return Err("--scenario server needs --latency-bound MS: the p99 latency a valid run stays within (MLPerf's ResNet-50 bound is 15 ms)".into())
+            }
+            (true, Some(ms)) if !(ms > 0.0 && ms.is_finite()) => {
+                return Err(format!("--latency-bound must be a positive number of milliseconds, not {ms}"))
+            }
+            (false, Some(_)) => return Err(format!("--latency-bound is the server scenario's bound; {kind} reports its latency without one")),
+            _ => {}
+        }
+        if self.find_peak && !server {
+            return Err(
+                "--find-peak searches the server scenario's load: use it with --scenario server"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What one scenario run measured: the settings as run, the latencies of every query,
+/// their summary and the verdicts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRecord {
+    pub kind: ScenarioKind,
+    pub samples_per_query: usize,
+    /// Server: the target load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_qps: Option<f64>,
+    /// Server: the seed of the arrival times (the run's seed), so a run can be replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_bound_ms: Option<f64>,
+    /// Queries issued (offline: one), and the samples in them.
+    pub queries: usize,
+    pub samples: usize,
+    /// From the first issue to the last completion, seconds.
+    pub duration_s: f64,
+    /// Queries completed per second over the run (offline: samples per second).
+    pub achieved_qps: f64,
+    pub samples_per_s: f64,
+    /// How many queries the engine had in flight at once: 1 where it serves one at a
+    /// time (then a query that arrives while another computes waits in the queue, and
+    /// the wait is part of its latency).
+    pub in_flight: usize,
+    /// How the engine served the queries, in words.
+    pub serving: String,
+    /// Each query's latency, seconds, in issue order: from its scheduled arrival (server)
+    /// or its issue (the others) to its completion. Offline: each batch's completion
+    /// since the issue.
+    pub latencies_s: Vec<f64>,
+    /// The latencies' percentiles and mean (from an HDR histogram at 3 significant
+    /// digits), seconds.
+    pub latency: LatencySummary,
+    /// The percentile the scenario reports (0.9 or 0.99); `None` offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
+    /// The percentile as measured, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile_latency_s: Option<f64>,
+    /// LoadGen's early-stopping estimate: the latency the true percentile is below with
+    /// 99% confidence, given how many queries ran; `None` when too few ran for any bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stopping_latency_s: Option<f64>,
+    /// The issuer's own cost: the median latency of queries to an engine that does
+    /// nothing, measured before the run, seconds.
+    pub issuer_overhead_s: f64,
+    /// Whether the scenario's own conditions held (server: the percentile within the
+    /// bound; every scenario: the minimum duration and queries, and enough queries for the
+    /// percentile), and why not.
+    pub valid: bool,
+    pub invalid_reasons: Vec<String>,
+    /// Whether the run also meets MLPerf's run rules (600 s, the official query counts),
+    /// and why not: a shorter run is said to be one.
+    pub meets_mlperf_rules: bool,
+    pub mlperf_shortfalls: Vec<String>,
+    /// Server with `--find-peak`: every probe of the search, in the order run (the last
+    /// valid one is this record's load).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak_search: Vec<PeakProbe>,
+}
+
+/// Percentiles of the latencies, seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// One load the peak search tried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakProbe {
+    pub target_qps: f64,
+    pub achieved_qps: f64,
+    pub queries: usize,
+    /// The reported percentile of latency, and LoadGen's early-stopping estimate of it.
+    pub percentile_latency_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stopping_latency_s: Option<f64>,
+    pub valid: bool,
+    pub invalid_reasons: Vec<String>,
+}
+
+/// LoadGen's early-stopping bound: among `sorted` latencies (ascending) of `n` queries,
+/// the smallest one that the true `percentile` is below with `confidence`. The `k`-th
+/// smallest of `n` lies above the true p-quantile unless at least `k` samples fall below
+/// it, which happens with probability P(Binomial(n, p) ≥ k); the bound is the smallest
+/// `k` whose probability P(Binomial(n, p) ≤ k − 1) reaches `confidence`. `None` when
+/// even the largest latency is not such a bound: too few queries for the percentile.
+pub fn early_stopping_bound(sorted: &[f64], percentile: f64, confidence: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 || !(0.0..1.0).contains(&percentile) {
+        return None;
+    }
+    // The binomial's probabilities in log space: n may be in the hundreds of thousands.
+    let (p, q) = (percentile, 1.0 - percentile);
+    let ln_choose = |k: usize| {
+        ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0)
+    };
+    let mut cumulative = 0.0;
+    for (k, &latency) in sorted.iter().enumerate() {
+        // P(X = k) for X ~ Binomial(n, p): k samples below the true quantile.
+        cumulative += (ln_choose(k) + k as f64 * p.ln() + (n - k) as f64 * q.ln()).exp();
+        if cumulative >= confidence {
+            // P(X ≤ k) ≥ confidence: the (k + 1)-th smallest bounds the quantile.
+            return Some(latency);
+        }
+    }
+    None
+}
+
+/// ln Γ(x) for x ≥ 1 (Lanczos, g = 7, n = 9): accurate to about 15 digits, which the
+/// binomial's terms need.
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const COEFFICIENTS: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    let x = x - 1.0;
+    let mut sum = COEFFICIENTS[0];
+    for (i, c) in COEFFICIENTS.iter().enumerate().skip(1) {
+        sum += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_gamma_matches_factorials() {
+        let mut factorial: f64 = 1.0;
+        for n in 1..30 {
+            factorial *= n as f64;
+            let err = (ln_gamma(n as f64 + 1.0) - factorial.ln()).abs();
+            assert!(err < 1e-9, "n={n} err={err}");
+        }
+    }
+
+    #[test]
+    fn the_early_stopping_bound_needs_enough_queries_and_lies_above_the_percentile() {
+        // 1..=n milliseconds: the true p90 of this sample is near 0.9 n.
+        let latencies = |n: usize| -> Vec<f64> { (1..=n).map(|i| i as f64 / 1000.0).collect() };
+        // For p99 at 99% confidence, even the largest of 100 is no bound (0.99^100 ≈
+        // 0.37 > 0.01 chance that all 100 fall below the true p99).
+        assert_eq!(early_stopping_bound(&latencies(100), 0.99, 0.99), None);
+        // 459 queries are the fewest for which the maximum bounds p99 (0.99^459 < 0.01).
+        assert_eq!(early_stopping_bound(&latencies(458), 0.99, 0.99), None);
+        assert_eq!(
+            early_stopping_bound(&latencies(459), 0.99, 0.99),
+            Some(0.459)
+        );
+        // With many queries the bound approaches the percentile from above.
+        let many = latencies(100_000);
+        let bound = early_stopping_bound(&many, 0.90, 0.99).unwrap();
+        assert!(bound > 90.0 && bound < 90.3, "{bound}");
+        let p99 = early_stopping_bound(&many, 0.99, 0.99).unwrap();
+        assert!(p99 > 99.0 && p99 < 99.1, "{p99}");
+    }
+
+    #[test]
+    fn a_server_needs_its_load_and_bound_and_the_others_refuse_them() {
+        let mut server = ScenarioSpec::new(ScenarioKind::Server);
+        assert!(server.validate().unwrap_err().contains("--qps"));
+        server.target_qps = Some(10.0);
+        assert!(server.validate().unwrap_err().contains("--latency-bound"));
+        server.latency_bound_ms = Some(15.0);
+        server.validate().unwrap();
+        server.samples_per_query = 2;
+        assert!(server.validate().unwrap_err().contains("one sample"));
+        let mut single = ScenarioSpec::new(ScenarioKind::SingleStream);
+        single.validate().unwrap();
+        single.target_qps = Some(1.0);
+        assert!(single.validate().unwrap_err().contains("--qps"));
+        let mut multi = ScenarioSpec::new(ScenarioKind::MultiStream);
+        assert_eq!(multi.samples_per_query, 8);
+        multi.find_peak = true;
+        assert!(multi.validate().unwrap_err().contains("--find-peak"));
+        let mut offline = ScenarioSpec::new(ScenarioKind::Offline);
+        offline.min_duration_s = f64::NAN;
+        assert!(offline.validate().unwrap_err().contains("--scenario-time"));
+    }
+}
