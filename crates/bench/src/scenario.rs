@@ -14,13 +14,11 @@ use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_graph::SplitMix64;
 use cnnbench_results::scenario::{
-    early_stopping_bound, LatencySummary, PeakProbe, ScenarioKind, ScenarioRecord, ScenarioSpec,
+    early_stopping_bound, fewest_queries_for, LatencySummary, PeakProbe, ScenarioKind,
+    ScenarioRecord, ScenarioSpec, EARLY_STOPPING_CONFIDENCE,
 };
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
-
-/// The confidence of LoadGen's early-stopping estimate.
-pub const EARLY_STOPPING_CONFIDENCE: f64 = 0.99;
 
 /// Queries of a no-op engine timed to measure the issuer's own cost.
 const OVERHEAD_QUERIES: usize = 1000;
@@ -30,6 +28,10 @@ const MAX_PEAK_PROBES: usize = 24;
 
 /// The bisection stops once the valid and invalid loads are this close (relative).
 const PEAK_RESOLUTION: f64 = 0.02;
+
+/// Halving stops below this share of the engine's capacity (load × compute time per
+/// query): a bound broken at so light a load is broken by the engine, not the queue.
+const LIGHTEST_UTILISATION: f64 = 0.05;
 
 /// How the engine serves queries, recorded with every scenario run.
 pub const SERVING: &str = "one query at a time on one session: a query that arrives while another computes waits in the queue";
@@ -393,14 +395,6 @@ fn percentile_name(q: f64) -> String {
     format!("{}", (q * 1000.0).round() / 10.0)
 }
 
-/// The fewest queries for which the largest latency bounds the `q` percentile at the
-/// early-stopping confidence: the smallest n with q^n ≤ 1 − confidence.
-pub fn fewest_queries_for(q: f64) -> usize {
-    ((1.0 - EARLY_STOPPING_CONFIDENCE).ln() / q.ln())
-        .ceil()
-        .max(1.0) as usize
-}
-
 /// `--find-peak`: the highest target QPS whose server run is valid. The load is doubled
 /// from the start while runs are valid (halved while they are not), then bisected
 /// between the highest valid and lowest invalid load, every probe a full run.
@@ -467,8 +461,11 @@ fn find_peak(
             if best.is_some() {
                 break;
             }
+            let mut compute = timeline.compute_s.clone();
+            compute.sort_by(f64::total_cmp);
+            let median_compute = compute.get(compute.len() / 2).copied().unwrap_or(0.0);
             qps /= 2.0;
-            if qps < start_qps / 1024.0 {
+            if qps * median_compute < LIGHTEST_UTILISATION {
                 break;
             }
         }
@@ -489,8 +486,9 @@ fn find_peak(
     }
     let Some((_, timeline, load)) = best else {
         return Err(anyhow!(
-            "--find-peak found no valid load: even {:.3} queries per second broke the bound ({}); the bound may be below one query's compute time",
+            "--find-peak found no valid load: even {:.3} queries per second, under {:.0}% of what the engine computes back to back, broke the bound ({}); the bound may be below one query's compute time",
             probes.last().map_or(start_qps, |p| p.target_qps),
+            LIGHTEST_UTILISATION * 100.0 * 2.0,
             probes
                 .last()
                 .map(|p| p.invalid_reasons.join("; "))

@@ -118,6 +118,12 @@ impl RunTable {
             "times: median ± standard deviation over the timed passes; results in the files above"
                 .to_string()
         }];
+        if results.iter().any(|r| r.scenario.is_some()) {
+            notes.push(
+                "under --scenario: latency is the engine's compute time per query, Images/s what was served over the run; each query's latency, queueing included, is on the scenario's line below"
+                    .to_string(),
+            );
+        }
         if let Some(d) = results.iter().find_map(|r| r.distributed.as_ref()) {
             notes.push(format!(
                 "data-parallel: batch is per rank, times are rank 0's, images/s counts every rank's images; gradients averaged by {} over {} in {} MiB buckets after backward",

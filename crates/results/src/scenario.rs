@@ -190,6 +190,17 @@ impl ScenarioSpec {
                     .into(),
             );
         }
+        if let Some(q) = kind.percentile() {
+            let fewest = fewest_queries_for(q);
+            if self.find_peak && self.min_queries < fewest {
+                return Err(format!(
+                    "--find-peak needs runs that can be valid: {} queries are too few to bound a p{} at {:.0}% confidence; give --min-queries {fewest} or more",
+                    self.min_queries,
+                    (q * 100.0).round(),
+                    EARLY_STOPPING_CONFIDENCE * 100.0
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -281,6 +292,18 @@ pub struct PeakProbe {
     pub early_stopping_latency_s: Option<f64>,
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
+}
+
+/// The confidence of LoadGen's early-stopping estimate.
+pub const EARLY_STOPPING_CONFIDENCE: f64 = 0.99;
+
+/// The fewest queries for which the largest latency bounds the `q` percentile at the
+/// early-stopping confidence: the smallest n with q^n ≤ 1 − confidence (44 for a p90,
+/// 459 for a p99).
+pub fn fewest_queries_for(q: f64) -> usize {
+    ((1.0 - EARLY_STOPPING_CONFIDENCE).ln() / q.ln())
+        .ceil()
+        .max(1.0) as usize
 }
 
 /// LoadGen's early-stopping bound: among `sorted` latencies (ascending) of `n` queries,
@@ -388,6 +411,13 @@ mod tests {
         assert_eq!(multi.samples_per_query, 8);
         multi.find_peak = true;
         assert!(multi.validate().unwrap_err().contains("--find-peak"));
+        server.samples_per_query = 1;
+        server.find_peak = true;
+        server.min_queries = 458;
+        assert!(server.validate().unwrap_err().contains("--min-queries 459"));
+        server.min_queries = 459;
+        server.validate().unwrap();
+        assert_eq!(fewest_queries_for(0.9), 44);
         let mut offline = ScenarioSpec::new(ScenarioKind::Offline);
         offline.min_duration_s = f64::NAN;
         assert!(offline.validate().unwrap_err().contains("--scenario-time"));
