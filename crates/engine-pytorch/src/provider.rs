@@ -25,8 +25,9 @@ cnnbench_engine::engine_settings! {
     /// The eager engines' own settings (pytorch, pytorch-cuda).
     pub struct EagerSettings {
         /// The Python the worker runs on, which must have torch 2.11 (not given:
-        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
-        /// folder or the executable, else python3).
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch of this user's in
+        /// the working folder, the executable's folder or the repository either is in,
+        /// else python3).
         #[setting(key = "python", flag = "python")]
         pub python: Option<ProgramPath> = None,
     }
@@ -36,8 +37,9 @@ cnnbench_engine::engine_settings! {
     /// The compiling engines' own settings (pytorch-compile, pytorch-compile-cuda).
     pub struct CompiledSettings {
         /// The Python the worker runs on, which must have torch 2.11 (not given:
-        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
-        /// folder or the executable, else python3).
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch of this user's in
+        /// the working folder, the executable's folder or the repository either is in,
+        /// else python3).
         #[setting(key = "python", flag = "python")]
         pub python: Option<ProgramPath> = None,
         /// `torch.compile`'s mode: `reduce-overhead` uses CUDA graphs on GPUs;
@@ -150,13 +152,13 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
         Err(e) => Err(format!(
             "the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
             python.display(),
-            interpreter.chosen_by,
+            interpreter.origin(),
             crate::TORCH_VERSION
         )),
         Ok(out) if !out.status.success() => Err(format!(
             "the Python {} (from {}) has no torch; {}",
             python.display(),
-            interpreter.chosen_by,
+            interpreter.origin(),
             install_hint(python)
         )),
         Ok(out) => {
@@ -168,7 +170,7 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
                 Err(format!(
                     "the Python {} (from {}) has torch {version}, not {}; {}",
                     python.display(),
-                    interpreter.chosen_by,
+                    interpreter.origin(),
                     crate::TORCH_VERSION,
                     install_hint(python)
                 ))

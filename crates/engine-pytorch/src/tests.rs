@@ -19,6 +19,7 @@ fn launch(path: PathBuf, threads: Option<usize>) -> anyhow::Result<Worker> {
     let interpreter = Interpreter {
         path,
         chosen_by: "--python",
+        skipped: Vec::new(),
     };
     Worker::start(&Launch {
         engine: "pytorch",

@@ -94,7 +94,7 @@ impl Worker {
             anyhow!(
                 "{engine} cannot start its worker: the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
                 python.display(),
-                launch.interpreter.chosen_by,
+                launch.interpreter.origin(),
                 crate::TORCH_VERSION
             )
         })?;
@@ -134,7 +134,7 @@ impl Worker {
                 return Err(anyhow!(
                     "{engine}: the Python {} (from {}) cannot import torch ({}); {}",
                     python.display(),
-                    launch.interpreter.chosen_by,
+                    launch.interpreter.origin(),
                     hello["error"].as_str().unwrap_or("no reason given"),
                     install_hint(python)
                 ));
@@ -156,7 +156,7 @@ impl Worker {
             return Err(anyhow!(
                 "{engine}: the Python {} (from {}) has torch {version}, but cnnbench's pytorch engines are tested with {}; {}",
                 python.display(),
-                launch.interpreter.chosen_by,
+                launch.interpreter.origin(),
                 crate::TORCH_VERSION,
                 install_hint(python)
             ));

@@ -497,3 +497,75 @@ fn a_thread_count_from_a_file_is_held_to_the_same_limit() {
             "more threads than this machine can use",
         ));
 }
+
+/// A `.venv-torch/bin/python` that records each run in `ran` and then fails as a Python
+/// without torch would.
+fn plant_python(root: &std::path::Path, ran: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = root.join(".venv-torch/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = bin.join("python");
+    std::fs::write(
+        &python,
+        format!("#!/bin/sh\necho ran >> '{}'\nexit 1\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    python
+}
+
+/// `cnnbench engines` from `cwd`, with no Python named: the search alone decides.
+fn engines_in(cwd: &std::path::Path) -> String {
+    let output = cnnbench()
+        .arg("engines")
+        .current_dir(cwd)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CNNBENCH_PYTHON")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// A `.venv-torch` in a folder above the working folder (a shared `/tmp`, a folder of
+/// results handed over) was run by every command that looks for the pytorch engines'
+/// Python; only the working folder's, the executable's and their repositories' are, and
+/// only when the user owns them.
+#[test]
+fn a_python_in_a_folder_above_the_working_folder_is_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let shared = dir.path().join("shared");
+    let deep = shared.join("x/results/sub");
+    std::fs::create_dir_all(&deep).unwrap();
+    for planted in [&shared, &shared.join("x"), &shared.join("x/results")] {
+        plant_python(planted, &ran);
+        engines_in(&deep);
+        assert!(!ran.exists(), "{} ran", planted.display());
+        std::fs::remove_dir_all(planted.join(".venv-torch")).unwrap();
+    }
+
+    // The set-up the guide gives: a venv in the working folder, or at the top of the
+    // repository one works in.
+    let repository = shared.join("x");
+    plant_python(&repository, &ran);
+    engines_in(&repository);
+    assert!(ran.exists(), "the working folder's own venv is used");
+    std::fs::remove_file(&ran).unwrap();
+    std::fs::create_dir(repository.join(".git")).unwrap();
+    let said = engines_in(&deep);
+    assert!(ran.exists(), "the repository's venv is used: {said}");
+    std::fs::remove_file(&ran).unwrap();
+
+    // As root, the same venv given to another user is skipped, and the messages say so.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let python = repository.join(".venv-torch/bin/python");
+        std::os::unix::fs::lchown(&python, Some(4242), None).unwrap();
+        let said = engines_in(&deep);
+        assert!(!ran.exists(), "another user's Python ran");
+        assert!(
+            said.contains("skipped") && said.contains("belongs to user 4242"),
+            "{said}"
+        );
+    }
+}
