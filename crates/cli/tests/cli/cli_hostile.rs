@@ -569,3 +569,61 @@ fn a_python_in_a_folder_above_the_working_folder_is_never_run() {
         );
     }
 }
+
+/// Runs cnnbench with `args` in `dir`, its standard output a full disk (`/dev/full`).
+fn into_a_full_output(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("cnnbench"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(full)
+        .output()
+        .unwrap()
+}
+
+/// `println!` panicked (exit 101) when standard output could not be written, and a run
+/// with `--json` never ran its later models: every command now says so once and fails,
+/// and a run still measures and writes every result.
+#[test]
+fn a_full_standard_output_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("matrix.toml"),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut run = TINY.to_vec();
+    run.insert(2, "mobilenet-v2");
+    let run_json = [run.clone(), vec!["--json", "-q"]].concat();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["models"],
+        vec!["models", "resnet18"],
+        vec!["engines"],
+        vec!["plan", "--list", "matrix.toml"],
+        vec!["plan", "--shell", "matrix.toml"],
+        [run.clone(), vec!["-o", "out"]].concat(),
+        [run_json, vec!["-o", "out"]].concat(),
+        vec!["report", "out"],
+        vec!["report", "out", "--format", "csv"],
+    ];
+    for args in &commands {
+        let output = into_a_full_output(args, dir.path());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("panicked") && output.status.code() == Some(1),
+            "{args:?}: {:?}\n{stderr}",
+            output.status
+        );
+        assert!(
+            stderr.contains("cannot write to standard output")
+                && stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let written = result_files(&out);
+    assert_eq!(written.len(), 4, "both models of both runs: {written:?}");
+}

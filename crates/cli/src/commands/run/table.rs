@@ -113,7 +113,7 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
     } else {
         TableStyle::AlignedMarkdown
     };
-    println!("{}", table.render(style));
+    outln!("{}", table.render(style));
     for warning in &table.warnings {
         eprintln!("warning: {warning}");
     }
