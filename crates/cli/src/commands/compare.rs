@@ -193,7 +193,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let undecided = cmp.undecided();
     if undecided > 0 && args.fail_on_regression.is_some() {
         eprintln!(
-            "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, or holding one run): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
+            "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, holding one run, or holding times no pass could take): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
         );
         return Ok(ExitCode::from(super::run::REQUIRE_CLEAN_FAILED));
     }

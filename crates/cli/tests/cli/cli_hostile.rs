@@ -627,3 +627,59 @@ fn a_full_standard_output_is_an_error_not_a_panic() {
     let written = result_files(&out);
     assert_eq!(written.len(), 4, "both models of both runs: {written:?}");
 }
+
+/// Samples of 1e308 s (finite in the file, infinite in milliseconds) made `compare
+/// --fail-on-regression` say "no change" and pass, also with a base of 5e-324 s, and
+/// `report --charts` spin for ever: such a file is refused when loaded, naming the file
+/// and the field, so the gate fails and the charts are drawn from the good files.
+#[test]
+fn times_no_pass_could_take_neither_pass_a_gate_nor_hang_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, result) = a_result_to_edit(dir.path());
+    let name = file.file_name().unwrap().to_owned();
+    for (side, value) in [
+        ("new", 1e308),
+        ("base", 5e-324),
+        ("new", -0.0),
+        ("new", 1e5),
+    ] {
+        let (base, new) = (dir.path().join("base"), dir.path().join("new"));
+        for (folder, samples) in [(&base, 0.01), (&new, 0.01)] {
+            std::fs::create_dir_all(folder).unwrap();
+            let mut edited = result.clone();
+            let total = if folder.ends_with(side) {
+                value
+            } else {
+                samples
+            };
+            edited["samples"]["total"] = serde_json::json!([total, total, total]);
+            std::fs::write(folder.join(&name), edited.to_string()).unwrap();
+        }
+        let output = cnnbench()
+            .args(["compare", "--fail-on-regression", "5"])
+            .arg(&base)
+            .arg(&new)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{side} {value}: {stderr}");
+        assert!(
+            stderr.contains(&dir.path().join(side).join(&name).display().to_string())
+                && stderr.contains("`samples.total` holds"),
+            "{side} {value}: {stderr}"
+        );
+    }
+
+    let charts = dir.path().join("charts");
+    let output = cnnbench()
+        .args(["report", "--charts"])
+        .arg(&charts)
+        .arg(dir.path().join("out"))
+        .arg(dir.path().join("new"))
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("`samples.total` holds"), "{stderr}");
+}
