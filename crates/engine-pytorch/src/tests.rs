@@ -161,6 +161,34 @@ fn a_silent_worker_is_stopped_after_the_hang_timeout() {
     assert!(e.contains("was killed"), "{e}");
 }
 
+/// A worker that keeps beating but never answers (a native deadlock releases the GIL and
+/// the beat goes on) was waited on for ever: the per-call limit ends it, naming the call.
+#[test]
+fn a_worker_that_beats_but_never_answers_is_stopped_at_the_call_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(
+        dir.path(),
+        r#"while :; do echo '{"type": "heartbeat"}'; sleep 0.1; done"#,
+    );
+    worker.set_call_limit(std::time::Duration::from_secs(1));
+    let clock = std::time::Instant::now();
+    let e = failed_call(&mut worker, "forward");
+    assert!(
+        clock.elapsed() < crate::worker::HANG_TIMEOUT,
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_says(
+        &e,
+        &[
+            "during 'forward'",
+            "kept beating but gave no answer for 1 s",
+            "was killed",
+            "CNNBENCH_WORKER_CALL_LIMIT_S",
+        ],
+    );
+}
+
 #[test]
 fn a_heap_policy_the_worker_could_not_apply_is_refused() {
     let dir = tempfile::tempdir().unwrap();

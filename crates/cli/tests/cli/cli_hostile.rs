@@ -683,3 +683,39 @@ fn times_no_pass_could_take_neither_pass_a_gate_nor_hang_the_charts() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("`samples.total` holds"), "{stderr}");
 }
+
+/// A PyTorch worker that dies before its greeting (an OOM kill while torch imports)
+/// ended cnnbench with a silent status 141: writing the worker its `exit` into the dead
+/// pipe raised SIGPIPE before the error was printed. The error is said, the status is 1.
+#[test]
+fn a_worker_that_dies_before_its_greeting_is_an_error_that_is_said() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let python = dir.path().join("python");
+    // Answers the version check as torch 2.11 would; dies when started as the worker,
+    // at once or after a moment.
+    for death in ["kill -9 $$", "sleep 0.3; exit 137", "exec 0<&-; exit 1"] {
+        std::fs::write(
+            &python,
+            format!("#!/bin/sh\nif [ \"$1\" = -c ]; then echo 2.11.0; exit 0; fi\necho 'Killed while importing torch' >&2\n{death}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let output = cnnbench()
+            .args(TINY)
+            .args(["--engine", "pytorch", "--python"])
+            .arg(&python)
+            .arg("-o")
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.signal(), None, "{death}: {stderr}");
+        assert_eq!(output.status.code(), Some(1), "{death}: {stderr}");
+        assert!(
+            stderr.contains("worker") && stderr.contains("Killed while importing torch"),
+            "{death}: {stderr}"
+        );
+    }
+}
