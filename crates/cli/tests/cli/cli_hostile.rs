@@ -719,3 +719,59 @@ fn a_worker_that_dies_before_its_greeting_is_an_error_that_is_said() {
         );
     }
 }
+
+/// `run --again` on a result of `"version": 999` (or a profile, or another format) reran
+/// it without a word, reading fields that version may mean otherwise as ours: refused,
+/// naming the file and the version, before anything runs.
+#[test]
+fn again_refuses_a_version_or_format_this_build_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, result) = a_result_to_edit(dir.path());
+    let edited = dir.path().join("edited.json");
+    for (field, value, says) in [
+        (
+            "version",
+            serde_json::json!(999),
+            "version 999, which this cnnbench does not read",
+        ),
+        (
+            "version",
+            serde_json::json!(0),
+            "version 0, which this cnnbench does not read",
+        ),
+        (
+            "version",
+            serde_json::json!(4294967297u64),
+            "version 4294967297",
+        ),
+        ("version", serde_json::json!("2"), "version \"2\""),
+        ("version", serde_json::Value::Null, "version null"),
+        (
+            "format",
+            serde_json::json!("cnnbench-profile"),
+            "is a profile",
+        ),
+        (
+            "format",
+            serde_json::json!("other\u{1b}[2J"),
+            "its format is \"other\\u{1b}[2J\"",
+        ),
+    ] {
+        let mut doc = result.clone();
+        doc[field] = value.clone();
+        std::fs::write(&edited, doc.to_string()).unwrap();
+        let output = run_again(&edited, dir.path()).failure();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&edited.display().to_string()) && stderr.contains(says),
+            "{field} = {value}: {stderr}"
+        );
+        assert!(!stderr.contains('\u{1b}'), "{stderr}");
+        assert!(
+            !dir.path().join("again").exists(),
+            "{field} = {value}: it ran"
+        );
+    }
+    // The file as written still runs.
+    run_again(&file, dir.path()).success();
+}

@@ -21,9 +21,10 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         let name = format!("{} ({h}×{w}, batch {})", r.model.name, r.config.batch_size);
         if v.is_disturbed() {
             eprintln!(
-                "DISTURBED: {}: {}; the times may be inflated: rerun on a quiet machine (--retries N reruns by itself)",
+                "DISTURBED: {}: {}; the times may be inflated: {}",
                 output::terminal_safe(&name),
-                v.reasons.join("; ")
+                v.reasons.join("; "),
+                rerun_hint(v.retried.len())
             );
         } else {
             clean += 1;
@@ -76,6 +77,33 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
             format!(" (at most {})", parts.join(", "))
         };
         eprintln!("machine: quiet during {all} {clean} run(s){detail}; {noise}");
+    }
+}
+
+/// What to do about a disturbed result that `retried` disturbed attempts preceded: offer
+/// `--retries` only when none were made (it offered them after they were used up).
+fn rerun_hint(retried: usize) -> String {
+    if retried == 0 {
+        "rerun on a quiet machine (--retries N reruns by itself)".to_string()
+    } else {
+        format!(
+            "the machine stayed busy through {retried} retries (--retries); rerun when it is quiet, or find what keeps it busy"
+        )
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::rerun_hint;
+
+    #[test]
+    fn retries_are_offered_only_when_none_were_made() {
+        assert!(rerun_hint(0).contains("--retries N"));
+        for used in [1, 3, 20] {
+            let hint = rerun_hint(used);
+            assert!(!hint.contains("--retries N"), "{hint}");
+            assert!(hint.contains(&format!("through {used} retries")), "{hint}");
+        }
     }
 }
 
