@@ -92,21 +92,6 @@ fn rerun_hint(retried: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod hint_tests {
-    use super::rerun_hint;
-
-    #[test]
-    fn retries_are_offered_only_when_none_were_made() {
-        assert!(rerun_hint(0).contains("--retries N"));
-        for used in [1, 3, 20] {
-            let hint = rerun_hint(used);
-            assert!(!hint.contains("--retries N"), "{hint}");
-            assert!(hint.contains(&format!("through {used} retries")), "{hint}");
-        }
-    }
-}
-
 pub fn progress_bar(
     quiet: bool,
     graph: &Graph,
@@ -144,5 +129,20 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
     outln!("{}", table.render(style));
     for warning in &table.warnings {
         eprintln!("warning: {warning}");
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::rerun_hint;
+
+    #[test]
+    fn retries_are_offered_only_when_none_were_made() {
+        assert!(rerun_hint(0).contains("--retries N"));
+        for used in [1, 3, 20] {
+            let hint = rerun_hint(used);
+            assert!(!hint.contains("--retries N"), "{hint}");
+            assert!(hint.contains(&format!("through {used} retries")), "{hint}");
+        }
     }
 }
