@@ -591,6 +591,59 @@ mod tests {
         assert!(frame_of(b"").unwrap_err().contains("end of output"));
     }
 
+    /// The frame reader against what a broken or hostile worker may write: valid frames
+    /// with bytes flipped, cut short, repeated or given hostile sizes. Every input gives
+    /// a frame or a reason, at once, and a frame's body is what its header announced.
+    #[test]
+    fn mutated_frames_give_a_frame_or_a_reason_never_a_panic() {
+        let seeds: [&[u8]; 4] = [
+            b"{\"type\": \"reply\", \"ok\": true, \"bytes\": 8, \"tensors\": [{\"key\": \"o\", \"shape\": [2]}]}\n\x00\x00\x80?\x00\x00\x00@",
+            b"{\"type\": \"heartbeat\"}\n",
+            b"{\"type\": \"hello\", \"protocol\": 1, \"torch\": \"2.11.0\"}\n",
+            b"{\"type\": \"reply\", \"ok\": false, \"error\": \"x\", \"bytes\": 0}\n",
+        ];
+        let tokens: [&[u8]; 8] = [
+            b"{\"bytes\": 1000000000000}\n",
+            b"1e308",
+            b"18446744073709551615",
+            b"-1",
+            b"99999999999999999999999",
+            b"[[[[[[[[",
+            b"\n",
+            b"\"bytes\": 68719476737, ",
+        ];
+        // xorshift64*: deterministic, so a failure is reproduced by its case number.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        for case in 0..4000 {
+            let mut input = seeds[case % seeds.len()].to_vec();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() as usize) % (input.len() + 1);
+                match next() % 4 {
+                    0 if at < input.len() => input[at] ^= 1 << (next() % 8),
+                    1 => input.truncate(at),
+                    2 => {
+                        let token = tokens[(next() as usize) % tokens.len()];
+                        input.splice(at..at, token.iter().copied());
+                    }
+                    _ => {
+                        let piece = input[at..].to_vec();
+                        input.extend_from_slice(&piece);
+                    }
+                }
+            }
+            if let Ok((header, body)) = frame_of(&input) {
+                let announced = header.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                assert_eq!(body.len() as u64, announced, "case {case}: {input:?}");
+            }
+        }
+    }
+
     #[test]
     fn the_call_limit_variable_is_seconds_up_to_a_year() {
         assert_eq!(call_limit_of(None).unwrap(), DEFAULT_CALL_LIMIT);
