@@ -775,3 +775,37 @@ fn again_refuses_a_version_or_format_this_build_does_not_read() {
     // The file as written still runs.
     run_again(&file, dir.path()).success();
 }
+
+/// A `SLURM_JOB_NODELIST` of `a]b[c` with `--distributed` panicked (a slice taken
+/// backwards): every node list is a host or an error that says to set MASTER_ADDR.
+#[test]
+fn a_hostile_slurm_node_list_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for list in ["a]b[c", "][", "n[", "]", "a[]", "n[\u{1b}]", "a]]"] {
+        let output = cnnbench()
+            .args(TINY)
+            .arg("--distributed")
+            .arg("-o")
+            .arg(dir.path())
+            .env_remove("MASTER_ADDR")
+            .env_remove("MASTER_PORT")
+            .env_remove("WORLD_SIZE")
+            .env_remove("RANK")
+            .envs([
+                ("SLURM_JOB_NODELIST", list),
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_ID", "1"),
+                ("SLURM_LOCALID", "0"),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{list:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot read the Slurm node list") && stderr.contains("MASTER_ADDR"),
+            "{list:?}: {stderr}"
+        );
+        assert!(!stderr.contains('\u{1b}'), "{list:?}: {stderr}");
+    }
+}
