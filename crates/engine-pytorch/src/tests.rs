@@ -189,6 +189,34 @@ fn a_worker_that_beats_but_never_answers_is_stopped_at_the_call_limit() {
     );
 }
 
+/// A Python that prints a banner on stdout as it starts (a `sitecustomize`, a conda
+/// hook) broke the protocol before the worker took stdout for itself: lines before the
+/// greeting that are not frames are skipped, and said when no greeting follows.
+#[test]
+fn a_banner_before_the_greeting_is_skipped_and_said_if_nothing_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        r#"echo 'Welcome to the cluster!'; echo '42'; echo '{"type": "hello", "protocol": 1, "torch": "2.11.0+cpu", "threads": 1}'; read line"#,
+    );
+    let worker = launch(python, None).unwrap();
+    assert_eq!(worker.hello["torch"], "2.11.0+cpu");
+
+    let (e, _) = start_fake(
+        "printf 'Welcome\\033]0;title\\007 to the cluster\\n'; exit 4",
+        &[
+            "exited (exit status: 4)",
+            "before any frame it printed on its standard output: Welcome",
+        ],
+    );
+    assert!(!e.contains('\u{1b}'), "{e}");
+    // After the greeting, a line that is not a frame is the end of the worker.
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(dir.path(), "echo 'a stray print'; sleep 5");
+    let e = failed_call(&mut worker, "forward");
+    assert_says(&e, &["during 'forward'", "not a frame", "a stray print"]);
+}
+
 #[test]
 fn a_heap_policy_the_worker_could_not_apply_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -372,7 +372,8 @@ impl Worker {
             std::thread::sleep(Duration::from_millis(20));
         }
         let how = match status {
-            Some(s) => format!("exited ({s})"),
+            Some(s) if why == END_OF_OUTPUT => format!("exited ({s})"),
+            Some(s) => format!("exited ({s}); {why}"),
             None => format!("closed its output ({why})"),
         };
         format!(
@@ -433,8 +434,34 @@ fn read_frames(stdout: impl Read + Send + 'static) -> Receiver<Incoming> {
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
+        // What a Python prints on stdout as it starts (a `sitecustomize` or `.pth`
+        // banner), before the worker takes stdout for itself: skipped, and said if no
+        // greeting follows.
+        let mut before_greeting: Vec<String> = Vec::new();
+        let mut greeted = false;
         loop {
-            let incoming = read_frame(&mut reader);
+            let incoming = match read_frame(&mut reader) {
+                FrameRead::Frame(header, body) => {
+                    greeted = true;
+                    Incoming::Frame(header, body)
+                }
+                FrameRead::NotAFrame { line, .. }
+                    if !greeted && before_greeting.len() < BANNER_LINES =>
+                {
+                    before_greeting.push(line);
+                    continue;
+                }
+                FrameRead::NotAFrame { line, why } => Incoming::Closed(format!(
+                    "it wrote a line that is not a frame ({why}): {line}"
+                )),
+                FrameRead::Closed(why) if !greeted && !before_greeting.is_empty() => {
+                    Incoming::Closed(format!(
+                        "{why}; before any frame it printed on its standard output: {}",
+                        before_greeting.join(" | ")
+                    ))
+                }
+                FrameRead::Closed(why) => Incoming::Closed(why),
+            };
             let closed = matches!(incoming, Incoming::Closed(_));
             if send.send(incoming).is_err() || closed {
                 return;
@@ -444,25 +471,45 @@ fn read_frames(stdout: impl Read + Send + 'static) -> Receiver<Incoming> {
     receive
 }
 
+/// Why the worker's output closed when it simply ended.
+const END_OF_OUTPUT: &str = "end of output";
+
+/// Lines a Python may print on stdout before the worker's greeting (a banner) that are
+/// skipped; more, and the stream is taken for broken.
+const BANNER_LINES: usize = 100;
+
+/// What one read of the worker's output gave.
+enum FrameRead {
+    Frame(Value, Vec<u8>),
+    /// A line that is not a frame (shown short and printable), and why: skipped before
+    /// the greeting, fatal after it.
+    NotAFrame {
+        line: String,
+        why: String,
+    },
+    /// The output ended or cannot be read on, and why.
+    Closed(String),
+}
+
 /// The longest header line read: ours are a few kilobytes (a reply lists its tensors'
 /// shapes); a worker writing without a newline must not fill memory.
 const MAX_HEADER_BYTES: u64 = 16 << 20;
 
-/// Reads one frame: a header line and the bytes it announces. Anything else (no
-/// newline within [`MAX_HEADER_BYTES`], a line that is not JSON, a `bytes` that is not a
-/// count, above [`MAX_FRAME_BYTES`] or more than memory can hold) closes the stream
-/// with the reason.
-fn read_frame(reader: &mut impl BufRead) -> Incoming {
+/// Reads one frame: a header line (a JSON object) and the bytes it announces. A line
+/// that is not a JSON object is [`FrameRead::NotAFrame`]; anything else (no newline
+/// within [`MAX_HEADER_BYTES`], a `bytes` that is not a count, above [`MAX_FRAME_BYTES`]
+/// or more than memory can hold) closes the stream with the reason.
+fn read_frame(reader: &mut impl BufRead) -> FrameRead {
     let mut line = Vec::new();
     match reader
         .by_ref()
         .take(MAX_HEADER_BYTES)
         .read_until(b'\n', &mut line)
     {
-        Ok(0) => return Incoming::Closed("end of output".into()),
-        Err(e) => return Incoming::Closed(e.to_string()),
+        Ok(0) => return FrameRead::Closed(END_OF_OUTPUT.into()),
+        Err(e) => return FrameRead::Closed(e.to_string()),
         Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == MAX_HEADER_BYTES => {
-            return Incoming::Closed(format!(
+            return FrameRead::Closed(format!(
                 "it wrote a line longer than {} MiB, not a frame",
                 MAX_HEADER_BYTES >> 20
             ));
@@ -470,28 +517,27 @@ fn read_frame(reader: &mut impl BufRead) -> Incoming {
         Ok(_) => {}
     }
     let line = String::from_utf8_lossy(&line);
+    let not_a_frame = |why: String| FrameRead::NotAFrame {
+        line: printable_line(&line.trim().chars().take(200).collect::<String>()),
+        why,
+    };
     let header = match serde_json::from_str::<Value>(&line) {
-        Ok(header) => header,
-        Err(e) => {
-            let mut shown: String = line.trim().chars().take(200).collect();
-            shown = printable_line(&shown);
-            return Incoming::Closed(format!(
-                "it wrote a line that is not a frame ({e}): {shown}"
-            ));
-        }
+        Ok(header) if header.is_object() => header,
+        Ok(other) => return not_a_frame(format!("JSON, but {other} is not an object")),
+        Err(e) => return not_a_frame(e.to_string()),
     };
     let size = match header.get("bytes") {
         None => 0,
         Some(bytes) => match bytes.as_u64() {
             Some(size) if size <= MAX_FRAME_BYTES => size,
             Some(size) => {
-                return Incoming::Closed(format!(
+                return FrameRead::Closed(format!(
                     "it announced a frame of {size} bytes, more than the {} GiB a frame may have",
                     MAX_FRAME_BYTES >> 30
                 ))
             }
             None => {
-                return Incoming::Closed(format!(
+                return FrameRead::Closed(format!(
                     "it announced a frame of {} bytes, not a count",
                     printable_line(&bytes.to_string())
                 ))
@@ -500,16 +546,16 @@ fn read_frame(reader: &mut impl BufRead) -> Incoming {
     };
     let mut body = Vec::new();
     if let Err(e) = body.try_reserve_exact(size as usize) {
-        return Incoming::Closed(format!(
+        return FrameRead::Closed(format!(
             "it announced a frame of {size} bytes, which memory cannot hold ({e})"
         ));
     }
     match reader.by_ref().take(size).read_to_end(&mut body) {
-        Ok(n) if n as u64 == size => Incoming::Frame(header, body),
-        Ok(n) => Incoming::Closed(format!(
+        Ok(n) if n as u64 == size => FrameRead::Frame(header, body),
+        Ok(n) => FrameRead::Closed(format!(
             "a frame ended early (end of output after {n} of {size} bytes)"
         )),
-        Err(e) => Incoming::Closed(format!("a frame ended early ({e})")),
+        Err(e) => FrameRead::Closed(format!("a frame ended early ({e})")),
     }
 }
 
@@ -538,11 +584,12 @@ fn printable_line(line: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The frame `bytes` of input give, or why the stream closed.
+    /// The frame `bytes` of input give, or why there is none.
     fn frame_of(bytes: &[u8]) -> Result<(Value, Vec<u8>), String> {
         match read_frame(&mut std::io::Cursor::new(bytes)) {
-            Incoming::Frame(header, body) => Ok((header, body)),
-            Incoming::Closed(why) => Err(why),
+            FrameRead::Frame(header, body) => Ok((header, body)),
+            FrameRead::NotAFrame { line, why } => Err(format!("not a frame ({why}): {line}")),
+            FrameRead::Closed(why) => Err(why),
         }
     }
 
