@@ -1,6 +1,6 @@
 //! The four engines as the command line's registry sees them.
 
-use crate::python::{install_hint, Places};
+use crate::python::{choose_for_this_process, install_hint};
 use crate::session::{PytorchEngine, PytorchOptions};
 use crate::worker::same_release;
 use crate::Flavour;
@@ -136,7 +136,7 @@ static ANSWERS: Mutex<BTreeMap<(PathBuf, bool), Result<(), String>>> = Mutex::ne
 /// importing it) and, for the GPU engines, whether that torch sees a CUDA GPU (which
 /// needs the import).
 fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
-    let interpreter = Places::of_this_process(python.as_deref()).choose();
+    let interpreter = choose_for_this_process(python.as_deref());
     let key = (interpreter.path.clone(), gpu);
     let mut answers = ANSWERS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(answer) = answers.get(&key) {

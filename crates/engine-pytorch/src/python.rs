@@ -111,6 +111,25 @@ impl Places {
     }
 }
 
+/// The interpreter this process's places choose (`given`: `--python`), saying on stderr,
+/// once per process, each `.venv-torch` Python the search skipped: a user whose venv was
+/// passed over learns why even when another Python then works.
+pub fn choose_for_this_process(given: Option<&Path>) -> Interpreter {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let chosen = Places::of_this_process(given).choose();
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    for skipped in &chosen.skipped {
+        if !said.contains(skipped) {
+            eprintln!(
+                "warning: the pytorch engines' Python: skipped {}",
+                cnnbench_engine::printable(skipped)
+            );
+            said.push(skipped.clone());
+        }
+    }
+    chosen
+}
+
 /// What installs the PyTorch the engines are tested with into the chosen interpreter.
 pub fn install_hint(python: &Path) -> String {
     format!(

@@ -564,7 +564,8 @@ fn a_python_in_a_folder_above_the_working_folder_is_never_run() {
         let said = engines_in(&deep);
         assert!(!ran.exists(), "another user's Python ran");
         assert!(
-            said.contains("skipped") && said.contains("belongs to user 4242"),
+            said.contains("warning: the pytorch engines' Python: skipped")
+                && said.contains("belongs to user 4242"),
             "{said}"
         );
     }
