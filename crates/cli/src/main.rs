@@ -2,6 +2,25 @@
 //! together: the zoo and model files give Graphs, engines run them, the harness times
 //! them, the report reads the results.
 
+/// `println!` that never panics: see `commands::out`.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::commands::out::print(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::commands::out::print(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` that never panics: see `commands::out`.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::commands::out::print(format_args!($($arg)*), false)
+    };
+}
+
 mod commands;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
@@ -91,7 +110,21 @@ fn take_engine_setting_flags(matches: &clap::ArgMatches, command: &mut Command) 
 }
 
 fn main() -> ExitCode {
-    die_quietly_when_the_output_is_closed();
+    let code = run_command();
+    match commands::out::failure() {
+        None => code,
+        Some(e) => {
+            eprintln!(
+                "error: cannot write to standard output ({e}); the results written to files are kept: \
+                 send the output elsewhere (a file on a disk with room, or a pipe)"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Parses the command line and runs the command, with its exit status.
+fn run_command() -> ExitCode {
     // clap would blame `--allocator` for a bad CNNBENCH_ALLOCATOR the user never typed.
     if let Err(e) = check_allocator_variable() {
         eprintln!("error: {e}");
@@ -174,21 +207,6 @@ fn set_heap_policy(choice: AllocatorChoice) -> Result<(), String> {
     // Called before any thread is started, so nothing reads the environment meanwhile.
     std::env::set_var("CNNBENCH_ALLOCATOR", policy.as_str());
     Ok(())
-}
-
-/// `cnnbench verify … | head` closes our standard output early. Rust ignores SIGPIPE,
-/// so the next write fails with `BrokenPipe` and `println!` panics ("failed printing to
-/// stdout"). Restoring the default action makes the kernel end the process quietly at
-/// that write, as it ends `cat` or `ls`, for every command and whatever prints. (A run
-/// cut short this way leaves no partial result: result files are written whole under a
-/// temporary name before they get theirs, and nothing is printed in between.)
-fn die_quietly_when_the_output_is_closed() {
-    #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread is started; SIG_DFL is a
-    // valid disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
 }
 
 /// The error and its causes, joined with ": " as anyhow's `{:#}` does, but without a cause

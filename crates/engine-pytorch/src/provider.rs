@@ -1,6 +1,6 @@
 //! The four engines as the command line's registry sees them.
 
-use crate::python::{install_hint, Places};
+use crate::python::{choose_for_this_process, install_hint};
 use crate::session::{PytorchEngine, PytorchOptions};
 use crate::worker::same_release;
 use crate::Flavour;
@@ -25,8 +25,9 @@ cnnbench_engine::engine_settings! {
     /// The eager engines' own settings (pytorch, pytorch-cuda).
     pub struct EagerSettings {
         /// The Python the worker runs on, which must have torch 2.11 (not given:
-        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
-        /// folder or the executable, else python3).
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch of this user's in
+        /// the working folder, the executable's folder or the repository either is in,
+        /// else python3).
         #[setting(key = "python", flag = "python")]
         pub python: Option<ProgramPath> = None,
     }
@@ -36,8 +37,9 @@ cnnbench_engine::engine_settings! {
     /// The compiling engines' own settings (pytorch-compile, pytorch-compile-cuda).
     pub struct CompiledSettings {
         /// The Python the worker runs on, which must have torch 2.11 (not given:
-        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch beside the working
-        /// folder or the executable, else python3).
+        /// CNNBENCH_PYTHON, else the active venv, else a .venv-torch of this user's in
+        /// the working folder, the executable's folder or the repository either is in,
+        /// else python3).
         #[setting(key = "python", flag = "python")]
         pub python: Option<ProgramPath> = None,
         /// `torch.compile`'s mode: `reduce-overhead` uses CUDA graphs on GPUs;
@@ -134,7 +136,7 @@ static ANSWERS: Mutex<BTreeMap<(PathBuf, bool), Result<(), String>>> = Mutex::ne
 /// importing it) and, for the GPU engines, whether that torch sees a CUDA GPU (which
 /// needs the import).
 fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
-    let interpreter = Places::of_this_process(python.as_deref()).choose();
+    let interpreter = choose_for_this_process(python.as_deref());
     let key = (interpreter.path.clone(), gpu);
     let mut answers = ANSWERS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(answer) = answers.get(&key) {
@@ -150,13 +152,13 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
         Err(e) => Err(format!(
             "the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
             python.display(),
-            interpreter.chosen_by,
+            interpreter.origin(),
             crate::TORCH_VERSION
         )),
         Ok(out) if !out.status.success() => Err(format!(
             "the Python {} (from {}) has no torch; {}",
             python.display(),
-            interpreter.chosen_by,
+            interpreter.origin(),
             install_hint(python)
         )),
         Ok(out) => {
@@ -168,7 +170,7 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
                 Err(format!(
                     "the Python {} (from {}) has torch {version}, not {}; {}",
                     python.display(),
-                    interpreter.chosen_by,
+                    interpreter.origin(),
                     crate::TORCH_VERSION,
                     install_hint(python)
                 ))

@@ -1,7 +1,7 @@
 //! The engines and their sessions: each engine has one worker process, and each session
 //! is a network in it, named by a number.
 
-use crate::python::{Interpreter, Places};
+use crate::python::{choose_for_this_process, Interpreter};
 use crate::worker::{Launch, Reply, Worker};
 use crate::{CompileMode, CompiledSettings, Flavour};
 use anyhow::{anyhow, Context, Result};
@@ -56,7 +56,7 @@ impl PytorchEngine {
         if options.threads == Some(0) {
             return Err(anyhow!("--threads must be at least 1"));
         }
-        let interpreter = Places::of_this_process(options.python.as_deref()).choose();
+        let interpreter = choose_for_this_process(options.python.as_deref());
         let on_gpu = flavour.device == DeviceKind::Gpu;
         let flag = |b: bool| if b { "1" } else { "0" }.to_string();
         let mut settings = Vec::new();

@@ -19,6 +19,7 @@ fn launch(path: PathBuf, threads: Option<usize>) -> anyhow::Result<Worker> {
     let interpreter = Interpreter {
         path,
         chosen_by: "--python",
+        skipped: Vec::new(),
     };
     Worker::start(&Launch {
         engine: "pytorch",
@@ -158,6 +159,62 @@ fn a_silent_worker_is_stopped_after_the_hang_timeout() {
     assert!(waited < crate::worker::HANG_TIMEOUT * 2, "{waited:?}");
     assert!(e.contains("stopped answering"), "{e}");
     assert!(e.contains("was killed"), "{e}");
+}
+
+/// A worker that keeps beating but never answers (a native deadlock releases the GIL and
+/// the beat goes on) was waited on for ever: the per-call limit ends it, naming the call.
+#[test]
+fn a_worker_that_beats_but_never_answers_is_stopped_at_the_call_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(
+        dir.path(),
+        r#"while :; do echo '{"type": "heartbeat"}'; sleep 0.1; done"#,
+    );
+    worker.set_call_limit(std::time::Duration::from_secs(1));
+    let clock = std::time::Instant::now();
+    let e = failed_call(&mut worker, "forward");
+    assert!(
+        clock.elapsed() < crate::worker::HANG_TIMEOUT,
+        "{:?}",
+        clock.elapsed()
+    );
+    assert_says(
+        &e,
+        &[
+            "during 'forward'",
+            "kept beating but gave no answer for 1 s",
+            "was killed",
+            "CNNBENCH_WORKER_CALL_LIMIT_S",
+        ],
+    );
+}
+
+/// A Python that prints a banner on stdout as it starts (a `sitecustomize`, a conda
+/// hook) broke the protocol before the worker took stdout for itself: lines before the
+/// greeting that are not frames are skipped, and said when no greeting follows.
+#[test]
+fn a_banner_before_the_greeting_is_skipped_and_said_if_nothing_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        dir.path(),
+        r#"echo 'Welcome to the cluster!'; echo '42'; echo '{"type": "hello", "protocol": 1, "torch": "2.11.0+cpu", "threads": 1}'; read line"#,
+    );
+    let worker = launch(python, None).unwrap();
+    assert_eq!(worker.hello["torch"], "2.11.0+cpu");
+
+    let (e, _) = start_fake(
+        "printf 'Welcome\\033]0;title\\007 to the cluster\\n'; exit 4",
+        &[
+            "exited (exit status: 4)",
+            "before any frame it printed on its standard output: Welcome",
+        ],
+    );
+    assert!(!e.contains('\u{1b}'), "{e}");
+    // After the greeting, a line that is not a frame is the end of the worker.
+    let dir = tempfile::tempdir().unwrap();
+    let mut worker = greeting_worker(dir.path(), "echo 'a stray print'; sleep 5");
+    let e = failed_call(&mut worker, "forward");
+    assert_says(&e, &["during 'forward'", "not a frame", "a stray print"]);
 }
 
 #[test]

@@ -2,13 +2,15 @@
 //! `openvino/libs/`). cnnbench downloads none of them: one `pip install` serves both the
 //! stack's Python API and cnnbench, and the library is found at run time the way the
 //! libtorch engines find PyTorch — a variable naming the file, the active venv, a
-//! `.venv-torch` beside the working folder or the executable, then `python3`'s
-//! site-packages.
+//! `.venv-torch` in the working folder, the executable's folder or the repository either
+//! is in, then `python3`'s site-packages. A `.venv-torch` found by this search is used only
+//! when the user running cnnbench (or root) owns it: loading a library runs its code.
 //!
 //! Wheels ship their libraries with a version suffix (`libonnxruntime.so.1.32.0`,
 //! `libopenvino_c.so.2641`) and no unversioned link, so the dynamic loader's default
 //! search never finds them: the full path is needed.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,16 +78,22 @@ impl WheelLibrary {
         for root in &places.venv_roots {
             let venv = root.join(".venv-torch");
             if venv.is_dir() {
-                if let Some(lib) = self.in_venv(&venv) {
-                    return Ok(lib);
-                }
                 venvs_seen = true;
+                if let Some(lib) = self.in_venv(&venv) {
+                    match untrusted(&venv, &lib, places.uid) {
+                        None => return Ok(lib),
+                        Some(why) => {
+                            looked.push(format!("{} (skipped: {why})", lib.display()));
+                            continue;
+                        }
+                    }
+                }
                 looked.push(format!("{} (no {} in it)", venv.display(), self.package));
             }
         }
         if !venvs_seen {
             looked.push(
-                ".venv-torch (none in the working folder, the executable's, or their parents)"
+                ".venv-torch (none in the working folder, the executable's, or their repositories)"
                     .into(),
             );
         }
@@ -161,17 +169,31 @@ impl WheelLibrary {
 
 /// The places looked in, in order; gathered from the process so that tests can build
 /// their own.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SearchPlaces {
     /// The library's variable, when set and not empty: the only place looked at.
     pub named: Option<PathBuf>,
     /// `VIRTUAL_ENV`: the active virtual environment.
     pub virtual_env: Option<PathBuf>,
     /// Folders whose `.venv-torch` (the venv the libtorch engines use) is looked in: the
-    /// working folder, the executable's folder, and their parents.
+    /// working folder, the executable's folder, and the repositories they are in.
     pub venv_roots: Vec<PathBuf>,
     /// The Python asked where the package is (`None`: do not ask).
     pub python: Option<PathBuf>,
+    /// The user a `.venv-torch`'s library must belong to (or root): this process's.
+    pub uid: u32,
+}
+
+impl Default for SearchPlaces {
+    fn default() -> Self {
+        Self {
+            named: None,
+            virtual_env: None,
+            venv_roots: Vec::new(),
+            python: None,
+            uid: current_uid(),
+        }
+    }
 }
 
 impl SearchPlaces {
@@ -188,29 +210,97 @@ impl SearchPlaces {
             virtual_env: non_empty("VIRTUAL_ENV"),
             venv_roots: venv_roots_of_this_process(),
             python: Some(PathBuf::from("python3")),
+            uid: current_uid(),
         }
     }
 }
 
 /// The folders whose `.venv-torch` this process looks in, nearest first: the working
-/// folder, the executable's folder, and every folder above them (the wheel-loaded
-/// engines and the pytorch engines' interpreter search share them).
+/// folder, the repository it is in, the executable's folder and the repository that is
+/// in (the wheel-loaded engines and the pytorch engines' interpreter search share them).
+/// Never any other folder above them: a `.venv-torch` in a shared folder such as `/tmp`
+/// must not run for everyone working below it.
 pub fn venv_roots_of_this_process() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = Vec::new();
-    let starts = [
-        std::env::current_dir().ok(),
+    venv_roots_of(
+        std::env::current_dir().ok().as_deref(),
         std::env::current_exe()
             .ok()
-            .and_then(|exe| exe.parent().map(Path::to_path_buf)),
-    ];
-    for start in starts.into_iter().flatten() {
-        for dir in start.ancestors() {
+            .as_deref()
+            .and_then(Path::parent),
+    )
+}
+
+/// [`venv_roots_of_this_process`] for a given working folder and executable folder.
+pub fn venv_roots_of(working: Option<&Path>, executable_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for start in [working, executable_dir].into_iter().flatten() {
+        for dir in [Some(start), repository_of(start)].into_iter().flatten() {
             if !roots.iter().any(|d| d == dir) {
                 roots.push(dir.to_path_buf());
             }
         }
     }
     roots
+}
+
+/// The top of the git work tree `dir` is in (the nearest folder holding `.git`), where
+/// the set-up (`python3 -m venv .venv-torch`) puts the venv.
+fn repository_of(dir: &Path) -> Option<&Path> {
+    dir.ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+}
+
+/// The effective user id of this process: whose files a search may run or load.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why `file`, found below the folder `venv` by a search (not named by the user), must
+/// not be run or loaded; `None` when it may. Every step from `venv` down to `file` (links
+/// themselves, not only where they lead) and the file a link leads to must belong to
+/// `uid` or root and not be writable by everyone: otherwise another user of the machine
+/// chose what runs.
+pub fn untrusted(venv: &Path, file: &Path, uid: u32) -> Option<String> {
+    let mut steps = vec![venv.to_path_buf()];
+    match file.strip_prefix(venv) {
+        Ok(below) => {
+            let mut path = venv.to_path_buf();
+            for part in below.components() {
+                path.push(part);
+                steps.push(path.clone());
+            }
+        }
+        Err(_) => steps.push(file.to_path_buf()),
+    }
+    if let Ok(target) = std::fs::canonicalize(file) {
+        if let Some(folder) = target.parent() {
+            steps.push(folder.to_path_buf());
+        }
+        steps.push(target);
+    }
+    for step in &steps {
+        let meta = match std::fs::symlink_metadata(step) {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("{} cannot be examined ({e})", step.display())),
+        };
+        let owner = meta.uid();
+        if owner != uid && owner != 0 {
+            return Some(format!(
+                "{} belongs to user {owner}, not to you (user {uid}) or root; \
+                 run it only by naming it (--python or the variable)",
+                step.display()
+            ));
+        }
+        let sticky_folder = meta.is_dir() && meta.mode() & 0o1000 != 0;
+        if !meta.file_type().is_symlink() && meta.mode() & 0o002 != 0 && !sticky_folder {
+            return Some(format!(
+                "{} is writable by every user; remove that (chmod o-w)",
+                step.display()
+            ));
+        }
+    }
+    None
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -252,10 +342,7 @@ mod tests {
     }
 
     fn nowhere() -> SearchPlaces {
-        SearchPlaces {
-            python: None,
-            ..SearchPlaces::default()
-        }
+        SearchPlaces::default()
     }
 
     #[test]
@@ -307,8 +394,9 @@ mod tests {
     }
 
     #[test]
-    fn dot_venv_torch_is_found_in_a_parent_folder() {
+    fn dot_venv_torch_is_found_at_the_top_of_the_repository() {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
         let folder = fake_venv(
             &dir.path().join(".venv-torch"),
             "python3.12",
@@ -317,13 +405,90 @@ mod tests {
         let nested = dir.path().join("crates/cli");
         std::fs::create_dir_all(&nested).unwrap();
         let places = SearchPlaces {
-            venv_roots: nested.ancestors().map(Path::to_path_buf).collect(),
+            venv_roots: venv_roots_of(Some(&nested), None),
             ..nowhere()
         };
         assert_eq!(
             ORT.find(&places).unwrap(),
             folder.join("libonnxruntime.so.1.32.0")
         );
+    }
+
+    #[test]
+    fn no_folder_above_the_working_folder_is_searched_but_its_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        let work = shared.join("x/results/sub");
+        let exe = dir.path().join("opt/cnnbench/bin");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&exe).unwrap();
+        let roots = venv_roots_of(Some(&work), Some(&exe));
+        assert_eq!(roots, vec![work.clone(), exe.clone()], "no repository yet");
+        std::fs::create_dir(shared.join("x/.git")).unwrap();
+        std::fs::write(dir.path().join("opt/.git"), b"gitdir: elsewhere").unwrap();
+        let roots = venv_roots_of(Some(&work), Some(&exe));
+        assert_eq!(
+            roots,
+            vec![work, shared.join("x"), exe, dir.path().join("opt")],
+            "the working folder, its repository, the executable's, its repository"
+        );
+    }
+
+    /// Makes `paths` belong to another user than the one the test pretends to be, and
+    /// returns the user to pretend to be: as root, gives them to user 4242 (root's own
+    /// files are trusted); otherwise pretends to be the next user.
+    pub(crate) fn owned_by_someone_else(paths: &[&Path]) -> u32 {
+        let me = current_uid();
+        if me != 0 {
+            return me + 1;
+        }
+        for path in paths {
+            std::os::unix::fs::lchown(path, Some(4242), None).unwrap();
+        }
+        0
+    }
+
+    #[test]
+    fn a_venv_torch_someone_else_owns_or_everyone_may_write_is_skipped_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join(".venv-torch");
+        let folder = fake_venv(&venv, "python3.12", &["libonnxruntime.so.1.32.0"]);
+        let library = folder.join("libonnxruntime.so.1.32.0");
+        let mine = SearchPlaces {
+            venv_roots: vec![dir.path().to_path_buf()],
+            ..nowhere()
+        };
+        assert_eq!(ORT.find(&mine).unwrap(), library, "the user's own is used");
+
+        // Everyone may write a folder on the way: anyone could swap the library.
+        let capi_mode = std::fs::metadata(&folder).unwrap().permissions();
+        let mut open = capi_mode.clone();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut open, 0o777);
+        std::fs::set_permissions(&folder, open).unwrap();
+        let why = ORT.find(&mine).unwrap_err();
+        assert!(
+            why.contains("writable by every user") && why.contains("capi"),
+            "{why}"
+        );
+        std::fs::set_permissions(&folder, capi_mode).unwrap();
+
+        // Only the library itself, or only the venv folder, is another user's.
+        for theirs in [library.as_path(), venv.as_path()] {
+            let uid = owned_by_someone_else(&[theirs]);
+            let places = SearchPlaces {
+                uid,
+                ..mine.clone()
+            };
+            let why = ORT.find(&places).unwrap_err();
+            assert!(
+                why.contains("skipped") && why.contains("not to you"),
+                "{why}"
+            );
+            if current_uid() == 0 {
+                assert!(why.contains(&theirs.display().to_string()), "{why}");
+                std::os::unix::fs::lchown(theirs, Some(0), None).unwrap();
+            }
+        }
     }
 
     #[test]

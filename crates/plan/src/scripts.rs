@@ -224,9 +224,21 @@ fn in_comment(text: &str) -> String {
     cnnbench_results::printable(text)
 }
 
-/// A YAML string: JSON's double-quoted strings are YAML's too.
+/// A YAML string: JSON's double-quoted strings are YAML's too, with what JSON leaves raw
+/// but acts on YAML 1.1 or a reader (NEL, U+2028, U+2029: line breaks; bidirectional
+/// controls) written as `\uXXXX`, which both read as the same character.
 fn yaml_str(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
+    serde_json::Value::String(s.to_string())
+        .to_string()
+        .chars()
+        .map(|c| {
+            if cnnbench_results::acts_on_the_text(c) {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A Kubernetes name: lower-case letters, digits and '-', starting and ending with a
@@ -461,6 +473,54 @@ mod tests {
                 assert!(!comment.contains('\r'), "{comment:?}");
             }
             assert!(text.contains("m\\ntouch PWNED\\n.toml"), "{text}");
+        }
+    }
+
+    /// U+2028 (a line break to YAML 1.1) in the matrix file's name started a new line of
+    /// the Kubernetes YAML and injected a key; NEL, U+2029 and the bidi controls likewise
+    /// act on a reader. None reaches a generated file raw, in a comment or a string.
+    #[test]
+    fn unicode_line_breaks_and_bidi_controls_never_reach_a_generated_file() {
+        let hostile = [
+            '\u{85}', '\u{2028}', '\u{2029}', '\u{202e}', '\u{2066}', '\u{200f}',
+        ];
+        for c in hostile {
+            let mut j = job();
+            j.matrix_name = format!("m{c}evil: injected{c}.toml");
+            j.output = format!("out{c}image: evil");
+            let k8s = K8sOptions {
+                job_name: "bench".into(),
+                image: "img".into(),
+                volume_claim: "results".into(),
+                ..Default::default()
+            };
+            let slurm = SlurmOptions {
+                job_name: "x".into(),
+                ..Default::default()
+            };
+            let yaml = k8s_job(&matrix(1), &j, &k8s).unwrap();
+            assert!(!yaml.contains(c), "{c:?} raw in\n{yaml}");
+            // In the scripts, the shell's single quotes keep the folder's name exact (no
+            // shell breaks a line at these); the comment lines show it escaped.
+            for text in [
+                slurm_script(&matrix(1), &j, &slurm).unwrap(),
+                shell_script(&matrix(1), &j).unwrap(),
+            ] {
+                for comment in text.lines().filter(|l| l.starts_with('#')) {
+                    assert!(!comment.contains(c), "{c:?} raw in {comment}");
+                }
+            }
+            assert!(
+                yaml.contains(&format!("\\u{:04x}", c as u32))
+                    || yaml.contains(&c.escape_default().to_string()),
+                "{c:?}: {yaml}"
+            );
+            // Every line of the YAML is a comment, a key, a list item or inside a block.
+            assert!(
+                !yaml.lines().any(|l| l.trim_start().starts_with("evil:")
+                    || l.trim_start().starts_with("image: evil")),
+                "{yaml}"
+            );
         }
     }
 

@@ -71,6 +71,10 @@ pub enum Verdict {
     /// A side was measured on a disturbed machine: its times may be inflated by the
     /// neighbour, so no change is called real.
     Disturbed,
+    /// A side's median is not a time (0, or a ratio that is not finite): nothing can be
+    /// said, and a gate must not pass on it. Loading refuses such times; this is the
+    /// last guard.
+    Implausible,
 }
 
 impl Verdict {
@@ -82,6 +86,7 @@ impl Verdict {
             Verdict::TooFewSamples => "too few samples",
             Verdict::OneRun => "not judged: one run",
             Verdict::Disturbed => "not judged: disturbed",
+            Verdict::Implausible => "not judged: implausible times",
         }
     }
 }
@@ -315,17 +320,16 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             continue;
         };
         let (ma, mb) = (median_of_run_medians(ra), median_of_run_medians(rb));
-        if ma.is_nan() || ma <= 0.0 || mb.is_nan() {
-            missing.push(describe(a));
-            continue;
-        }
         let ratio = mb / ma;
+        let plausible = [ma, mb, ratio].iter().all(|v| v.is_finite() && *v > 0.0);
         let disturbed: Vec<String> = (a.disturbed.iter().map(|w| format!("base {w}")))
             .chain(b.disturbed.iter().map(|w| format!("new {w}")))
             .collect();
         let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
         let (na, nb) = (count(ra), count(rb));
-        let (ci, v) = if na < 2 || nb < 2 {
+        let (ci, v) = if !plausible {
+            (None, Verdict::Implausible)
+        } else if na < 2 || nb < 2 {
             (None, Verdict::TooFewSamples)
         } else if !disturbed.is_empty() {
             (None, Verdict::Disturbed)
@@ -364,7 +368,7 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
         };
         let judged = !matches!(
             v,
-            Verdict::TooFewSamples | Verdict::Disturbed | Verdict::OneRun
+            Verdict::TooFewSamples | Verdict::Disturbed | Verdict::OneRun | Verdict::Implausible
         );
         let regression = judged
             && opts
@@ -398,7 +402,12 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
     // the change: left out.
     let trusted: Vec<&Pair> = out
         .iter()
-        .filter(|p| !matches!(p.verdict, Verdict::Disturbed | Verdict::OneRun))
+        .filter(|p| {
+            !matches!(
+                p.verdict,
+                Verdict::Disturbed | Verdict::OneRun | Verdict::Implausible
+            )
+        })
         .collect();
     let geomean = (!trusted.is_empty())
         .then(|| (trusted.iter().map(|p| p.ratio.ln()).sum::<f64>() / trusted.len() as f64).exp());
@@ -446,12 +455,18 @@ impl Comparison {
         self.pairs.iter().any(|p| p.regression)
     }
 
-    /// Pairs not judged because a side was measured on a disturbed machine or holds one
-    /// run: a gate (`--fail-on-regression`) cannot pass on them.
+    /// Pairs not judged because a side was measured on a disturbed machine, holds one
+    /// run, or holds times no pass could take: a gate (`--fail-on-regression`) cannot
+    /// pass on them.
     pub fn undecided(&self) -> usize {
         self.pairs
             .iter()
-            .filter(|p| matches!(p.verdict, Verdict::Disturbed | Verdict::OneRun))
+            .filter(|p| {
+                matches!(
+                    p.verdict,
+                    Verdict::Disturbed | Verdict::OneRun | Verdict::Implausible
+                )
+            })
             .count()
     }
 
@@ -548,7 +563,10 @@ impl Comparison {
             out.push(format!(
                 "Geometric mean of new/base ({} time, medians) over {} pairs: {:.3}{ci}: {direction}.",
                 self.quantity,
-                self.pairs.len() - count(Verdict::Disturbed) - count(Verdict::OneRun),
+                self.pairs.len()
+                    - count(Verdict::Disturbed)
+                    - count(Verdict::OneRun)
+                    - count(Verdict::Implausible),
                 g
             ));
             let mut counts = format!(
@@ -572,6 +590,12 @@ impl Comparison {
             if one_run > 0 {
                 counts.push_str(&format!(", {one_run} not judged (one run on a side)"));
             }
+            let implausible = count(Verdict::Implausible);
+            if implausible > 0 {
+                counts.push_str(&format!(
+                    ", {implausible} not judged (times no pass could take)"
+                ));
+            }
             out.push(counts + ".");
         } else if self.pairs.is_empty() {
             out.push("No result in BASE has a counterpart in NEW: nothing to compare.".into());
@@ -584,6 +608,10 @@ impl Comparison {
             let why: Vec<String> = [
                 (count(Verdict::OneRun), "with one run on a side"),
                 (count(Verdict::Disturbed), "measured on a disturbed machine"),
+                (
+                    count(Verdict::Implausible),
+                    "holding times no pass could take",
+                ),
             ]
             .into_iter()
             .filter(|(n, _)| *n > 0)

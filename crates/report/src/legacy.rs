@@ -54,8 +54,11 @@ fn times(v: &Value, key: &str) -> Result<Option<Vec<f64>>, String> {
             let mut out = Vec::with_capacity(a.len());
             for x in a {
                 match x.as_f64() {
-                    Some(f) if f.is_finite() && f >= 0.0 => out.push(f),
-                    _ => return Err(format!("`{key}` holds {x}, not a time in seconds")),
+                    Some(f) => match cnnbench_results::stats::implausible_time(f, true) {
+                        None => out.push(f),
+                        Some(why) => return Err(format!("`{key}` holds {why}")),
+                    },
+                    None => return Err(format!("`{key}` holds {x}, not a time in seconds")),
                 }
             }
             if out.is_empty() {

@@ -120,9 +120,10 @@ pub enum NotAResult {
     /// Says it is a result but does not fit the schema, with serde's words.
     #[error("invalid cnnbench result ({0})")]
     InvalidResult(String),
-    /// A sample that is not a time (negative, infinite, NaN), by the samples' name.
-    #[error("samples `{0}` hold a value that is not a time")]
-    NotATime(String),
+    /// A time that no pass could take (negative, not finite, under a nanosecond, over a
+    /// day), by the field's name, and why.
+    #[error("`{0}` holds {1}")]
+    NotATime(String, String),
     /// A result with no timings to report.
     #[error("no `total` samples and no phase samples to sum")]
     NoSamples,
@@ -254,8 +255,12 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
         if v.is_empty() {
             continue;
         }
-        if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(NotAResult::NotATime(k.to_string()));
+        let zero_allowed = k != Quantity::Total;
+        if let Some(why) = v
+            .iter()
+            .find_map(|&x| cnnbench_results::stats::implausible_time(x, zero_allowed))
+        {
+            return Err(NotAResult::NotATime(format!("samples.{k}"), why));
         }
         samples.insert(k, v);
     }
@@ -274,6 +279,19 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
         }
         let total = (0..n).map(|i| phases.iter().map(|p| p[i]).sum()).collect();
         samples.insert(Quantity::Total, total);
+    }
+    if let Some(c) = &r.cold_start {
+        for (field, seconds) in [
+            ("cold_start.prepare_s", Some(c.prepare_s)),
+            ("cold_start.compile_s", c.compile_s),
+            ("cold_start.first_pass_s", Some(c.first_pass_s)),
+        ] {
+            if let Some(why) =
+                seconds.and_then(|s| cnnbench_results::stats::implausible_time(s, true))
+            {
+                return Err(NotAResult::NotATime(field.to_string(), why));
+            }
+        }
     }
     let variant = r.engine.variant_words();
     Ok(Record {

@@ -538,3 +538,52 @@ fn a_disturbed_side_is_not_judged_and_fails_the_gate() {
     let md = render(&c, Format::Markdown);
     assert!(md.contains("not judged: disturbed"), "{md}");
 }
+
+/// A median no pass could take (0, 5e-324 s, infinite, NaN) made the ratio infinite or
+/// NaN, and the pair read "no change" while the gate passed. Such a pair is not judged,
+/// is left out of the geometric mean, and holds the gate (`undecided`). Loading refuses
+/// such times first (`report_cli`'s and `cli_hostile`'s tests); this is the last guard.
+#[test]
+fn a_ratio_that_is_not_a_number_is_not_judged_and_holds_the_gate() {
+    let (base, new) = fixture_entries();
+    for (side, value) in [
+        ("base", 0.0),
+        ("base", 5e-324),
+        ("new", f64::INFINITY),
+        ("new", f64::NAN),
+        ("new", 1e308),
+    ] {
+        let (mut b, mut n) = (base.clone(), new.clone());
+        let entries = if side == "base" { &mut b } else { &mut n };
+        let same = entries.iter_mut().find(|e| e.model_name == "same").unwrap();
+        for runs in same.run_samples.values_mut() {
+            for run in runs.iter_mut() {
+                run.iter_mut().for_each(|x| *x = value);
+            }
+        }
+        let c = compare(
+            &b,
+            &n,
+            &CompareOptions {
+                fail_on_regression: Some(0.05),
+                ..Default::default()
+            },
+        );
+        let pair = c.pairs.iter().find(|p| p.model == "same").unwrap();
+        assert_eq!(pair.verdict, Verdict::Implausible, "{side} {value}");
+        assert!(!pair.regression, "{side} {value}");
+        assert!(c.undecided() >= 1, "{side} {value}");
+        assert!(
+            c.geomean.is_some_and(f64::is_finite),
+            "{side} {value}: {:?}",
+            c.geomean
+        );
+        assert!(
+            c.summary()
+                .iter()
+                .any(|l| l.contains("1 not judged (times no pass could take)")),
+            "{side} {value}: {:?}",
+            c.summary()
+        );
+    }
+}

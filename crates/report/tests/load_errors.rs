@@ -3,6 +3,8 @@
 
 mod common;
 
+use serde_json::json;
+
 use cnnbench_report::load::{load_paths, LoadError};
 use common::*;
 
@@ -199,6 +201,55 @@ fn times_that_are_not_times_are_refused_when_loading() {
     let w = loaded.warnings.join("\n");
     for name in ["overflow.json", "negative.json", "huge-negative.json"] {
         assert!(w.contains(name), "{name}: {w}");
+    }
+}
+
+/// 1e308 s is finite in the file but infinite in milliseconds: `compare` said "no
+/// change" and `report --charts` spun for ever in the chart's log axis. Every time is held
+/// to what a pass could take (1 ns to a day; a phase may be 0), the total, a phase and the
+/// cold start alike, and the warning names the file and the field.
+#[test]
+fn times_no_pass_could_take_are_refused_naming_the_file_and_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let good = Run::new("tiny", "Test CPU", vec![1.0, 2.0]).json();
+    let cases: [(&str, &str, serde_json::Value); 9] = [
+        ("huge.json", "samples.total", json!([1e308, 0.002])),
+        ("tiny-base.json", "samples.total", json!([5e-324, 0.002])),
+        ("sub-ns.json", "samples.total", json!([1e-300, 1e-300])),
+        ("zero-total.json", "samples.total", json!([0.0, 0.002])),
+        ("over-a-day.json", "samples.total", json!([86_401.0, 0.002])),
+        ("huge-phase.json", "samples.forward", json!([1e308, 0.001])),
+        ("negative-cold.json", "cold_start.prepare_s", json!(-1.0)),
+        ("huge-cold.json", "cold_start.first_pass_s", json!(1e308)),
+        (
+            "negative-compile.json",
+            "cold_start.compile_s",
+            json!(-0.001),
+        ),
+    ];
+    for (name, field, value) in &cases {
+        let mut bad = good.clone();
+        let (object, key) = field.split_once('.').unwrap();
+        if object == "cold_start" {
+            bad["cold_start"] = json!({"process_before_run_s": 0.2, "prepare_s": 0.5, "first_pass_s": 0.1, "process_to_first_timed_pass_s": 0.9, "first_in_process": true});
+        }
+        bad[object][key] = value.clone();
+        write(d, name, &serde_json::to_string(&bad).unwrap());
+    }
+    let mut zero_phase = good.clone();
+    zero_phase["samples"]["forward"] = json!([0.0, 0.0008]);
+    write(
+        d,
+        "zero-phase.json",
+        &serde_json::to_string(&zero_phase).unwrap(),
+    );
+    let loaded = load_paths(&[d.to_path_buf()], false).unwrap();
+    assert_eq!(loaded.records.len(), 1, "only a phase of 0 is a time");
+    let w = loaded.warnings.join("\n");
+    for (name, field, _) in &cases {
+        let line = w.lines().find(|l| l.contains(name)).unwrap_or_default();
+        assert!(line.contains(field), "{name}: {w}");
     }
 }
 

@@ -47,15 +47,57 @@ pub fn bytes(n: u64) -> String {
 
 /// Text from a file or a user (a model, device or file name, a label) made safe to print
 /// on a terminal or write into a table, a heading or a comment line: control characters
-/// (ESC, CR, newlines) are shown escaped (`\n`, `\u{1b}`) instead of acting.
+/// (ESC, CR, newlines, NEL) and the characters that act like them are shown escaped
+/// (`\n`, `\u{1b}`) instead of acting: the line and paragraph separators U+2028 and
+/// U+2029 (line breaks to YAML 1.1, which `plan --k8s`'s comment lines are read as) and
+/// the bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C),
+/// which make text read in another order than it is written.
 pub fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if acts_on_the_text(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// Whether `c` moves, breaks or reorders text rather than being a character of it: a
+/// control character, a line or paragraph separator, or a bidirectional control.
+pub fn acts_on_the_text(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{061c}'
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    /// U+2028 in a matrix file's name started a new line of `plan --k8s`'s YAML (a YAML
+    /// 1.1 line break) and a key with it; bidi overrides made a name read backwards.
+    #[test]
+    fn line_separators_and_bidi_controls_are_shown_escaped() {
+        for c in [
+            '\n', '\r', '\u{1b}', '\u{85}', '\u{2028}', '\u{2029}', '\u{202a}', '\u{202e}',
+            '\u{2066}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+        ] {
+            let shown = printable(&format!("a{c}b"));
+            assert_eq!(shown, format!("a{}b", c.escape_default()), "{c:?}");
+            assert!(!shown.contains(c), "{c:?}");
+        }
+        for kept in ["résumé", "日本語", "a\u{2010}b", "a\u{2030}b", "a\u{2065}b"] {
+            assert_eq!(printable(kept), kept);
+        }
+    }
 }

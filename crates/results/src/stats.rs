@@ -89,6 +89,33 @@ impl Percentiles {
     }
 }
 
+/// The shortest time a pass (or a phase of one) can be measured at: below a nanosecond
+/// is under any timer's resolution. A base time of 5e-324 s made every ratio infinite.
+pub const SHORTEST_TIME_S: f64 = 1e-9;
+/// The longest time a pass may take: a day. A sample of 1e308 s is finite in the file but
+/// infinite in milliseconds, and the comparisons and charts broke on it.
+pub const LONGEST_TIME_S: f64 = 86_400.0;
+
+/// Why `seconds` is not a time a pass could have taken (`None` when it is): not finite,
+/// negative, below [`SHORTEST_TIME_S`] or above [`LONGEST_TIME_S`]. A phase may be 0
+/// (`zero_allowed`): a coarse clock can read no time for a short phase.
+pub fn implausible_time(seconds: f64, zero_allowed: bool) -> Option<String> {
+    if zero_allowed && seconds == 0.0 {
+        return None;
+    }
+    if seconds.is_finite() && (SHORTEST_TIME_S..=LONGEST_TIME_S).contains(&seconds) {
+        return None;
+    }
+    let shown = if seconds != 0.0 && !(1e-3..1e6).contains(&seconds.abs()) {
+        format!("{seconds:e}")
+    } else {
+        format!("{seconds}")
+    };
+    Some(format!(
+        "{shown} s, not a time a pass could take (1 ns to a day)"
+    ))
+}
+
 impl Summary {
     /// Summarises samples; `None` when there are none or one is not finite.
     pub fn of(samples: &[f64]) -> Option<Summary> {

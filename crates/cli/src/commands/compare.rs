@@ -21,8 +21,10 @@ so it includes the run-to-run variation that the passes of one process do not sh
 Verdicts: `faster`/`slower` when the 95% interval of new/base lies beyond the noise
 threshold, else `no change`; `not judged: one run` when a side holds a single run (measure
 with `run --repeat N`, or give --run-noise); `not judged: disturbed` when a side was
-measured while the machine was busy (its result's `validity`). No change is called real
-on a pair not judged, and with --fail-on-regression the exit status is then 3.
+measured while the machine was busy (its result's `validity`); `not judged: implausible
+times` when a side's median is no time a pass could take (files holding such times are
+skipped when loaded, with a warning). No change is called real on a pair not judged, and
+with --fail-on-regression the exit status is then 3.
 
 Examples:
   cnnbench compare results-main/ results-branch/
@@ -193,7 +195,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let undecided = cmp.undecided();
     if undecided > 0 && args.fail_on_regression.is_some() {
         eprintln!(
-            "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, or holding one run): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
+            "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, holding one run, or holding times no pass could take): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
         );
         return Ok(ExitCode::from(super::run::REQUIRE_CLEAN_FAILED));
     }

@@ -116,25 +116,35 @@ pub fn rendezvous_from_env(
     })
 }
 
-/// The first host of a Slurm node list: `node[03-05,9],gpu1` → `node03`.
+/// The first host of a Slurm node list: `node[03-05,9],gpu1` → `node03`. Total: any
+/// text gives a host name (letters, digits, `-`, `.`, `_`) or an error, never a panic
+/// (`a]b[c` sliced backwards).
 pub fn first_slurm_host(list: &str) -> Result<String> {
     let list = list.trim();
-    let bad =
-        || anyhow!("cannot read the Slurm node list \"{list}\": set MASTER_ADDR to rank 0's host");
+    let bad = || {
+        anyhow!(
+            "cannot read the Slurm node list \"{}\": set MASTER_ADDR to rank 0's host",
+            cnnbench_results::printable(list)
+        )
+    };
     let end = list.find([',', '[']).unwrap_or(list.len());
     let prefix = &list[..end];
-    if list[end..].starts_with('[') {
-        let inside = &list[end + 1..list.find(']').ok_or_else(bad)?];
-        let first = inside.split([',', '-']).next().ok_or_else(bad)?;
-        if prefix.is_empty() && first.is_empty() {
-            return Err(bad());
+    let host = match list[end..].strip_prefix('[') {
+        Some(rest) => {
+            let close = rest.find(']').ok_or_else(bad)?;
+            let first = rest[..close].split([',', '-']).next().unwrap_or_default();
+            if first.is_empty() {
+                return Err(bad());
+            }
+            format!("{prefix}{first}")
         }
-        return Ok(format!("{prefix}{first}"));
-    }
-    if prefix.is_empty() {
+        None => prefix.to_string(),
+    };
+    let plausible = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    if host.is_empty() || !host.chars().all(plausible) {
         return Err(bad());
     }
-    Ok(prefix.to_string())
+    Ok(host)
 }
 
 /// A port that was free a moment ago, for `--nproc`'s rendezvous.
@@ -345,6 +355,30 @@ mod tests {
         assert_eq!(first_slurm_host("n[9,11]").unwrap(), "n9");
         assert!(first_slurm_host("").is_err());
         assert!(first_slurm_host("n[1-2").is_err());
+        for hostile in ["a]b[c", "]a[", "[]", "a[]b]", "n[\u{1b}]", "a b", "]["] {
+            assert!(first_slurm_host(hostile).is_err(), "{hostile}");
+        }
+        let why = first_slurm_host("a]b[c\u{1b}").unwrap_err().to_string();
+        assert!(
+            !why.contains('\u{1b}') && why.contains("MASTER_ADDR"),
+            "{why}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text is a host or an error, never a panic, and a host is a plain name.
+        #[test]
+        fn any_node_list_gives_a_plain_host_or_an_error(
+            list in proptest::prop_oneof![".{0,24}", "[\\[\\],a-z0-9-]{0,16}"]
+        ) {
+            if let Ok(host) = first_slurm_host(&list) {
+                proptest::prop_assert!(!host.is_empty());
+                proptest::prop_assert!(
+                    host.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)),
+                    "{host:?} from {list:?}"
+                );
+            }
+        }
     }
 
     #[test]

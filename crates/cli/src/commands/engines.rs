@@ -372,19 +372,19 @@ pub fn run() -> Result<ExitCode> {
             s.description.to_string(),
         ]);
     }
-    println!("{table}");
-    println!("{}", data_parallel_line());
-    print!("{}", settings_listing());
+    outln!("{table}");
+    outln!("{}", data_parallel_line());
+    out!("{}", settings_listing());
     for provider in registry().iter().filter(|p| p.asks_a_device()) {
         let Some((heading, devices)) = provider.listed_devices() else {
             continue;
         };
-        println!("\n{heading} ({}):", provider.name());
+        outln!("\n{heading} ({}):", provider.name());
         if devices.is_empty() {
-            println!("  none");
+            outln!("  none");
         }
         for (i, device) in devices.iter().enumerate() {
-            println!("  {i}: {device}");
+            outln!("  {i}: {device}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ pub mod distributed;
 pub mod engines;
 pub mod models;
 pub mod noise;
+pub mod out;
 pub mod peak;
 pub mod plan;
 pub mod profile;

@@ -80,7 +80,7 @@ pub fn run(args: ModelsArgs) -> Result<ExitCode> {
     if args.json {
         let entry = cnnbench_zoo::find(graph.name());
         let (aliases, family) = entry.map_or((&[][..], "file"), |e| (e.aliases, e.family));
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&row(&graph, aliases, family))?
         );
@@ -110,7 +110,7 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
     }
     rows.sort_by_key(|r| family_order.iter().position(|f| *f == r.family));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = new_table(&[
@@ -146,15 +146,15 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
         ]);
     }
     align_right(&mut table, &[3, 4, 5]);
-    println!("{table}");
+    outln!("{table}");
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_layers(graph: &Graph) {
     let [c, h, w] = graph.input_shape();
-    println!("{} — input {c}×{h}×{w}", graph.name());
+    outln!("{} — input {c}×{h}×{w}", graph.name());
     if let Some(source) = &graph.info().source {
-        println!("{source}");
+        outln!("{source}");
     }
     let mut table = new_table(&["Node", "Op", "Inputs", "Output", "Params", "MACs"]);
     for node in graph.nodes() {
@@ -182,8 +182,8 @@ fn print_layers(graph: &Graph) {
         thousands(graph.macs()),
     ]);
     align_right(&mut table, &[4, 5]);
-    println!("{table}");
-    println!(
+    outln!("{table}");
+    outln!(
         "params {} ({:.1} MiB as f32), {:.3} GMACs per image, {} activation values per image",
         thousands(graph.params()),
         graph.params() as f64 * 4.0 / (1024.0 * 1024.0),

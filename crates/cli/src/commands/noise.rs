@@ -88,7 +88,7 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
         run_medians_s: medians,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_summary(&doc);
     }
@@ -106,7 +106,7 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
         Some(dir) => {
             let path = cnnbench_bench::noise::save(&dir, &doc)?;
             if !args.json {
-                println!(
+                outln!(
                     "cached in {}: every result of `run` on this machine records it, and `compare` judges one run a side against it",
                     path.display()
                 );
@@ -179,18 +179,18 @@ fn print_summary(doc: &NoiseDoc) {
         .map(|m| format!("{:.2}", m * 1000.0))
         .collect();
     let pct = doc.noise.pct;
-    println!("run medians (ms): {}", ms.join(", "));
-    println!(
+    outln!("run medians (ms): {}", ms.join(", "));
+    outln!(
         "run-to-run noise here: ±{pct:.1}% (the relative standard deviation of {} runs' medians)",
         doc.noise.runs
     );
-    println!(
+    outln!(
         "one run a side: `compare` calls a change only beyond ±{:.1}% (2.8 × the noise, or its --threshold)",
         cnnbench_report::compare::ONE_RUN_BAND * pct
     );
-    println!("runs a side to find a change with 80% power here (threshold 2%):");
+    outln!("runs a side to find a change with 80% power here (threshold 2%):");
     for change in [5.0, 10.0, 20.0] {
-        println!("  {change:>4.0}%: {}", runs_for(change, pct, 2.0));
+        outln!("  {change:>4.0}%: {}", runs_for(change, pct, 2.0));
     }
 }
 

@@ -131,7 +131,7 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_peak(&doc);
     }
@@ -140,9 +140,11 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
 
 fn print_peak(doc: &PeakDoc) {
     let precision = doc.precision.as_str();
-    println!(
+    outln!(
         "{} on {} ({} threads), {precision}",
-        doc.engine.name, doc.engine.device_name, doc.engine.threads
+        doc.engine.name,
+        doc.engine.device_name,
+        doc.engine.threads
     );
     let mut table = new_table(&["Measure", "Size", "Median ms", "Rate"]);
     let mm = &doc.matmul;
@@ -184,21 +186,22 @@ fn print_peak(doc: &PeakDoc) {
         ]);
     }
     align_right(&mut table, &[2, 3]);
-    println!("{table}");
+    outln!("{table}");
     let best = doc.best();
-    println!(
+    outln!(
         "% of peak in `run` and `profile` ({precision}): against the {}, {:.1} GFLOP/s",
-        best.primitive, best.gflops_per_s
+        best.primitive,
+        best.gflops_per_s
     );
     if let Some(t) = &doc.theoretical {
         let share = best.gflops_per_s / t.gflops_per_s * 100.0;
-        println!(
+        outln!(
             "measured / f32 theoretical: {share:.0}% (clock from {}; {} FMA units per core is an assumption, set it with --fma-units)",
             t.clock_source,
             t.fma_units_assumed
         );
         if share > 100.0 {
-            println!(
+            outln!(
                 "warning: above 100% of the f32 theoretical rate: {}",
                 if doc.precision == Precision::F32 {
                     format!("the CPU does more per cycle than {} FMA unit(s) of {} lanes assumed; give --fma-units", t.fma_units_assumed, t.lanes)
@@ -208,6 +211,6 @@ fn print_peak(doc: &PeakDoc) {
             );
         }
     } else if doc.engine.device == "cpu" {
-        println!("theoretical: unknown (no vector unit or clock readable in /proc/cpuinfo)");
+        outln!("theoretical: unknown (no vector unit or clock readable in /proc/cpuinfo)");
     }
 }

@@ -202,7 +202,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     } else {
         shell_script(&matrix, &job)?
     };
-    print!("{text}");
+    out!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -255,9 +255,9 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
     }
     let batch_column = headers.iter().position(|h| *h == "Batch").unwrap_or(0);
     align_right(&mut table, &[0, batch_column]);
-    println!("{table}");
+    outln!("{table}");
     let n = matrix.cells.len();
-    println!(
+    outln!(
         "{n} cells, {done} with a result in {}; each runs as `cnnbench run --plan MATRIX --cell I` (I from 0 to {})",
         output.display(),
         n - 1

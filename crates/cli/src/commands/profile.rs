@@ -164,7 +164,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
         print_profile(&doc, args.top);
     }
@@ -232,7 +232,7 @@ macro_rules! wln {
 
 /// The top-N table, the per-op-type table and the sums against the end-to-end time.
 pub fn print_profile(doc: &ProfileDoc, top: usize) {
-    print!("{}", profile_text(doc, top));
+    out!("{}", profile_text(doc, top));
 }
 
 /// The text [`print_profile`] prints (also shown by `report` for profile files).

@@ -7,7 +7,7 @@ use cnnbench_report::{
     charts, profile, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog, ModelFacts,
     Report, ReportOptions, SpeedupRequest, Stat,
 };
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -228,18 +228,8 @@ pub fn emit(text: &str, output: Option<&Path>) -> anyhow::Result<()> {
             Ok(())
         }
         None => {
-            let mut out = std::io::stdout().lock();
-            let res = out.write_all(text.as_bytes()).and_then(|_| {
-                if !text.ends_with('\n') {
-                    out.write_all(b"\n")?;
-                }
-                out.flush()
-            });
-            match res {
-                // A closed pipe (`| head`) is not an error worth a message.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other.context("cannot write to standard output"),
-            }
+            crate::commands::out::text(text);
+            Ok(())
         }
     }
 }

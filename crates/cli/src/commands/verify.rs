@@ -152,7 +152,7 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         report.weights = format!("from {}", path.display());
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report, args.all);
     }
@@ -184,11 +184,11 @@ fn print_report(report: &VerifyReport, all: bool) {
             ),
         )
     };
-    println!(
+    outln!(
         "{} at {n}×{c}×{h}×{w}: {candidate} (candidate) against {reference} (reference), weights {}",
         report.model, report.weights
     );
-    println!("compared: {}", report.compared);
+    outln!("compared: {}", report.compared);
     let mut table = new_table(&[
         "Compared",
         "Max relative error",
@@ -233,8 +233,8 @@ fn print_report(report: &VerifyReport, all: bool) {
         table.add_row(row(label, worst));
     }
     align_right(&mut table, &[1, 2, 3]);
-    println!("{table}");
-    println!(
+    outln!("{table}");
+    outln!(
         "errors are relative to the reference tensor's largest magnitude; the noise floor is the reference against itself with input and weights perturbed by {PERTURBATION:.0e} (its own rounding sensitivity)"
     );
     if !report.nodes.is_empty() {
@@ -242,13 +242,13 @@ fn print_report(report: &VerifyReport, all: bool) {
     }
     let failures = report.failures();
     if failures.is_empty() {
-        println!(
+        outln!(
             "PASS: every tensor is within {:.0e}, or within {FLOOR_FACTOR}× its noise floor",
             report.tolerance
         );
     } else {
         let names: Vec<&str> = failures.iter().take(5).map(|c| c.name.as_str()).collect();
-        println!(
+        outln!(
             "FAIL: {} of {} tensors differ by more than {:.0e} and more than {FLOOR_FACTOR}× their noise floor: {}{}",
             failures.len(),
             report.comparisons.len(),
@@ -311,10 +311,10 @@ fn print_nodes(report: &VerifyReport, all: bool) {
     }
     if shown > 0 {
         align_right(&mut table, &[4, 5]);
-        println!("{table}");
+        outln!("{table}");
     }
     if shown < report.nodes.len() {
-        println!(
+        outln!(
             "({} of {} node {} shown: --all lists every one)",
             shown,
             report.nodes.len(),
@@ -331,11 +331,11 @@ fn print_nodes(report: &VerifyReport, all: bool) {
         m
     };
     if let Some(why) = &report.gradients_not_compared {
-        println!("{GRADIENT_MODE}: not compared ({why})");
+        outln!("{GRADIENT_MODE}: not compared ({why})");
     }
     for mode in modes {
         match report.first_departures.iter().find(|n| n.mode == mode) {
-            Some(n) if mode == GRADIENT_MODE => println!(
+            Some(n) if mode == GRADIENT_MODE => outln!(
                 "{mode}: the gradients first part at node \"{}\" ({}): error {:.2e}, noise floor {:.2e}; the gradient arriving at every node after it (nearer the output) agrees",
                 cnnbench_results::printable(&n.node),
                 n.op,
@@ -343,16 +343,16 @@ fn print_nodes(report: &VerifyReport, all: bool) {
                 n.comparison.noise_floor
             ),
             None if mode == GRADIENT_MODE => {
-                println!("{mode}: the gradient arriving at every node agrees")
+                outln!("{mode}: the gradient arriving at every node agrees")
             }
-            Some(n) => println!(
+            Some(n) => outln!(
                 "{mode}: the engines first part at node \"{}\" ({}): error {:.2e}, noise floor {:.2e}; every node before it agrees",
                 cnnbench_results::printable(&n.node),
                 n.op,
                 n.comparison.max_relative_error,
                 n.comparison.noise_floor
             ),
-            None => println!("{mode}: every node's output agrees"),
+            None => outln!("{mode}: every node's output agrees"),
         }
     }
 }

@@ -497,3 +497,316 @@ fn a_thread_count_from_a_file_is_held_to_the_same_limit() {
             "more threads than this machine can use",
         ));
 }
+
+/// A `.venv-torch/bin/python` that records each run in `ran` and then fails as a Python
+/// without torch would.
+fn plant_python(root: &std::path::Path, ran: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = root.join(".venv-torch/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = bin.join("python");
+    std::fs::write(
+        &python,
+        format!("#!/bin/sh\necho ran >> '{}'\nexit 1\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    python
+}
+
+/// `cnnbench engines` from `cwd`, with no Python named: the search alone decides.
+fn engines_in(cwd: &std::path::Path) -> String {
+    let output = cnnbench()
+        .arg("engines")
+        .current_dir(cwd)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CNNBENCH_PYTHON")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// A `.venv-torch` in a folder above the working folder (a shared `/tmp`, a folder of
+/// results handed over) was run by every command that looks for the pytorch engines'
+/// Python; only the working folder's, the executable's and their repositories' are, and
+/// only when the user owns them.
+#[test]
+fn a_python_in_a_folder_above_the_working_folder_is_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let shared = dir.path().join("shared");
+    let deep = shared.join("x/results/sub");
+    std::fs::create_dir_all(&deep).unwrap();
+    for planted in [&shared, &shared.join("x"), &shared.join("x/results")] {
+        plant_python(planted, &ran);
+        engines_in(&deep);
+        assert!(!ran.exists(), "{} ran", planted.display());
+        std::fs::remove_dir_all(planted.join(".venv-torch")).unwrap();
+    }
+
+    // The set-up the guide gives: a venv in the working folder, or at the top of the
+    // repository one works in.
+    let repository = shared.join("x");
+    plant_python(&repository, &ran);
+    engines_in(&repository);
+    assert!(ran.exists(), "the working folder's own venv is used");
+    std::fs::remove_file(&ran).unwrap();
+    std::fs::create_dir(repository.join(".git")).unwrap();
+    let said = engines_in(&deep);
+    assert!(ran.exists(), "the repository's venv is used: {said}");
+    std::fs::remove_file(&ran).unwrap();
+
+    // As root, the same venv given to another user is skipped, and the messages say so.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let python = repository.join(".venv-torch/bin/python");
+        std::os::unix::fs::lchown(&python, Some(4242), None).unwrap();
+        let said = engines_in(&deep);
+        assert!(!ran.exists(), "another user's Python ran");
+        assert!(
+            said.contains("warning: the pytorch engines' Python: skipped")
+                && said.contains("belongs to user 4242"),
+            "{said}"
+        );
+    }
+}
+
+/// Runs cnnbench with `args` in `dir`, its standard output a full disk (`/dev/full`).
+fn into_a_full_output(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("cnnbench"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(full)
+        .output()
+        .unwrap()
+}
+
+/// `println!` panicked (exit 101) when standard output could not be written, and a run
+/// with `--json` never ran its later models: every command now says so once and fails,
+/// and a run still measures and writes every result.
+#[test]
+fn a_full_standard_output_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("matrix.toml"),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut run = TINY.to_vec();
+    run.insert(2, "mobilenet-v2");
+    let run_json = [run.clone(), vec!["--json", "-q"]].concat();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["models"],
+        vec!["models", "resnet18"],
+        vec!["engines"],
+        vec!["plan", "--list", "matrix.toml"],
+        vec!["plan", "--shell", "matrix.toml"],
+        [run.clone(), vec!["-o", "out"]].concat(),
+        [run_json, vec!["-o", "out"]].concat(),
+        vec!["report", "out"],
+        vec!["report", "out", "--format", "csv"],
+    ];
+    for args in &commands {
+        let output = into_a_full_output(args, dir.path());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("panicked") && output.status.code() == Some(1),
+            "{args:?}: {:?}\n{stderr}",
+            output.status
+        );
+        assert!(
+            stderr.contains("cannot write to standard output")
+                && stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let written = result_files(&out);
+    assert_eq!(written.len(), 4, "both models of both runs: {written:?}");
+}
+
+/// Samples of 1e308 s (finite in the file, infinite in milliseconds) made `compare
+/// --fail-on-regression` say "no change" and pass, also with a base of 5e-324 s, and
+/// `report --charts` spin for ever: such a file is refused when loaded, naming the file
+/// and the field, so the gate fails and the charts are drawn from the good files.
+#[test]
+fn times_no_pass_could_take_neither_pass_a_gate_nor_hang_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, result) = a_result_to_edit(dir.path());
+    let name = file.file_name().unwrap().to_owned();
+    for (side, value) in [
+        ("new", 1e308),
+        ("base", 5e-324),
+        ("new", -0.0),
+        ("new", 1e5),
+    ] {
+        let (base, new) = (dir.path().join("base"), dir.path().join("new"));
+        for (folder, samples) in [(&base, 0.01), (&new, 0.01)] {
+            std::fs::create_dir_all(folder).unwrap();
+            let mut edited = result.clone();
+            let total = if folder.ends_with(side) {
+                value
+            } else {
+                samples
+            };
+            edited["samples"]["total"] = serde_json::json!([total, total, total]);
+            std::fs::write(folder.join(&name), edited.to_string()).unwrap();
+        }
+        let output = cnnbench()
+            .args(["compare", "--fail-on-regression", "5"])
+            .arg(&base)
+            .arg(&new)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{side} {value}: {stderr}");
+        assert!(
+            stderr.contains(&dir.path().join(side).join(&name).display().to_string())
+                && stderr.contains("`samples.total` holds"),
+            "{side} {value}: {stderr}"
+        );
+    }
+
+    let charts = dir.path().join("charts");
+    let output = cnnbench()
+        .args(["report", "--charts"])
+        .arg(&charts)
+        .arg(dir.path().join("out"))
+        .arg(dir.path().join("new"))
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("`samples.total` holds"), "{stderr}");
+}
+
+/// A PyTorch worker that dies before its greeting (an OOM kill while torch imports)
+/// ended cnnbench with a silent status 141: writing the worker its `exit` into the dead
+/// pipe raised SIGPIPE before the error was printed. The error is said, the status is 1.
+#[test]
+fn a_worker_that_dies_before_its_greeting_is_an_error_that_is_said() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let python = dir.path().join("python");
+    // Answers the version check as torch 2.11 would; dies when started as the worker,
+    // at once or after a moment.
+    for death in ["kill -9 $$", "sleep 0.3; exit 137", "exec 0<&-; exit 1"] {
+        std::fs::write(
+            &python,
+            format!("#!/bin/sh\nif [ \"$1\" = -c ]; then echo 2.11.0; exit 0; fi\necho 'Killed while importing torch' >&2\n{death}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let output = cnnbench()
+            .args(TINY)
+            .args(["--engine", "pytorch", "--python"])
+            .arg(&python)
+            .arg("-o")
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.signal(), None, "{death}: {stderr}");
+        assert_eq!(output.status.code(), Some(1), "{death}: {stderr}");
+        assert!(
+            stderr.contains("worker") && stderr.contains("Killed while importing torch"),
+            "{death}: {stderr}"
+        );
+    }
+}
+
+/// `run --again` on a result of `"version": 999` (or a profile, or another format) reran
+/// it without a word, reading fields that version may mean otherwise as ours: refused,
+/// naming the file and the version, before anything runs.
+#[test]
+fn again_refuses_a_version_or_format_this_build_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, result) = a_result_to_edit(dir.path());
+    let edited = dir.path().join("edited.json");
+    for (field, value, says) in [
+        (
+            "version",
+            serde_json::json!(999),
+            "version 999, which this cnnbench does not read",
+        ),
+        (
+            "version",
+            serde_json::json!(0),
+            "version 0, which this cnnbench does not read",
+        ),
+        (
+            "version",
+            serde_json::json!(4294967297u64),
+            "version 4294967297",
+        ),
+        ("version", serde_json::json!("2"), "version \"2\""),
+        ("version", serde_json::Value::Null, "version null"),
+        (
+            "format",
+            serde_json::json!("cnnbench-profile"),
+            "is a profile",
+        ),
+        (
+            "format",
+            serde_json::json!("other\u{1b}[2J"),
+            "its format is \"other\\u{1b}[2J\"",
+        ),
+    ] {
+        let mut doc = result.clone();
+        doc[field] = value.clone();
+        std::fs::write(&edited, doc.to_string()).unwrap();
+        let output = run_again(&edited, dir.path()).failure();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&edited.display().to_string()) && stderr.contains(says),
+            "{field} = {value}: {stderr}"
+        );
+        assert!(!stderr.contains('\u{1b}'), "{stderr}");
+        assert!(
+            !dir.path().join("again").exists(),
+            "{field} = {value}: it ran"
+        );
+    }
+    // The file as written still runs.
+    run_again(&file, dir.path()).success();
+}
+
+/// A `SLURM_JOB_NODELIST` of `a]b[c` with `--distributed` panicked (a slice taken
+/// backwards): every node list is a host or an error that says to set MASTER_ADDR.
+#[test]
+fn a_hostile_slurm_node_list_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for list in ["a]b[c", "][", "n[", "]", "a[]", "n[\u{1b}]", "a]]"] {
+        let output = cnnbench()
+            .args(TINY)
+            .arg("--distributed")
+            .arg("-o")
+            .arg(dir.path())
+            .env_remove("MASTER_ADDR")
+            .env_remove("MASTER_PORT")
+            .env_remove("WORLD_SIZE")
+            .env_remove("RANK")
+            .envs([
+                ("SLURM_JOB_NODELIST", list),
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_ID", "1"),
+                ("SLURM_LOCALID", "0"),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{list:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot read the Slurm node list") && stderr.contains("MASTER_ADDR"),
+            "{list:?}: {stderr}"
+        );
+        assert!(!stderr.contains('\u{1b}'), "{list:?}: {stderr}");
+    }
+}

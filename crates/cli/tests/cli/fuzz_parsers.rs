@@ -1,6 +1,6 @@
 //! A fuzz harness for every parser a user's file reaches: model JSON, ONNX (with its
 //! weights), Caffe prototxt, safetensors weights, result files (ours and the original
-//! suite's), matrix TOML and aliases TOML. Valid files are mutated — bits flipped, cut
+//! suite's), a result's run spec (`run --again`'s input), matrix TOML and aliases TOML. Valid files are mutated — bits flipped, cut
 //! short, a piece copied elsewhere (deeper nesting, repeated keys), hostile tokens
 //! inserted (huge and negative numbers, NaN, open brackets) — and each parse must return,
 //! without a panic, within a time bound. It runs on stable Rust inside the test suite
@@ -157,6 +157,30 @@ fn safetensors_bytes() -> &'static [u8] {
     BYTES.get_or_init(|| tiny().1.to_safetensors().expect("the weights encode"))
 }
 
+/// A result's recorded run spec (what `run --again` reads, and the heart of a `--job`):
+/// two zoo models and a model file, with the options a user changes most set.
+fn spec_json() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let mut spec = cnnbench_results::RunSpec::new(
+            vec![
+                cnnbench_results::ModelRef::Zoo {
+                    name: "resnet18".into(),
+                },
+                cnnbench_results::ModelRef::File {
+                    path: "tiny.json".into(),
+                    sha256: "0".repeat(64),
+                },
+            ],
+            "burn-flex",
+        );
+        spec.passes = 3;
+        spec.warmup = 0;
+        spec.threads = Some(2);
+        serde_json::to_string_pretty(&spec).expect("a spec serialises")
+    })
+}
+
 fn model_json() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| tiny().0.to_json())
@@ -173,6 +197,8 @@ fn the_valid_files_parse() {
         panic!("{e}");
     }
     assert!(cnnbench_report::Aliases::parse(ALIASES).is_ok());
+    let spec: cnnbench_results::RunSpec = serde_json::from_str(spec_json()).unwrap();
+    assert_eq!(spec.validate(), Ok(()));
     for (name, text) in [("result.json", RESULT), ("legacy.json", LEGACY_RESULT)] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
@@ -218,6 +244,16 @@ proptest! {
     fn mutated_aliases_toml_never_panics(m in mutations()) {
         let input = text(&mutate(ALIASES.as_bytes(), &m));
         let _ = bounded("aliases TOML", || cnnbench_report::Aliases::parse(&input));
+    }
+
+    /// `run --again`'s input: a result's spec, parsed and then checked as the command
+    /// line's would be (`validate`), must come back without a panic.
+    #[test]
+    fn mutated_run_specs_never_panic(m in mutations()) {
+        let input = text(&mutate(spec_json().as_bytes(), &m));
+        let _ = bounded("run spec", || {
+            serde_json::from_str::<cnnbench_results::RunSpec>(&input).map(|spec| spec.validate())
+        });
     }
 
     #[test]

@@ -355,7 +355,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
                         }
                     }
                     if delivery.json {
-                        println!("{}", serde_json::to_string_pretty(&result)?);
+                        outln!("{}", serde_json::to_string_pretty(&result)?);
                     }
                     results.push((result, path));
                 }

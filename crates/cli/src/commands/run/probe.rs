@@ -140,6 +140,6 @@ pub fn probe_memory(job: &Job, engine: &dyn Engine, planned: &[Planned]) -> Resu
         peak_rss_bytes: result.memory.host_peak_bytes(),
         device_peak_bytes: result.memory.device_peak_bytes,
     };
-    println!("{}", serde_json::to_string(&report)?);
+    outln!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -193,7 +193,7 @@ pub fn run_configurations(
     }
     if delivery.json {
         for (r, _) in &results {
-            println!("{}", serde_json::to_string_pretty(r)?);
+            outln!("{}", serde_json::to_string_pretty(r)?);
         }
     } else {
         print_table(&results);

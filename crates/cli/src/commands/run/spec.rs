@@ -5,7 +5,7 @@
 
 use super::RunArgs;
 use crate::commands::sweep::{BatchSpec, ImageSizes};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
@@ -510,8 +510,48 @@ fn read_result(path: &Path) -> Result<BenchResult> {
         "result files",
     )
     .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a cnnbench result file", path.display()))
+    let not_a_result = || format!("{} is not a cnnbench result file", path.display());
+    let document: serde_json::Value = serde_json::from_str(&text).with_context(not_a_result)?;
+    check_format_and_version(path, &document)?;
+    serde_json::from_value(document).with_context(not_a_result)
+}
+
+/// A result file's `format` and `version` must be ones this build reads: a file of
+/// `"version": 999` was rerun without a word, fields it may mean otherwise read as ours.
+fn check_format_and_version(path: &Path, document: &serde_json::Value) -> Result<()> {
+    use cnnbench_results::{RESULT_FORMAT, RESULT_VERSIONS_READ};
+    let format = document.get("format").and_then(serde_json::Value::as_str);
+    if format == Some(cnnbench_results::profile::PROFILE_FORMAT) {
+        bail!(
+            "{} is a profile (cnnbench profile), not a run's result: --again reruns results of cnnbench run; run cnnbench profile with its options",
+            path.display()
+        );
+    }
+    if format != Some(RESULT_FORMAT) {
+        bail!(
+            "{} is not a cnnbench result file (its format is {}, not \"{RESULT_FORMAT}\")",
+            path.display(),
+            format.map_or_else(
+                || "missing".to_string(),
+                |f| format!("\"{}\"", cnnbench_results::printable(f))
+            )
+        );
+    }
+    let version = document.get("version");
+    let readable = version
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .is_some_and(|v| RESULT_VERSIONS_READ.contains(&v));
+    if !readable {
+        bail!(
+            "{} is a result of version {}, which this cnnbench does not read (it reads versions {} to {}): rerun it with the cnnbench that wrote it, or run the model anew with its options",
+            path.display(),
+            version.map_or_else(|| "(none)".to_string(), |v| cnnbench_results::printable(&v.to_string())),
+            RESULT_VERSIONS_READ.start(),
+            RESULT_VERSIONS_READ.end()
+        );
+    }
+    Ok(())
 }
 
 /// The models of the command line: zoo names, then model files (hashed; recorded by

@@ -21,9 +21,10 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         let name = format!("{} ({h}×{w}, batch {})", r.model.name, r.config.batch_size);
         if v.is_disturbed() {
             eprintln!(
-                "DISTURBED: {}: {}; the times may be inflated: rerun on a quiet machine (--retries N reruns by itself)",
+                "DISTURBED: {}: {}; the times may be inflated: {}",
                 output::terminal_safe(&name),
-                v.reasons.join("; ")
+                v.reasons.join("; "),
+                rerun_hint(v.retried.len())
             );
         } else {
             clean += 1;
@@ -79,6 +80,18 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
     }
 }
 
+/// What to do about a disturbed result that `retried` disturbed attempts preceded: offer
+/// `--retries` only when none were made (it offered them after they were used up).
+fn rerun_hint(retried: usize) -> String {
+    if retried == 0 {
+        "rerun on a quiet machine (--retries N reruns by itself)".to_string()
+    } else {
+        format!(
+            "the machine stayed busy through {retried} retries (--retries); rerun when it is quiet, or find what keeps it busy"
+        )
+    }
+}
+
 pub fn progress_bar(
     quiet: bool,
     graph: &Graph,
@@ -113,14 +126,29 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
     } else {
         TableStyle::AlignedMarkdown
     };
-    println!("{}", table.render(style));
+    outln!("{}", table.render(style));
     for line in results
         .iter()
         .filter_map(|r| cnnbench_report::runs::scenario_line(r))
     {
-        println!("{}", output::terminal_safe(&line));
+        outln!("{}", output::terminal_safe(&line));
     }
     for warning in &table.warnings {
         eprintln!("warning: {warning}");
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::rerun_hint;
+
+    #[test]
+    fn retries_are_offered_only_when_none_were_made() {
+        assert!(rerun_hint(0).contains("--retries N"));
+        for used in [1, 3, 20] {
+            let hint = rerun_hint(used);
+            assert!(!hint.contains("--retries N"), "{hint}");
+            assert!(hint.contains(&format!("through {used} retries")), "{hint}");
+        }
     }
 }
