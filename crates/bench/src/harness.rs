@@ -73,8 +73,9 @@ impl RunRequest {
     }
 }
 
-/// Seconds as a duration; `None` for none (a validated spec's are positive and finite).
-fn duration(seconds: Option<f64>) -> Option<Duration> {
+/// Seconds as a duration; `None` for none, or for seconds no duration holds (a
+/// validated spec's are positive and finite).
+pub fn duration(seconds: Option<f64>) -> Option<Duration> {
     seconds.and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 

@@ -75,14 +75,7 @@ pub fn drive(
             &mut serve,
         );
     }
-    let load = Load {
-        kind: spec.kind,
-        min_duration: Duration::from_secs_f64(spec.min_duration_s),
-        min_queries: spec.min_queries,
-        target_qps: spec.target_qps,
-        seed,
-        batch,
-    };
+    let load = Load::of(spec, spec.target_qps, seed, batch);
     let timeline = issue(session, &load, check, on_query, &mut serve)?;
     let record = judge(spec, &load, &timeline, issuer_overhead_s, Vec::new())?;
     Ok(Driven {
@@ -100,6 +93,22 @@ struct Load {
     seed: u64,
     /// Samples the session computes per call.
     batch: usize,
+}
+
+impl Load {
+    /// The load `spec` asks for at `target_qps` (the server's; `None` for the others),
+    /// the session computing `batch` samples per call.
+    fn of(spec: &ScenarioSpec, target_qps: Option<f64>, seed: u64, batch: usize) -> Load {
+        Load {
+            kind: spec.kind,
+            // A validated spec's duration is finite and at most 10⁷ s.
+            min_duration: Duration::try_from_secs_f64(spec.min_duration_s).unwrap_or_default(),
+            min_queries: spec.min_queries,
+            target_qps,
+            seed,
+            batch,
+        }
+    }
 }
 
 /// What the issuer saw: per query (offline: per batch) its latency and compute time,
@@ -425,14 +434,7 @@ fn find_peak(
                      on_query: &mut OnQuery<'_>,
                      probes: &mut Vec<PeakProbe>|
      -> Result<(bool, Timeline, Load)> {
-        let load = Load {
-            kind: ScenarioKind::Server,
-            min_duration: Duration::from_secs_f64(spec.min_duration_s),
-            min_queries: spec.min_queries,
-            target_qps: Some(qps),
-            seed,
-            batch: 1,
-        };
+        let load = Load::of(spec, Some(qps), seed, 1);
         let timeline = issue(session, &load, check, on_query, serve)?;
         let record = judge(spec, &load, &timeline, issuer_overhead_s, Vec::new())?;
         probes.push(PeakProbe {

@@ -148,11 +148,20 @@ impl Capabilities {
         Ok(())
     }
 
-    /// Refuses, before anything is prepared, a configuration `engine` cannot honour for
+    /// Refuses, before anything is prepared, a configuration the engine cannot honour for
     /// `graph`: a mode or precision it lacks ([`Capabilities::check`]), then what every
-    /// engine requires ([`SessionConfig::check`]).
-    pub fn admit(&self, engine: &str, graph: &Graph, config: &SessionConfig) -> anyhow::Result<()> {
-        self.check(engine, config.mode, config.precision)?;
+    /// engine requires ([`SessionConfig::check`]). The engine's name, for the refusal, is
+    /// asked for only when there is one: every session passes through here (a profile
+    /// prepares one per node), and an engine's record may probe the machine.
+    pub fn admit(
+        &self,
+        engine: impl FnOnce() -> String,
+        graph: &Graph,
+        config: &SessionConfig,
+    ) -> anyhow::Result<()> {
+        if !(self.modes.contains(&config.mode) && self.precisions.contains(&config.precision)) {
+            self.check(&engine(), config.mode, config.precision)?;
+        }
         config.check(graph)
     }
 
@@ -438,7 +447,7 @@ pub trait Engine {
     /// that no engine admits on its own terms.
     fn prepare(&self, graph: &Graph, config: &SessionConfig) -> anyhow::Result<Box<dyn Session>> {
         self.capabilities()
-            .admit(&self.info().name, graph, config)?;
+            .admit(|| self.info().name, graph, config)?;
         self.lower(graph, config)
     }
 }

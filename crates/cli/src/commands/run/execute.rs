@@ -133,10 +133,6 @@ fn available_memory(spec: &RunSpec, caps: &Capabilities) -> (u64, &'static str) 
     }
 }
 
-fn duration(seconds: Option<f64>) -> Option<Duration> {
-    seconds.and_then(|s| Duration::try_from_secs_f64(s).ok())
-}
-
 /// Measures a job (the spec is valid: [`RunSpec::validate`] ran).
 pub fn execute(mut job: Job) -> Result<ExitCode> {
     let spec = &job.spec;
@@ -148,7 +144,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     let (engine, group) = match data_parallel {
         Some(dp) => {
             let env: BTreeMap<String, String> = std::env::vars().collect();
-            let timeout = duration(Some(dp.timeout_s)).unwrap_or(Duration::from_secs(300));
+            let timeout = harness::duration(Some(dp.timeout_s)).unwrap_or(Duration::from_secs(300));
             let rendezvous = distributed::rendezvous_from_env(&env, timeout)?;
             // As torchrun's users do: each rank of a machine on its own GPU.
             if spec.engine_options.device.is_none() {
