@@ -10,7 +10,7 @@ use crate::validity::Watch;
 use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
 use chrono::Utc;
-use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Session, SessionConfig};
+use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Precision, Session, SessionConfig};
 use cnnbench_graph::Graph;
 use cnnbench_results::peak::BestRate;
 use cnnbench_results::validity::ColdStart;
@@ -45,6 +45,9 @@ pub struct RunRequest {
     pub peak: Option<BestRate>,
     /// Which of `run --repeat N`'s runs this process is, recorded with the result.
     pub round: Option<Round>,
+    /// An int8 run's activation ranges, measured on the weights the engine starts from
+    /// ([`crate::quantize::calibrate`]).
+    pub calibration: Option<crate::quantize::Calibration>,
 }
 
 impl RunRequest {
@@ -60,6 +63,7 @@ impl RunRequest {
             batch_search: None,
             peak: None,
             round: None,
+            calibration: None,
         }
     }
 
@@ -132,7 +136,17 @@ pub fn run(
         seed: point.seed,
         precision: point.precision,
         deterministic: false,
+        calibration: request
+            .calibration
+            .as_ref()
+            .map(|calibration| calibration.ranges.clone()),
     };
+    if point.precision == Precision::Int8 && config.calibration.is_none() {
+        return Err(anyhow!(
+            "an int8 run of {} needs its activation ranges: calibrate first (cnnbench_bench::quantize::calibrate)",
+            graph.name()
+        ));
+    }
     let process_before_run_s = cnnbench_host::process_age_s();
     let first_in_process = !RAN_BEFORE.swap(true, Ordering::SeqCst);
     let prepare_clock = Instant::now();
@@ -332,6 +346,12 @@ pub fn run(
         );
     }
     warnings.extend(session_warnings);
+    warnings.extend(
+        request
+            .calibration
+            .as_ref()
+            .and_then(|calibration| calibration.record.caveat()),
+    );
     // An engine's own caveat about its numbers (e.g. a GPU engine on a CPU renderer).
     warnings.extend(engine.info().settings.get("warning").cloned());
     // Inference runs report latency with its tail (p90, p99), so that is where too few
@@ -422,6 +442,10 @@ pub fn run(
         // The machine's, not the run's: the command that runs the harness adds it.
         run_noise: None,
         scenario,
+        quantization: request
+            .calibration
+            .as_ref()
+            .map(|calibration| calibration.quantization_record()),
     })
 }
 

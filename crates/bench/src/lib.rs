@@ -11,6 +11,7 @@ pub mod noise;
 pub mod output;
 pub mod peak;
 pub mod profile;
+pub mod quantize;
 pub mod scenario;
 pub mod stopping;
 pub mod validity;

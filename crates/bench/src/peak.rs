@@ -148,9 +148,10 @@ fn median_forward(
 }
 
 /// Bytes an element of the streamed tensor takes in `precision`: the whole-model casts
-/// stream 2-byte values; the others (mixed precision keeps element-wise ops in f32) 4.
+/// stream 2-byte values, int8 1-byte ones; the others (mixed precision keeps element-wise ops in f32) 4.
 pub fn element_bytes(precision: Precision) -> f64 {
     match precision {
+        Precision::Int8 => 1.0,
         Precision::Bf16 | Precision::F16 => 2.0,
         Precision::F32 | Precision::Tf32 | Precision::AmpBf16 | Precision::AmpF16 => 4.0,
     }

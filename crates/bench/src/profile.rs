@@ -263,6 +263,7 @@ pub fn time_graph(
         seed,
         precision,
         deterministic: false,
+        calibration: None,
     };
     let mut session = engine
         .prepare(graph, &config)

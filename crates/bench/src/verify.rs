@@ -17,9 +17,13 @@ pub const DEFAULT_TOLERANCE: f64 = 1e-4;
 /// operation), which through a network's layers and back again moves tensors by about
 /// 1e-2, so 3e-2; f16 keeps 11 bits (5e-4 per operation), so 1e-2, and so does TF32,
 /// whose products round their inputs to the same 10 stored bits. Mixed precision takes
-/// its low type's tolerance: the ops autocast lowers round as much.
+/// its low type's tolerance: the ops autocast lowers round as much. int8 rounds every
+/// activation to one of 256 levels of its calibrated range (a step of 0.4% of the range
+/// per layer), which through a network's depth moves the outputs by several percent of
+/// their largest magnitude, so 1e-1.
 pub fn tolerance_for(precision: Precision) -> f64 {
     match precision.narrowest() {
+        Precision::Int8 => 1e-1,
         Precision::Bf16 => 3e-2,
         Precision::F16 | Precision::Tf32 => 1e-2,
         Precision::F32 | Precision::AmpBf16 | Precision::AmpF16 => DEFAULT_TOLERANCE,
@@ -175,6 +179,7 @@ fn session(
         seed: request.seed,
         precision,
         deterministic: true,
+        calibration: None,
     };
     engine
         .prepare(graph, &config)
@@ -586,7 +591,8 @@ mod tests {
                 | Precision::Tf32
                 | Precision::F16
                 | Precision::AmpBf16
-                | Precision::AmpF16 => 0.0,
+                | Precision::AmpF16
+                | Precision::Int8 => 0.0,
             };
             Ok(Box::new(ScaleSession {
                 output_error: self.output_error + rounding,

@@ -34,6 +34,7 @@ fn config(mode: Mode, batch_size: usize, deterministic: bool) -> SessionConfig {
         seed: 7,
         precision: Precision::F32,
         deterministic,
+        calibration: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn sync_waits_for_the_device_and_reads_its_memory_pools() {
         seed: 1,
         precision: cnnbench_engine::Precision::F32,
         deterministic: true,
+        calibration: None,
     };
     let mut session = engine.prepare(&graph, &config).expect("a session");
     assert_eq!(session.device_peak_memory(), None, "nothing synced yet");

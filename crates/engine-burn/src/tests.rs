@@ -330,6 +330,7 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
             seed: 1,
             precision: Precision::F32,
             deterministic: false,
+            calibration: None,
         };
         let mut s = engine.prepare(&graph, &config).unwrap();
         for _ in 0..2 {
@@ -355,6 +356,7 @@ fn sessions_run_every_mode_and_refuse_other_precisions() {
         seed: 1,
         precision: Precision::F16,
         deterministic: false,
+        calibration: None,
     };
     let err = engine
         .prepare(&graph, &config)
@@ -386,6 +388,7 @@ fn a_network_without_parameters_still_trains() {
         seed: 1,
         precision: Precision::F32,
         deterministic: false,
+        calibration: None,
     };
     let mut s = engine.prepare(&graph, &config).unwrap();
     s.prepare_batch().unwrap();

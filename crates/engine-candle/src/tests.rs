@@ -27,6 +27,7 @@ fn config(mode: Mode) -> SessionConfig {
         seed: 7,
         precision: Precision::F32,
         deterministic: true,
+        calibration: None,
     }
 }
 

@@ -34,12 +34,17 @@ pub const BUILT: bool = cfg!(feature = "openvino");
 /// How a build gets this engine, for error messages and `cnnbench engines`.
 pub const SETUP_HINT: &str = "build with `cargo build --release --features cnnbench-cli/openvino`, then `pip install openvino==2026.4.1` into .venv-torch (or set OPENVINO_C_LIBRARY)";
 
-/// What it may do, known without loading OpenVINO: inference on the CPU in f32, bf16 or
-/// f16, weights exchanged. A started engine narrows the low precisions to those the
+/// What it may do, known without loading OpenVINO: inference on the CPU in f32, bf16,
+/// f16 or int8 (cnnbench's QDQ export), weights exchanged. A started engine narrows the low precisions to those the
 /// CPU plugin reports (`OPTIMIZATION_CAPABILITIES`).
 pub fn capabilities() -> Capabilities {
     Capabilities {
-        precisions: vec![Precision::F32, Precision::Bf16, Precision::F16],
+        precisions: vec![
+            Precision::F32,
+            Precision::Bf16,
+            Precision::F16,
+            Precision::Int8,
+        ],
         ..Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
     }
 }

@@ -10,7 +10,7 @@ use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
 use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
-use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
 use openvino::{
     CompiledModel, Core, DeviceType, ElementType, InferRequest, PartialShape, PropertyKey,
     RwPropertyKey, Shape,
@@ -90,6 +90,9 @@ fn openvino_precision(precision: Precision) -> Option<(&'static str, &'static st
         Precision::F32 => Some(("f32", "FP32")),
         Precision::Bf16 => Some(("bf16", "BF16")),
         Precision::F16 => Some(("f16", "FP16")),
+        // The QDQ network's int8 layers run int8 whatever the hint; the hint keeps the
+        // layers OpenVINO leaves unquantised in f32.
+        Precision::Int8 => Some(("f32", "INT8")),
         Precision::Tf32 | Precision::AmpBf16 | Precision::AmpF16 => None,
     }
 }
@@ -116,9 +119,14 @@ pub fn engine(threads: Option<usize>, settings: OpenVinoSettings) -> Result<Open
         capabilities = capabilities.refusing(precision, NO_AMP);
     }
     let reported = library.optimization_capabilities.join(" ");
-    for (precision, needs) in [Precision::F32, Precision::Bf16, Precision::F16]
-        .into_iter()
-        .filter_map(|p| openvino_precision(p).map(|(_, needs)| (p, needs)))
+    for (precision, needs) in [
+        Precision::F32,
+        Precision::Bf16,
+        Precision::F16,
+        Precision::Int8,
+    ]
+    .into_iter()
+    .filter_map(|p| openvino_precision(p).map(|(_, needs)| (p, needs)))
     {
         if !library.optimization_capabilities.iter().any(|c| c == needs) {
             capabilities.precisions.retain(|&p| p != precision);
@@ -213,7 +221,22 @@ impl WholeModelRuntime for OpenVinoRuntime {
             precision: config.precision,
             batch_size: config.batch_size,
         };
-        compile(&self.library, &setup, graph, weights)
+        let bytes = match config.precision {
+            Precision::Int8 => {
+                let ranges = config.calibration.as_deref().ok_or_else(|| {
+                    anyhow!("{ENGINE_NAME}: an int8 session needs the network's calibrated activation ranges")
+                })?;
+                to_onnx_int8(graph, weights, ranges)
+            }
+            Precision::F32
+            | Precision::Tf32
+            | Precision::Bf16
+            | Precision::F16
+            | Precision::AmpBf16
+            | Precision::AmpF16 => to_onnx(graph, weights),
+        }
+        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        compile(&self.library, &setup, graph, &bytes)
     }
 
     /// Copies the batch into the requests' input tensors, a share each.
@@ -308,7 +331,7 @@ pub struct Compiled {
     reported: BTreeMap<String, String>,
 }
 
-/// The graph with these weights, compiled for the CPU with the session's hints.
+/// The graph's ONNX export, compiled for the CPU with the session's hints.
 ///
 /// Under the throughput hint, OpenVINO is asked once at the full batch how many
 /// requests it wants in flight (`OPTIMAL_NUMBER_OF_INFER_REQUESTS`); the batch is then
@@ -318,10 +341,8 @@ fn compile(
     runtime: &LoadedLibrary,
     setup: &Setup,
     graph: &Graph,
-    weights: &Weights,
+    bytes: &[u8],
 ) -> Result<Compiled> {
-    let bytes = to_onnx(graph, weights)
-        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
     let mut core = Core::new().map_err(|e| anyhow!("{ENGINE_NAME}: cannot start OpenVINO: {e}"))?;
     let (precision, _) =
         openvino_precision(setup.precision).ok_or_else(|| no_hint_for(setup.precision))?;
@@ -347,7 +368,7 @@ fn compile(
     let [c, h, w] = graph.input_shape();
     let compile_at = |core: &mut Core, batch: usize| -> Result<CompiledModel> {
         let mut model = core
-            .read_model_from_buffer(&bytes, None)
+            .read_model_from_buffer(bytes, None)
             .map_err(|e| refused(&format!("the ONNX export of {}", graph.name()), e))?;
         let shape = PartialShape::new_static(4, &[batch as i64, c as i64, h as i64, w as i64])
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input shape: {e}"))?;

@@ -51,6 +51,7 @@ fn infer(precision: Precision, batch_size: usize) -> SessionConfig {
         seed: 5,
         precision,
         deterministic: true,
+        calibration: None,
     }
 }
 

@@ -32,11 +32,14 @@ pub const BUILT: bool = cfg!(feature = "ort");
 /// How a build gets this engine, for error messages and `cnnbench engines`.
 pub const SETUP_HINT: &str = "build with `cargo build --release --features cnnbench-cli/ort`, then `pip install onnxruntime==1.32.0` into .venv-torch (or set ORT_DYLIB_PATH)";
 
-/// What it can do: inference in f32 on the CPU, weights exchanged. f16 was measured and
+/// What it can do: inference in f32 and int8 (cnnbench's QDQ export) on the CPU, weights
+/// exchanged. f16 was measured and
 /// refused (`scripts/ort_f16.py`, docs/src/onnx.md): the CPU provider has no f16
 /// convolution on x86 and runs an f16-converted model in f32 behind casts it inserts.
 pub fn capabilities() -> Capabilities {
-    Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes())
+    let mut capabilities = Capabilities::cpu_f32_inference(cnnbench_host::memory_bytes());
+    capabilities.precisions.push(Precision::Int8);
+    capabilities
         .refusing(
             Precision::F16,
             "ONNX Runtime's CPU provider has no f16 convolution on x86: it runs a model converted to f16 in f32 behind casts it inserts, so the time would be f32's (docs/src/onnx.md)",

@@ -7,9 +7,9 @@ use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::{Capabilities, EngineInfo, SessionConfig};
+use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
-use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
@@ -195,10 +195,23 @@ impl WholeModelRuntime for OrtRuntime {
         &self,
         graph: &Graph,
         weights: &Weights,
-        _: &SessionConfig,
+        config: &SessionConfig,
     ) -> Result<ort::session::Session> {
-        let bytes = to_onnx(graph, weights)
-            .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        let bytes = match config.precision {
+            Precision::Int8 => {
+                let ranges = config.calibration.as_deref().ok_or_else(|| {
+                    anyhow!("{ENGINE_NAME}: an int8 session needs the network's calibrated activation ranges")
+                })?;
+                to_onnx_int8(graph, weights, ranges)
+            }
+            Precision::F32
+            | Precision::Tf32
+            | Precision::Bf16
+            | Precision::F16
+            | Precision::AmpBf16
+            | Precision::AmpF16 => to_onnx(graph, weights),
+        }
+        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
         let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
         ort::session::Session::builder(&self.library.environment)
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?

@@ -113,6 +113,7 @@ fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
         seed: 1,
         precision: Precision::F32,
         deterministic: true,
+        calibration: None,
     };
     let weights = Weights::initial(&graph, 5);
     let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 9);

@@ -110,6 +110,7 @@ fn the_compiled_engine_compiles_apart_from_the_passes_and_warns_of_graphs_compil
         seed: 1,
         precision: Precision::F32,
         deterministic: false,
+        calibration: None,
     };
     let mut session = compiled.prepare(&small_network(), &config).unwrap();
     assert!(
@@ -132,7 +133,7 @@ fn the_compiled_engine_compiles_apart_from_the_passes_and_warns_of_graphs_compil
     session.begin_timed_passes().unwrap();
     let inference = SessionConfig {
         mode: Mode::Infer,
-        ..config
+        ..config.clone()
     };
     let mut other = compiled.prepare(&small_network(), &inference).unwrap();
     assert!(other.compile().unwrap());
@@ -155,6 +156,7 @@ fn a_killed_worker_is_an_error_within_seconds_naming_the_engine() {
         seed: 0,
         precision: Precision::F32,
         deterministic: false,
+        calibration: None,
     };
     let mut session = engine.prepare(&small_network(), &config).unwrap();
     session.prepare_batch().unwrap();
@@ -270,5 +272,6 @@ fn config(mode: Mode, precision: Precision) -> SessionConfig {
         seed: 1,
         precision,
         deterministic: false,
+        calibration: None,
     }
 }

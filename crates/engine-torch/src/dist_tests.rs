@@ -52,6 +52,7 @@ fn train_config(batch: usize) -> SessionConfig {
         seed: 3,
         precision: Precision::F32,
         deterministic: true,
+        calibration: None,
     }
 }
 

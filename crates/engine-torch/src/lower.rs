@@ -101,6 +101,13 @@ impl Network {
             Precision::F16 => (Kind::Half, None),
             Precision::AmpBf16 => (Kind::Float, Some(Kind::BFloat16)),
             Precision::AmpF16 => (Kind::Float, Some(Kind::Half)),
+            // Admission refuses int8 first (the capabilities do not list it).
+            Precision::Int8 => {
+                return Err(anyhow::anyhow!(
+                    "libtorch has no int8 here: {}",
+                    cnnbench_engine::INT8_ENGINES
+                ))
+            }
         };
         let f32_on = (Kind::Float, device);
         let mut weights = Vec::with_capacity(program.weights().len());

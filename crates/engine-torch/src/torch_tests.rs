@@ -56,6 +56,7 @@ fn config(mode: Mode, precision: Precision) -> SessionConfig {
         seed: 1,
         precision,
         deterministic: false,
+        calibration: None,
     }
 }
 

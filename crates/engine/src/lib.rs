@@ -36,6 +36,10 @@ pub struct SessionConfig {
     /// Dropout becomes the identity, so that two engines given the same weights and
     /// input compute the same function (`cnnbench verify`). Benchmarks leave it off.
     pub deterministic: bool,
+    /// The activation ranges an int8 session quantises to, measured beforehand on the
+    /// same weights (`None` for every other precision): calibration runs another
+    /// engine's f32 interpreter, so the caller measures and hands them over.
+    pub calibration: Option<std::sync::Arc<cnnbench_graph::quant::ActivationRanges>>,
 }
 
 impl SessionConfig {
@@ -137,6 +141,7 @@ impl Capabilities {
                         "TF32 is a format of GPU tensor cores; on a CPU f32 is what would run: use --precision f32",
                     )
                 })
+                .or_else(|| (precision == Precision::Int8).then_some(INT8_ENGINES))
                 .map(|why| format!(" ({why})"))
                 .unwrap_or_default();
             return Err(anyhow::anyhow!(
@@ -177,6 +182,9 @@ impl Capabilities {
         names.join(", ")
     }
 }
+
+/// Why an engine without int8 lacks it, where it says nothing more.
+pub const INT8_ENGINES: &str = "int8 runs cnnbench's quantised (QDQ) export, on the engines whose stacks have int8 kernels: ort-cpu and openvino-cpu";
 
 /// The answer of an inference-only session to a training call (the harness checks the
 /// engine's capabilities first, so a run never gets here).

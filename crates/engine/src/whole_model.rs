@@ -240,6 +240,7 @@ mod tests {
             seed: 0,
             precision: Precision::F32,
             deterministic: true,
+            calibration: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod graph;
 mod initial;
 mod model_file;
 pub mod ops;
+pub mod quant;
 pub mod read;
 mod weights;
 

@@ -86,17 +86,22 @@ pub enum Precision {
     /// Automatic mixed precision in f16, with loss scaling for a training step.
     #[serde(rename = "amp-f16")]
     AmpF16,
+    /// Static post-training quantisation to 8-bit integers (weights per output channel,
+    /// activations per tensor, ranges calibrated beforehand), run from cnnbench's QDQ
+    /// export: inference only, and only where a stack has int8 kernels.
+    Int8,
 }
 
 impl Precision {
     /// Every precision, in the order listings show them.
-    pub const ALL: [Precision; 6] = [
+    pub const ALL: [Precision; 7] = [
         Precision::F32,
         Precision::Tf32,
         Precision::Bf16,
         Precision::F16,
         Precision::AmpBf16,
         Precision::AmpF16,
+        Precision::Int8,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -107,6 +112,7 @@ impl Precision {
             Precision::Bf16 => "bf16",
             Precision::AmpBf16 => "amp-bf16",
             Precision::AmpF16 => "amp-f16",
+            Precision::Int8 => "int8",
         }
     }
 
@@ -118,6 +124,7 @@ impl Precision {
             Precision::Tf32 => Precision::Tf32,
             Precision::F16 | Precision::AmpF16 => Precision::F16,
             Precision::Bf16 | Precision::AmpBf16 => Precision::Bf16,
+            Precision::Int8 => Precision::Int8,
         }
     }
 }

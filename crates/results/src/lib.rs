@@ -11,6 +11,7 @@ pub mod noise;
 pub mod peak;
 pub mod profile;
 pub mod quantity;
+pub mod quantization;
 pub mod result;
 pub mod scenario;
 pub mod spec;

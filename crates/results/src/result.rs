@@ -89,6 +89,9 @@ pub struct BenchResult {
     /// verdicts. The samples above are then the engine's compute time per query (batch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioRecord>,
+    /// An int8 run: how its network was quantised and calibrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<crate::quantization::QuantizationRecord>,
 }
 
 /// How a data-parallel run averaged its gradients, and what each rank measured.

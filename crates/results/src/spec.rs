@@ -63,6 +63,10 @@ pub struct RunSpec {
     /// the closed loop of passes; `None`: the passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioSpec>,
+    /// Calibration images of an int8 run (`--calibration N`); `None`:
+    /// [`crate::quantization::DEFAULT_CALIBRATION_IMAGES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_images: Option<usize>,
 }
 
 fn one() -> usize {
@@ -318,6 +322,7 @@ impl RunSpec {
             data_parallel: None,
             repeat: 1,
             scenario: None,
+            calibration_images: None,
         }
     }
 
@@ -429,7 +434,39 @@ impl RunSpec {
         if let Some(scenario) = &self.scenario {
             self.check_scenario(scenario)?;
         }
+        self.check_int8()?;
         Ok(())
+    }
+
+    /// What int8 needs of the rest of the spec: inference, and a calibration count
+    /// only where there is something to calibrate.
+    fn check_int8(&self) -> Result<(), String> {
+        let int8 = self.precision == Precision::Int8;
+        if int8 && self.mode != Mode::Infer {
+            return Err(format!(
+                "int8 is post-training quantisation for inference: use --mode infer (this run's mode is {})",
+                self.mode.as_str()
+            ));
+        }
+        match self.calibration_images {
+            Some(_) if !int8 => Err(format!(
+                "--calibration measures an int8 network's activation ranges, and this run's precision is {}: leave it out, or use --precision int8",
+                self.precision.as_str()
+            )),
+            Some(n) if !(1..=crate::quantization::MAX_CALIBRATION_IMAGES).contains(&n) => {
+                Err(format!(
+                    "--calibration takes 1 to {} images, not {n}",
+                    crate::quantization::MAX_CALIBRATION_IMAGES
+                ))
+            }
+            Some(_) | None => Ok(()),
+        }
+    }
+
+    /// The calibration images of an int8 run.
+    pub fn effective_calibration_images(&self) -> usize {
+        self.calibration_images
+            .unwrap_or(crate::quantization::DEFAULT_CALIBRATION_IMAGES)
     }
 
     /// What a scenario needs of the rest of the spec: inference, in one process, its

@@ -130,6 +130,7 @@ pub enum PrecisionArg {
     AmpBf16,
     #[value(name = "amp-f16")]
     AmpF16,
+    Int8,
 }
 
 impl From<PrecisionArg> for Precision {
@@ -141,6 +142,7 @@ impl From<PrecisionArg> for Precision {
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::AmpBf16 => Precision::AmpBf16,
             PrecisionArg::AmpF16 => Precision::AmpF16,
+            PrecisionArg::Int8 => Precision::Int8,
         }
     }
 }

@@ -100,6 +100,7 @@ fn burn_output(graph: &Graph, weights: &Weights, input: &HostTensor) -> HostTens
         seed: 0,
         precision: Precision::F32,
         deterministic: true,
+        calibration: None,
     };
     let mut s = engine.prepare(graph, &config).unwrap();
     s.import_weights(weights).unwrap();

@@ -90,6 +90,7 @@ mod tests {
             seed,
             precision: Precision::F32,
             deterministic: false,
+            calibration: None,
         }
     }
 

@@ -9,10 +9,12 @@ use crate::commands::common::{bytes, file_model, zoo_model, ImageSize};
 use crate::commands::{distributed, engines};
 use anyhow::{anyhow, Result};
 use cnnbench_bench::harness::{self, RunRequest};
+use cnnbench_bench::quantize::{calibrate, Calibration};
 use cnnbench_bench::result::{BenchResult, ToolInfo};
 use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
-use cnnbench_engine::{Capabilities, DeviceKind, Mode};
-use cnnbench_graph::Graph;
+use cnnbench_engine::provider::EngineOptions;
+use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
+use cnnbench_graph::{Graph, Weights};
 use cnnbench_results::{Batches, ModelRef, RunSpec};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -248,6 +250,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
         ExitCode::from(130)
     };
     for (i, p) in planned.iter().enumerate() {
+        let calibration = calibration_for(&job, p)?;
         let (batches, search) = match &spec.batch {
             Batches::Sizes(b) => (b.clone(), None),
             Batches::Max => match probe::find_max_batch(&job, p, available, &cancel) {
@@ -262,6 +265,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
             let request = RunRequest {
                 batch_search: search.clone(),
                 peak: peak.clone(),
+                calibration: calibration.clone(),
                 ..point_request(&job, p, batch_size, tool.clone())
             };
             let bar = progress_bar(
@@ -429,6 +433,30 @@ pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) 
         round: job.delivery.round,
         ..RunRequest::new(job.spec.point(&p.model, p.size, batch_size), tool)
     }
+}
+
+/// An int8 run's calibration of one model: its activation ranges measured in f32 by the
+/// kit's interpreter on burn-flex, with the weights the int8 engine starts from (the
+/// seed's). `None` for every other precision.
+pub fn calibration_for(job: &Job, p: &Planned) -> Result<Option<Calibration>> {
+    let spec = &job.spec;
+    if spec.precision != Precision::Int8 {
+        return Ok(None);
+    }
+    let options = EngineOptions {
+        threads: spec.threads,
+        ..EngineOptions::default()
+    };
+    let reference = engines::create(cnnbench_engine_burn::ENGINE_NAME, &options)?;
+    let weights = Weights::initial(&p.graph, spec.seed);
+    calibrate(
+        reference.as_ref(),
+        &p.graph,
+        &weights,
+        spec.seed,
+        spec.effective_calibration_images(),
+    )
+    .map(Some)
 }
 
 /// The record of a disturbed attempt, to run it again; `None` for a clean one.

@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// bisecting, as LoadGen's peak search does); every probe is recorded.
     #[arg(long, requires = "scenario")]
     pub find_peak: bool,
+    /// int8: measure the activation ranges on N random images (default 8), in f32 on
+    /// burn-flex, before quantising; recorded with the result.
+    #[arg(long, value_name = "N")]
+    pub calibration: Option<usize>,
 }
 
 /// The scenarios of `--scenario`.

@@ -7,7 +7,7 @@ use crate::commands::common::bytes;
 use crate::commands::sweep;
 use anyhow::{anyhow, Result};
 use cnnbench_bench::batch_search::{self, ProbeReport};
-use cnnbench_bench::harness;
+use cnnbench_bench::harness::{self, RunRequest};
 use cnnbench_bench::result::BatchSearch;
 use cnnbench_bench::{memory, HarnessError};
 use cnnbench_engine::Engine;
@@ -128,7 +128,10 @@ pub fn probe_memory(job: &Job, engine: &dyn Engine, planned: &[Planned]) -> Resu
     if planned.len() != 1 || batches.len() != 1 {
         return Err(anyhow!("a memory probe takes one model and one batch size"));
     }
-    let request = super::execute::point_request(job, p, batches[0], super::execute::tool());
+    let request = RunRequest {
+        calibration: super::execute::calibration_for(job, p)?,
+        ..super::execute::point_request(job, p, batches[0], super::execute::tool())
+    };
     let result = harness::run(
         engine,
         &p.graph,

@@ -226,6 +226,15 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         },
     },
     SpecOption {
+        ids: &["calibration"],
+        flag: "--calibration",
+        matrix_sets: false,
+        take: |s, a| {
+            s.calibration_images = a.calibration;
+            Ok(())
+        },
+    },
+    SpecOption {
         ids: &["samples_per_query"],
         flag: "--samples-per-query",
         matrix_sets: false,

@@ -78,6 +78,7 @@ prop_compose! {
         allocator in prop::sample::select(vec!["keep", "system"]),
         data_parallel in prop::option::of((prop::option::of(1usize..9), 1.0f64..3600.0)),
         scenario in prop::option::of((0usize..4, 1usize..64, 0.1f64..1e4, 0.1f64..1e3, 0.0f64..1e3, 1usize..1_000_000, any::<bool>())),
+        calibration_images in prop::option::of(1usize..=1024),
     ) -> RunSpec {
         let mut spec = RunSpec {
             models,
@@ -119,6 +120,7 @@ prop_compose! {
                     ..ScenarioSpec::new(kind)
                 }
             }),
+            calibration_images,
         };
         // What validate refuses, made valid rather than filtered (so every case runs):
         // `--tf32` is for f32 (which it makes tf32).
@@ -154,6 +156,17 @@ prop_compose! {
                 (ScenarioKind::Offline, Batches::Sizes(sizes)) => Batches::Sizes(vec![sizes[0]]),
                 _ => Batches::Sizes(vec![scenario.samples_per_query]),
             };
+        }
+        // int8 is inference in one process; a calibration count belongs to int8 alone.
+        if spec.precision == Precision::Int8 {
+            if spec.data_parallel.is_some() {
+                spec.precision = Precision::F32;
+            } else {
+                spec.mode = Mode::Infer;
+            }
+        }
+        if spec.precision != Precision::Int8 {
+            spec.calibration_images = None;
         }
         spec
     }

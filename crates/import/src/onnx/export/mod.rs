@@ -10,7 +10,10 @@
 //! and shapes. Values are named after the IR nodes, initializers `<node>.<tensor>` as
 //! the weights are keyed; the batch dimension is symbolic (`batch`).
 
+mod int8;
 mod ops;
+
+pub use int8::{to_onnx_int8, to_onnx_int8_model};
 
 use super::proto::*;
 use cnnbench_graph::{Graph, GraphError, Shape, Weights, INPUT_NAME};
