@@ -7,7 +7,9 @@ use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
+use cnnbench_engine::int8::Int8Coverage;
+use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
+use prost::Message;
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
 use ort::environment::Environment;
@@ -138,8 +140,65 @@ impl OrtRuntime {
     }
 }
 
+/// A loaded network: the session, and for int8 what ONNX Runtime made of it.
+pub struct OrtLoaded {
+    session: ort::session::Session,
+    kernels: ChosenKernels,
+}
+
+impl OrtRuntime {
+    /// A session of the ONNX bytes with the engine's options; `optimized_to`: where ONNX
+    /// Runtime writes the graph it optimised.
+    fn session(&self, bytes: &[u8], optimized_to: Option<&Path>) -> Result<ort::session::Session> {
+        let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
+        let mut builder = ort::session::Session::builder(&self.library.environment)
+            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
+            .with_optimization_level(optimization_level(self.graph_optimization))
+            .map_err(options)?
+            .with_intra_threads(self.threads)
+            .map_err(options)?
+            .with_inter_threads(1)
+            .map_err(options)?;
+        if let Some(path) = optimized_to {
+            builder = builder.with_optimized_model_path(path).map_err(options)?;
+        }
+        builder.commit_from_memory(bytes).map_err(|e| {
+            anyhow!(
+                "{ENGINE_NAME}: ONNX Runtime {} cannot load the network: {e}",
+                self.library.version
+            )
+        })
+    }
+
+    /// What ONNX Runtime runs of an int8 network: a second session, untimed, writes its
+    /// optimised graph, whose kernels say which convolutions and matrix products run in
+    /// int8 (`QLinearConv`, `QGemm`, …) and which in f32 (`Conv`, `FusedConv`, …).
+    fn int8_kernels(&self, graph: &Graph, bytes: &[u8]) -> Result<ChosenKernels> {
+        let folder = tempfile::tempdir()
+            .context("a temporary folder for ONNX Runtime's optimised graph")?;
+        let path = folder.path().join("optimized.onnx");
+        drop(self.session(bytes, Some(&path))?);
+        let written = std::fs::read(&path)
+            .with_context(|| format!("reading ONNX Runtime's optimised graph {}", path.display()))?;
+        let model = cnnbench_import::onnx::ModelProto::decode(written.as_slice())
+            .context("ONNX Runtime's optimised graph does not decode")?;
+        let mut coverage = Int8Coverage::default();
+        for node in model.graph.iter().flat_map(|g| &g.node) {
+            let int8 = match node.op_type.as_str() {
+                "QLinearConv" | "ConvInteger" | "QLinearMatMul" | "MatMulInteger" | "QGemm"
+                | "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" => true,
+                "Conv" | "FusedConv" | "Gemm" | "FusedGemm" | "MatMul" | "FusedMatMul"
+                | "ConvTranspose" => false,
+                _ => continue,
+            };
+            coverage.add(graph, &node.op_type, &node.name, int8);
+        }
+        Ok(coverage.chosen_kernels("ONNX Runtime"))
+    }
+}
+
 impl WholeModelRuntime for OrtRuntime {
-    type Loaded = ort::session::Session;
+    type Loaded = OrtLoaded;
     type Input = Tensor<f32>;
     type Output = HostTensor;
 
@@ -191,12 +250,7 @@ impl WholeModelRuntime for OrtRuntime {
     }
 
     /// The graph with these weights as an ONNX Runtime session on the CPU provider.
-    fn load(
-        &self,
-        graph: &Graph,
-        weights: &Weights,
-        config: &SessionConfig,
-    ) -> Result<ort::session::Session> {
+    fn load(&self, graph: &Graph, weights: &Weights, config: &SessionConfig) -> Result<OrtLoaded> {
         let bytes = match config.precision {
             Precision::Int8 => {
                 let ranges = config.calibration.as_deref().ok_or_else(|| {
@@ -212,26 +266,27 @@ impl WholeModelRuntime for OrtRuntime {
             | Precision::AmpF16 => to_onnx(graph, weights),
         }
         .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
-        let options = |e: ort::Error<_>| anyhow!("{ENGINE_NAME}: session options refused: {e}");
-        ort::session::Session::builder(&self.library.environment)
-            .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make a session builder: {e}"))?
-            .with_optimization_level(optimization_level(self.graph_optimization))
-            .map_err(options)?
-            .with_intra_threads(self.threads)
-            .map_err(options)?
-            .with_inter_threads(1)
-            .map_err(options)?
-            .commit_from_memory(&bytes)
-            .map_err(|e| {
-                anyhow!(
-                    "{ENGINE_NAME}: ONNX Runtime {} cannot load the ONNX export of {}: {e}",
-                    self.library.version,
-                    graph.name()
-                )
-            })
+        let session = self
+            .session(&bytes, None)
+            .with_context(|| format!("loading the ONNX export of {}", graph.name()))?;
+        let kernels = match config.precision {
+            Precision::Int8 => self.int8_kernels(graph, &bytes).unwrap_or_else(|e| ChosenKernels {
+                warnings: vec![format!(
+                    "{ENGINE_NAME}: what ran in int8 is unknown: {e:#}"
+                )],
+                ..ChosenKernels::default()
+            }),
+            Precision::F32
+            | Precision::Tf32
+            | Precision::Bf16
+            | Precision::F16
+            | Precision::AmpBf16
+            | Precision::AmpF16 => ChosenKernels::default(),
+        };
+        Ok(OrtLoaded { session, kernels })
     }
 
-    fn make_input(&self, _: &mut ort::session::Session, input: &HostTensor) -> Result<Tensor<f32>> {
+    fn make_input(&self, _: &mut OrtLoaded, input: &HostTensor) -> Result<Tensor<f32>> {
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
         Tensor::from_array((shape, input.data.clone()))
             .map_err(|e| anyhow!("{ENGINE_NAME}: cannot make the input tensor: {e}"))
@@ -239,8 +294,9 @@ impl WholeModelRuntime for OrtRuntime {
 
     /// One `Session::run`, and the output copied out of ONNX Runtime's buffer (as
     /// `InferenceSession.run` copies it into a NumPy array).
-    fn run(&self, session: &mut ort::session::Session, input: &Tensor<f32>) -> Result<HostTensor> {
-        let outputs = session
+    fn run(&self, loaded: &mut OrtLoaded, input: &Tensor<f32>) -> Result<HostTensor> {
+        let outputs = loaded
+            .session
             .run(ort::inputs![input])
             .map_err(|e| anyhow!("{ENGINE_NAME}: forward: {e}"))?;
         let (shape, data) = outputs[0]
@@ -252,5 +308,9 @@ impl WholeModelRuntime for OrtRuntime {
 
     fn read_output(&self, output: &HostTensor) -> Result<HostTensor> {
         Ok(output.clone())
+    }
+
+    fn kernels_chosen(&self, loaded: &OrtLoaded) -> ChosenKernels {
+        loaded.kernels.clone()
     }
 }

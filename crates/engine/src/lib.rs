@@ -7,6 +7,7 @@
 //! device plumbing and its [`Capabilities`].
 
 pub mod distributed;
+pub mod int8;
 pub mod kit;
 pub mod onednn;
 pub mod provider;

@@ -6,7 +6,9 @@
 //! [`WholeModelRuntime`] and nothing more.
 
 use crate::kit::InputBatches;
-use crate::{Capabilities, Engine, EngineInfo, ExchangeWeights, Session, SessionConfig};
+use crate::{
+    Capabilities, ChosenKernels, Engine, EngineInfo, ExchangeWeights, Session, SessionConfig,
+};
 use anyhow::{anyhow, Result};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use std::collections::BTreeMap;
@@ -46,6 +48,11 @@ pub trait WholeModelRuntime: 'static {
     /// settings); nothing unless it reports something.
     fn reported_settings(&self, _loaded: &Self::Loaded) -> BTreeMap<String, String> {
         BTreeMap::new()
+    }
+    /// Which kernels the runtime chose for the loaded network, where it says (what an
+    /// int8 network really ran in: [`crate::int8::Int8Coverage`]); nothing otherwise.
+    fn kernels_chosen(&self, _loaded: &Self::Loaded) -> ChosenKernels {
+        ChosenKernels::default()
     }
 }
 
@@ -147,6 +154,10 @@ impl<R: WholeModelRuntime> Session for WholeModelSession<R> {
 
     fn reported_settings(&self) -> BTreeMap<String, String> {
         self.runtime.reported_settings(&self.loaded)
+    }
+
+    fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
+        Ok(self.runtime.kernels_chosen(&self.loaded))
     }
 
     fn exchange(&mut self) -> Option<&mut dyn ExchangeWeights> {

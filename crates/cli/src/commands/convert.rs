@@ -32,6 +32,21 @@ pub struct ConvertArgs {
     /// ONNX output: input image size, N or HxW (default: the model's own).
     #[arg(long)]
     pub image_size: Option<super::common::ImageSize>,
+    /// ONNX output: `int8` writes the network quantised in QDQ form (weights int8 per
+    /// output channel, activations uint8 per tensor), as `run --precision int8` runs it.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: ExportPrecision,
+    /// ONNX output in int8: calibration images (random, drawn from --seed) whose
+    /// activation ranges the quantisation takes [default: 8].
+    #[arg(long, value_name = "N")]
+    pub calibration: Option<usize>,
+}
+
+/// The precisions an ONNX export is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportPrecision {
+    F32,
+    Int8,
 }
 
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
@@ -42,9 +57,14 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     {
         return super::convert_onnx::run(args);
     }
-    if args.weights.is_some() || args.seed.is_some() || args.image_size.is_some() {
+    if args.weights.is_some()
+        || args.seed.is_some()
+        || args.image_size.is_some()
+        || args.precision != ExportPrecision::F32
+        || args.calibration.is_some()
+    {
         return Err(anyhow!(
-            "--weights, --seed and --image-size apply to an ONNX output (OUT.onnx); a model JSON carries no weights and keeps the input's size"
+            "--weights, --seed, --image-size, --precision and --calibration apply to an ONNX output (OUT.onnx); a model JSON carries no weights and keeps the input's size"
         ));
     }
     let imported = file_model_with_weights(&args.input)?;

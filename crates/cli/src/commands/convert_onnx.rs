@@ -6,10 +6,16 @@
 
 use super::common::{exists_already, write_new_file};
 use super::common::{file_model_and_weights, thousands, zoo_model};
-use super::convert::ConvertArgs;
+use super::convert::{ConvertArgs, ExportPrecision};
+use super::engines;
 use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::quantize::calibrate;
+use cnnbench_engine::provider::EngineOptions;
 use cnnbench_graph::Weights;
-use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
+use cnnbench_results::quantization::{
+    DEFAULT_CALIBRATION_IMAGES, MAX_CALIBRATION_IMAGES, QDQ_SCHEME,
+};
 use std::process::ExitCode;
 
 /// The seed of the random weights when neither the input nor `--weights` gives any.
@@ -57,8 +63,39 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             )
         }
     };
-    let bytes = to_onnx(&graph, &weights)
-        .with_context(|| format!("cannot write {} as ONNX", graph.name()))?;
+    let calibration = match (args.precision, args.calibration) {
+        (ExportPrecision::F32, Some(_)) => {
+            return Err(anyhow!(
+                "--calibration measures the ranges of an int8 export: add --precision int8"
+            ))
+        }
+        (ExportPrecision::F32, None) => None,
+        (ExportPrecision::Int8, images) => {
+            let images = images.unwrap_or(DEFAULT_CALIBRATION_IMAGES);
+            if !(1..=MAX_CALIBRATION_IMAGES).contains(&images) {
+                return Err(anyhow!(
+                    "--calibration takes 1 to {MAX_CALIBRATION_IMAGES} images, not {images}"
+                ));
+            }
+            let reference = engines::create(
+                cnnbench_engine_burn::ENGINE_NAME,
+                &EngineOptions::default(),
+            )?;
+            let seed = args.seed.unwrap_or(DEFAULT_SEED);
+            Some(calibrate(
+                reference.as_ref(),
+                &graph,
+                &weights,
+                seed,
+                images,
+            )?)
+        }
+    };
+    let bytes = match &calibration {
+        Some(calibration) => to_onnx_int8(&graph, &weights, &calibration.ranges),
+        None => to_onnx(&graph, &weights),
+    }
+    .with_context(|| format!("cannot write {} as ONNX", graph.name()))?;
     write_new_file(&args.output, &bytes)?;
     let [c, h, w] = graph.input_shape();
     eprintln!(
@@ -75,5 +112,12 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         thousands(weights.elements() as u64),
         thousands(bytes.len() as u64)
     );
+    if let Some(calibration) = &calibration {
+        let record = &calibration.record;
+        eprintln!(
+            "int8: {QDQ_SCHEME}; activation ranges {} on {} in f32 ({}; accuracy on real data not measured)",
+            record.method, record.engine, record.data
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
