@@ -451,6 +451,63 @@ pub fn refusals(engine: &dyn Engine) -> Result<()> {
     Ok(())
 }
 
+/// The zoo models an int8 engine is checked on, at 32×32: residual blocks with batch
+/// norms (folded) and ReLUs (absorbed), ReLU6 and depthwise convolutions, SiLU and
+/// squeeze-and-excitation gates (left in f32 between int8 layers).
+pub const INT8_MODELS: [&str; 3] = ["resnet18", "mobilenet_v2", "efficientnet_b0"];
+
+/// An int8 engine's answer against the f32 reference's on the same weights and input,
+/// with ranges calibrated on the reference (as `run --precision int8` does): within
+/// `verify`'s int8 tolerance of the output's largest magnitude, and pointing the same
+/// way (cosine similarity at least [`INT8_MIN_COSINE`]). Returns, per model, the kernels
+/// the engine reported choosing.
+pub fn int8_against(
+    engine: &dyn Engine,
+    reference: &dyn Engine,
+) -> Result<Vec<(String, cnnbench_engine::ChosenKernels)>> {
+    let mut chosen = Vec::new();
+    for name in INT8_MODELS {
+        let graph = cnnbench_zoo::build(name, Some([3, 32, 32]))?;
+        let weights = Weights::initial(&graph, 3);
+        let calibration = cnnbench_bench::quantize::calibrate(reference, &graph, &weights, 5, 4)?;
+        let mut inputs =
+            cnnbench_engine::kit::InputBatches::new(&graph, &config(Mode::Infer, 2, true));
+        let input = inputs.next_input();
+        let output = |engine: &dyn Engine,
+                      precision: Precision|
+         -> Result<(HostTensor, cnnbench_engine::ChosenKernels)> {
+            let config = SessionConfig {
+                precision,
+                calibration: Some(calibration.ranges.clone()),
+                ..config(Mode::Infer, 2, true)
+            };
+            let mut s = session(engine, &graph, &config)?;
+            s.import_weights(&weights)?;
+            s.set_input(&input)?;
+            s.forward()?;
+            s.sync()?;
+            Ok((s.output()?, s.kernels_chosen()?))
+        };
+        let (expected, _) = output(reference, Precision::F32)?;
+        let (got, kernels) = output(engine, Precision::Int8)?;
+        let error = cnnbench_graph::max_relative_error(&got, &expected)?;
+        let cosine = cnnbench_graph::cosine_similarity(&got, &expected)?;
+        let tolerance = cnnbench_bench::verify::tolerance_for(Precision::Int8);
+        if error > tolerance || cosine < INT8_MIN_COSINE {
+            bail!(
+                "{name} in int8 on {}: {error:.2e} off the f32 reference (tolerance {tolerance:.0e}), cosine {cosine:.5} (at least {INT8_MIN_COSINE})",
+                engine.info().name
+            );
+        }
+        chosen.push((name.to_string(), kernels));
+    }
+    Ok(chosen)
+}
+
+/// The least cosine similarity of an int8 output to the f32 one the conformance check
+/// accepts (TorchBench's int8 check asks 0.99).
+pub const INT8_MIN_COSINE: f64 = 0.99;
+
 /// Generates the suite's tests for an engine: `engine` is an expression giving a
 /// `Box<dyn Engine>` (or anything that derefs to `dyn Engine`); `reference`, one giving
 /// `Option<Box<dyn Engine>>` to compare against (`None` skips those checks).

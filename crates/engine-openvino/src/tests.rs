@@ -180,3 +180,22 @@ fn info_records_openvinos_build_threads_hint_and_cpu() {
         .to_string();
     assert!(err.contains("at least 1"), "{err}");
 }
+
+/// int8: OpenVINO runs the QDQ export within int8's tolerance of the f32 answer, where
+/// its CPU plugin reports INT8; where it does not, int8 is refused saying so.
+#[test]
+fn int8_computes_the_f32_answer_within_its_tolerance_or_is_refused_saying_why() {
+    let engine = openvino_cpu();
+    let reference = burn().unwrap();
+    if engine.capabilities().precisions.contains(&Precision::Int8) {
+        cnnbench_conformance::int8_against(&*engine, &*reference)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+    } else {
+        let err = engine
+            .capabilities()
+            .check("openvino-cpu", Mode::Infer, Precision::Int8)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no INT8"), "{err}");
+    }
+}

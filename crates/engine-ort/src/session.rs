@@ -5,16 +5,16 @@
 use crate::library;
 use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::int8::Int8Coverage;
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::int8::Int8Coverage;
 use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
-use prost::Message;
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
+use prost::Message;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -174,19 +174,25 @@ impl OrtRuntime {
     /// optimised graph, whose kernels say which convolutions and matrix products run in
     /// int8 (`QLinearConv`, `QGemm`, …) and which in f32 (`Conv`, `FusedConv`, …).
     fn int8_kernels(&self, graph: &Graph, bytes: &[u8]) -> Result<ChosenKernels> {
-        let folder = tempfile::tempdir()
-            .context("a temporary folder for ONNX Runtime's optimised graph")?;
+        let folder =
+            tempfile::tempdir().context("a temporary folder for ONNX Runtime's optimised graph")?;
         let path = folder.path().join("optimized.onnx");
         drop(self.session(bytes, Some(&path))?);
-        let written = std::fs::read(&path)
-            .with_context(|| format!("reading ONNX Runtime's optimised graph {}", path.display()))?;
+        let written = std::fs::read(&path).with_context(|| {
+            format!("reading ONNX Runtime's optimised graph {}", path.display())
+        })?;
         let model = cnnbench_import::onnx::ModelProto::decode(written.as_slice())
             .context("ONNX Runtime's optimised graph does not decode")?;
         let mut coverage = Int8Coverage::default();
         for node in model.graph.iter().flat_map(|g| &g.node) {
             let int8 = match node.op_type.as_str() {
-                "QLinearConv" | "ConvInteger" | "QLinearMatMul" | "MatMulInteger" | "QGemm"
-                | "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" => true,
+                "QLinearConv"
+                | "ConvInteger"
+                | "QLinearMatMul"
+                | "MatMulInteger"
+                | "QGemm"
+                | "MatMulIntegerToFloat"
+                | "DynamicQuantizeMatMul" => true,
                 "Conv" | "FusedConv" | "Gemm" | "FusedGemm" | "MatMul" | "FusedMatMul"
                 | "ConvTranspose" => false,
                 _ => continue,
@@ -270,12 +276,12 @@ impl WholeModelRuntime for OrtRuntime {
             .session(&bytes, None)
             .with_context(|| format!("loading the ONNX export of {}", graph.name()))?;
         let kernels = match config.precision {
-            Precision::Int8 => self.int8_kernels(graph, &bytes).unwrap_or_else(|e| ChosenKernels {
-                warnings: vec![format!(
-                    "{ENGINE_NAME}: what ran in int8 is unknown: {e:#}"
-                )],
-                ..ChosenKernels::default()
-            }),
+            Precision::Int8 => self
+                .int8_kernels(graph, &bytes)
+                .unwrap_or_else(|e| ChosenKernels {
+                    warnings: vec![format!("{ENGINE_NAME}: what ran in int8 is unknown: {e:#}")],
+                    ..ChosenKernels::default()
+                }),
             Precision::F32
             | Precision::Tf32
             | Precision::Bf16

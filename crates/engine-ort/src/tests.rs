@@ -135,3 +135,75 @@ fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
     let error = (diff / norm).sqrt();
     assert!(error < 1e-4, "the unoptimised graph is off by {error:.2e}");
 }
+
+/// int8: the QDQ export with burn-flex's calibration computes what f32 does, within
+/// int8's tolerance, and ONNX Runtime runs every convolution and linear layer of the
+/// zoo's models in int8 (its optimised graph says so).
+#[test]
+fn int8_computes_the_f32_answer_within_its_tolerance_all_in_int8_kernels() {
+    let reference = burn().unwrap();
+    let chosen = cnnbench_conformance::int8_against(&ort_engine(2), &*reference)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    for (model, kernels) in chosen {
+        assert_eq!(
+            kernels.settings["int8_mac_share"], "100.0%",
+            "{model}: {kernels:?}"
+        );
+        assert!(
+            kernels.settings["int8_kernels"].contains("QLinearConv"),
+            "{model}: {kernels:?}"
+        );
+        assert!(kernels.warnings.is_empty(), "{model}: {kernels:?}");
+    }
+}
+
+/// A convolution whose output is the network's output has no quantised output to fuse
+/// into ONNX Runtime's `QLinearConv`: it runs in f32, and the record says so by name.
+#[test]
+fn a_convolution_left_in_f32_is_caught_and_named() {
+    use cnnbench_engine::{Mode, Precision, SessionConfig};
+    use cnnbench_graph::ops::Conv2d;
+    use cnnbench_graph::{GraphBuilder, Weights};
+    let mut b = GraphBuilder::new("float tail", [3, 16, 16]);
+    let x = b.input();
+    let y = b.conv("small", &x, Conv2d::new(4, 3).padding(1));
+    let y = b.relu("relu", &y);
+    let y = b.conv("large_tail", &y, Conv2d::new(64, 3).padding(1));
+    let graph = b.finish(&y).unwrap();
+    let reference = burn().unwrap();
+    let weights = Weights::initial(&graph, 1);
+    let calibration =
+        cnnbench_bench::quantize::calibrate(&*reference, &graph, &weights, 1, 2).unwrap();
+    let config = SessionConfig {
+        mode: Mode::Infer,
+        batch_size: 1,
+        seed: 1,
+        precision: Precision::Int8,
+        deterministic: true,
+        calibration: Some(calibration.ranges),
+    };
+    let mut session = ort_engine(1)
+        .prepare(&graph, &config)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let kernels = session.kernels_chosen().unwrap();
+    assert_eq!(kernels.warnings.len(), 1, "{kernels:?}");
+    let warning = &kernels.warnings[0];
+    assert!(
+        warning.contains("not run as asked") && warning.contains("large_tail"),
+        "{warning}"
+    );
+    assert!(!warning.contains("small"), "{warning}");
+    // Without ranges an int8 session is refused, saying what it lacks.
+    let err = ort_engine(1)
+        .prepare(
+            &graph,
+            &SessionConfig {
+                calibration: None,
+                ..config
+            },
+        )
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("calibrated activation ranges"), "{err}");
+}

@@ -25,7 +25,9 @@ pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::{Activation, Op, OpWeight, WeightInit};
 pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem};
-pub use weights::{max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights};
+pub use weights::{
+    cosine_similarity, max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights,
+};
 
 #[cfg(test)]
 mod tests;

@@ -120,6 +120,17 @@ pub struct PerChannelI8 {
 impl PerChannelI8 {
     /// `weight` (output channels first) quantised per output channel.
     pub fn of(weight: &HostTensor) -> Result<PerChannelI8, GraphError> {
+        PerChannelI8::with_least_scales(weight, &[])
+    }
+
+    /// The same, each channel's scale at least `least[c]` (where given): a bias quantised
+    /// at the input's scale times the weight's must fit in `int32`, and in a deep
+    /// random-weight network whose activations shrink layer by layer it would not
+    /// (ONNX Runtime's quantiser widens the weight's scale the same way).
+    pub fn with_least_scales(
+        weight: &HostTensor,
+        least: &[f32],
+    ) -> Result<PerChannelI8, GraphError> {
         let channels = *weight.shape.first().ok_or_else(|| {
             GraphError::Weights("cannot quantise a weight without dimensions".into())
         })?;
@@ -139,7 +150,10 @@ impl PerChannelI8 {
                     "a weight holds a non-finite value; it cannot be quantised".into(),
                 ));
             }
-            let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+            let natural = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+            let scale = least
+                .get(scales.len())
+                .map_or(natural, |&least| natural.max(least));
             scales.push(scale);
             values.extend(
                 channel
@@ -202,6 +216,10 @@ mod tests {
         let q = PerChannelI8::of(&w).unwrap();
         assert_eq!(q.scales, vec![1.0 / 127.0, 0.02 / 127.0]);
         assert_eq!(q.values, vec![32, -127, 127, 32]);
+        // A least scale coarsens its channel alone.
+        let wide = PerChannelI8::with_least_scales(&w, &[2.0 / 127.0, 0.0]).unwrap();
+        assert_eq!(wide.scales, vec![2.0 / 127.0, 0.02 / 127.0]);
+        assert_eq!(wide.values, vec![16, -64, 127, 32]);
         let zero = PerChannelI8::of(&tensor(vec![1, 2], vec![0.0, 0.0])).unwrap();
         assert_eq!((zero.scales, zero.values), (vec![1.0], vec![0, 0]));
     }

@@ -409,3 +409,25 @@ fn host_tensors_keep_their_values() {
     let bits: Vec<u32> = t.data.iter().map(|x| x.to_bits()).collect();
     assert_eq!(bits, [0xBEE7_CFDD, 0x3E54_C09F], "{:?}", t.data); // −0.45275775, 0.20776604
 }
+
+#[test]
+fn cosine_similarity_is_one_for_a_positive_multiple_and_falls_with_the_angle() {
+    let t = |v: Vec<f32>| HostTensor::new(vec![v.len()], v).unwrap();
+    let a = t(vec![1.0, 2.0, 3.0]);
+    assert!((crate::cosine_similarity(&t(vec![2.0, 4.0, 6.0]), &a).unwrap() - 1.0).abs() < 1e-12);
+    // Orthogonal, opposite, and a hand computation: (1·1 + 0·1) / (1 · √2).
+    assert_eq!(
+        crate::cosine_similarity(&t(vec![0.0, 1.0]), &t(vec![1.0, 0.0])).unwrap(),
+        0.0
+    );
+    assert!(
+        (crate::cosine_similarity(&t(vec![-1.0, -2.0, -3.0]), &a).unwrap() + 1.0).abs() < 1e-12
+    );
+    let c = crate::cosine_similarity(&t(vec![1.0, 0.0]), &t(vec![1.0, 1.0])).unwrap();
+    assert!((c - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-12);
+    assert_eq!(
+        crate::cosine_similarity(&t(vec![f32::NAN, 1.0]), &t(vec![1.0, 1.0])).unwrap(),
+        -1.0
+    );
+    assert!(crate::cosine_similarity(&t(vec![1.0]), &a).is_err());
+}

@@ -114,6 +114,33 @@ pub fn relative_l2_error(actual: &HostTensor, reference: &HostTensor) -> Result<
     Ok((diff / norm.max(f64::MIN_POSITIVE)).sqrt())
 }
 
+/// The cosine of the angle between two tensors as vectors: 1 when one is a positive
+/// multiple of the other. TorchBench's check of an int8 model against its f32 original
+/// (a quantised network's outputs move a little everywhere; their direction, which
+/// ranks the classes, barely does). NaN gives −1; different shapes are an error.
+pub fn cosine_similarity(actual: &HostTensor, reference: &HostTensor) -> Result<f64, GraphError> {
+    if actual.shape != reference.shape {
+        return Err(GraphError::Weights(format!(
+            "cannot compare tensors of shapes {:?} and {:?}",
+            actual.shape, reference.shape
+        )));
+    }
+    let (mut dot, mut aa, mut rr) = (0.0f64, 0.0f64, 0.0f64);
+    for (a, r) in actual.data.iter().zip(&reference.data) {
+        let (a, r) = (*a as f64, *r as f64);
+        dot += a * r;
+        aa += a * a;
+        rr += r * r;
+    }
+    if dot.is_nan() || aa.is_nan() || rr.is_nan() {
+        return Ok(-1.0);
+    }
+    if aa == 0.0 && rr == 0.0 {
+        return Ok(1.0);
+    }
+    Ok(dot / (aa.sqrt() * rr.sqrt()).max(f64::MIN_POSITIVE))
+}
+
 /// Where one of a graph's weight tensors lives and what it looks like.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WeightSpec {

@@ -77,10 +77,8 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                     "--calibration takes 1 to {MAX_CALIBRATION_IMAGES} images, not {images}"
                 ));
             }
-            let reference = engines::create(
-                cnnbench_engine_burn::ENGINE_NAME,
-                &EngineOptions::default(),
-            )?;
+            let reference =
+                engines::create(cnnbench_engine_burn::ENGINE_NAME, &EngineOptions::default())?;
             let seed = args.seed.unwrap_or(DEFAULT_SEED);
             Some(calibrate(
                 reference.as_ref(),

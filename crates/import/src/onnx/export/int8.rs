@@ -28,6 +28,10 @@ use cnnbench_graph::{Graph, HostTensor, Op, Source, Weights, INPUT_NAME};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// The largest quantised bias allowed, a little under `i32::MAX` so that rounding the
+/// scale cannot push one over.
+const BIAS_LIMIT: f32 = (1u32 << 30) as f32;
+
 /// ONNX's `uint8` element type.
 const DATA_UINT8: i32 = 2;
 /// ONNX's `int8` element type.
@@ -349,8 +353,18 @@ fn quantize_weights(
         let values = floats_of_tensor(weight);
         let host = HostTensor::new(shape, values)
             .map_err(|e| quantising(format!("\"{}\": weight \"{weight_name}\": {e}", node.name)))?;
-        let q =
-            PerChannelI8::of(&host).map_err(|e| quantising(format!("\"{}\": {e}", node.name)))?;
+        let bias = match node.input.get(2) {
+            Some(name) => Some((name.clone(), floats_of_tensor(find(name)?))),
+            None => None,
+        };
+        // Each channel's weight scale at least what keeps its int32 bias in range.
+        let least: Vec<f32> = bias.as_ref().map_or_else(Vec::new, |(_, b)| {
+            b.iter()
+                .map(|b| b.abs() / (input_scale * BIAS_LIMIT))
+                .collect()
+        });
+        let q = PerChannelI8::with_least_scales(&host, &least)
+            .map_err(|e| quantising(format!("\"{}\": {e}", node.name)))?;
         let channels = q.scales.len() as i64;
         let int8 = format!("{weight_name}/int8");
         let scale = format!("{weight_name}/scale");
@@ -371,8 +385,7 @@ fn quantize_weights(
         ));
         added_nodes.push(dequantize(&int8, &scale, &zero, &dequantized, Some(0)));
         node.input[1] = dequantized;
-        if let Some(bias_name) = node.input.get(2).cloned() {
-            let bias = floats_of_tensor(find(&bias_name)?);
+        if let Some((bias_name, bias)) = bias {
             if bias.len() != q.scales.len() {
                 return Err(quantising(format!(
                     "\"{}\": {} biases for {} channels",
