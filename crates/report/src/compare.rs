@@ -303,78 +303,89 @@ fn differences(base: &[Entry], new: &[Entry], pairs: &[(usize, usize)]) -> Vec<S
         .collect()
 }
 
-/// Compares two sets of rows.
-pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparison {
-    let (mut pairs, only_b, only_n) = pair_up(base, new);
-    pairs.sort_by_cached_key(|&(i, j)| (describe(&base[i]), describe(&new[j])));
-    let warnings = differences(base, new, &pairs);
-    let mut out = Vec::new();
-    let mut boots: Vec<Vec<f64>> = Vec::new();
+/// The fewest samples a side needs before a pair is judged (`compare`) or counted in a
+/// conclusion (`report --conclusions`): one sample has no spread, so no interval.
+pub const MIN_SAMPLES: usize = 2;
+
+/// One pair of rows judged: the pair as the table shows it, and the bootstrap draws of
+/// the log of its ratio where the interval came from the bootstrap (both sides hold
+/// several runs), for an interval of a geometric mean over pairs.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    pub pair: Pair,
+    pub log_draws: Option<Vec<f64>>,
+    /// The interval is the band of the run-to-run noise the results recorded (one run
+    /// on a side, no `--run-noise` given).
+    pub noise_from_results: bool,
+}
+
+/// Judges one pair, BASE row `a` against NEW row `b`: the ratio of the medians of the
+/// runs' medians (NEW / BASE), its interval and the verdict. `None` when a side has no
+/// samples of the compared quantity. `compare` judges every pair with it, and
+/// `report --conclusions` the models two configurations share, so that both trust the
+/// same pairs.
+pub fn judge(a: &Entry, b: &Entry, opts: &CompareOptions) -> Option<Judged> {
     let q = opts.quantity;
-    let mut missing = Vec::new();
+    let (ra, rb) = (a.run_samples.get(&q)?, b.run_samples.get(&q)?);
+    let (ma, mb) = (median_of_run_medians(ra), median_of_run_medians(rb));
+    let ratio = mb / ma;
+    let plausible = [ma, mb, ratio].iter().all(|v| v.is_finite() && *v > 0.0);
+    let disturbed: Vec<String> = (a.disturbed.iter().map(|w| format!("base {w}")))
+        .chain(b.disturbed.iter().map(|w| format!("new {w}")))
+        .collect();
+    let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
+    let (na, nb) = (count(ra), count(rb));
+    let mut log_draws = None;
     let mut noise_from_results = false;
-    for &(i, j) in &pairs {
-        let (a, b) = (&base[i], &new[j]);
-        let (Some(ra), Some(rb)) = (a.run_samples.get(&q), b.run_samples.get(&q)) else {
-            missing.push(describe(a));
-            continue;
+    let (ci, v) = if !plausible {
+        (None, Verdict::Implausible)
+    } else if na < MIN_SAMPLES || nb < MIN_SAMPLES {
+        (None, Verdict::TooFewSamples)
+    } else if !disturbed.is_empty() {
+        (None, Verdict::Disturbed)
+    } else if ra.len() < 2 || rb.len() < 2 {
+        // Given on the command line, else what both sides' results recorded.
+        let recorded = match (a.run_noise_pct, b.run_noise_pct) {
+            (Some(x), Some(y)) => Some(x.max(y) / 100.0),
+            _ => None,
         };
-        let (ma, mb) = (median_of_run_medians(ra), median_of_run_medians(rb));
-        let ratio = mb / ma;
-        let plausible = [ma, mb, ratio].iter().all(|v| v.is_finite() && *v > 0.0);
-        let disturbed: Vec<String> = (a.disturbed.iter().map(|w| format!("base {w}")))
-            .chain(b.disturbed.iter().map(|w| format!("new {w}")))
-            .collect();
-        let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
-        let (na, nb) = (count(ra), count(rb));
-        let (ci, v) = if !plausible {
-            (None, Verdict::Implausible)
-        } else if na < 2 || nb < 2 {
-            (None, Verdict::TooFewSamples)
-        } else if !disturbed.is_empty() {
-            (None, Verdict::Disturbed)
-        } else if ra.len() < 2 || rb.len() < 2 {
-            // Given on the command line, else what both sides' results recorded.
-            let recorded = match (a.run_noise_pct, b.run_noise_pct) {
-                (Some(x), Some(y)) => Some(x.max(y) / 100.0),
-                _ => None,
-            };
-            if opts.run_noise.is_none() && recorded.is_some() {
-                noise_from_results = true;
+        if opts.run_noise.is_none() && recorded.is_some() {
+            noise_from_results = true;
+        }
+        match opts.run_noise.or(recorded) {
+            // The runs cannot show their own spread: the machine's known noise sets
+            // the band a change must leave.
+            Some(noise) => {
+                let band = (ONE_RUN_BAND * noise).max(opts.threshold);
+                let ci = [ratio * (1.0 - band), ratio * (1.0 + band)];
+                (Some(ci), verdict(ci, opts.threshold))
             }
-            match opts.run_noise.or(recorded) {
-                // The runs cannot show their own spread: the machine's known noise sets
-                // the band a change must leave.
-                Some(noise) => {
-                    let band = (ONE_RUN_BAND * noise).max(opts.threshold);
-                    let ci = [ratio * (1.0 - band), ratio * (1.0 + band)];
-                    (Some(ci), verdict(ci, opts.threshold))
-                }
-                None => (None, Verdict::OneRun),
-            }
-        } else {
-            // Each pair draws from its own stream, seeded by its names, so a pair's
-            // interval does not depend on which other results were compared.
-            let seed = opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b)));
-            let boot = bootstrap_run_median_ratios(
-                ra,
-                rb,
-                opts.resamples.max(100),
-                &mut SplitMix64::new(seed),
-            );
-            let ci = percentile_interval95(boot.clone());
-            boots.push(boot.iter().map(|r| r.ln()).collect());
-            (Some(ci), verdict(ci, opts.threshold))
-        };
-        let judged = !matches!(
-            v,
-            Verdict::TooFewSamples | Verdict::Disturbed | Verdict::OneRun | Verdict::Implausible
+            None => (None, Verdict::OneRun),
+        }
+    } else {
+        // Each pair draws from its own stream, seeded by its names, so a pair's
+        // interval does not depend on which other results were compared.
+        let seed = opts.seed ^ fnv1a(&format!("{}|{}", describe(a), describe(b)));
+        let boot = bootstrap_run_median_ratios(
+            ra,
+            rb,
+            opts.resamples.max(100),
+            &mut SplitMix64::new(seed),
         );
-        let regression = judged
-            && opts
-                .fail_on_regression
-                .is_some_and(|p| ci.is_some_and(|ci| ci[0] > 1.0 + p));
-        out.push(Pair {
+        let ci = percentile_interval95(boot.clone());
+        log_draws = Some(boot.iter().map(|r| r.ln()).collect());
+        (Some(ci), verdict(ci, opts.threshold))
+    };
+    let judged = !matches!(
+        v,
+        Verdict::TooFewSamples | Verdict::Disturbed | Verdict::OneRun | Verdict::Implausible
+    );
+    let regression = judged
+        && opts
+            .fail_on_regression
+            .is_some_and(|p| ci.is_some_and(|ci| ci[0] > 1.0 + p));
+    Some(Judged {
+        pair: Pair {
             model: model_name(a),
             input: input_desc(&a.table),
             mode: a.table.mode.to_string(),
@@ -391,7 +402,31 @@ pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparis
             verdict: v,
             regression,
             disturbed,
-        });
+        },
+        log_draws,
+        noise_from_results,
+    })
+}
+
+/// Compares two sets of rows.
+pub fn compare(base: &[Entry], new: &[Entry], opts: &CompareOptions) -> Comparison {
+    let (mut pairs, only_b, only_n) = pair_up(base, new);
+    pairs.sort_by_cached_key(|&(i, j)| (describe(&base[i]), describe(&new[j])));
+    let warnings = differences(base, new, &pairs);
+    let mut out = Vec::new();
+    let mut boots: Vec<Vec<f64>> = Vec::new();
+    let q = opts.quantity;
+    let mut missing = Vec::new();
+    let mut noise_from_results = false;
+    for &(i, j) in &pairs {
+        let (a, b) = (&base[i], &new[j]);
+        let Some(judged) = judge(a, b, opts) else {
+            missing.push(describe(a));
+            continue;
+        };
+        noise_from_results |= judged.noise_from_results;
+        boots.extend(judged.log_draws);
+        out.push(judged.pair);
     }
     out.sort_by(|x, y| {
         natural_cmp(&x.model, &y.model)

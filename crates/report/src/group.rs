@@ -4,7 +4,7 @@
 
 use crate::aliases::Aliases;
 use crate::catalog::ModelCatalog;
-use crate::record::{EngineDesc, Origin, Record};
+use crate::record::{DeviceKind, EngineDesc, Origin, Record};
 use chrono::{DateTime, Utc};
 use cnnbench_results::stats::{quantile, Summary};
 use cnnbench_results::Mode;
@@ -89,6 +89,9 @@ pub struct Entry {
     pub legacy_label: Option<String>,
     /// The device's display name (after aliases), with the run label if any.
     pub device: String,
+    /// CPU or GPU, as its first run recorded (`report --conclusions` pairs a GPU with a
+    /// CPU differently from two GPUs).
+    pub device_kind: DeviceKind,
     pub origin: Origin,
     pub runs: usize,
     pub sources: Vec<PathBuf>,
@@ -382,6 +385,7 @@ fn make_entry(
         model_name,
         legacy_label,
         device,
+        device_kind: first.device_kind(),
         origin: if runs.iter().any(|r| r.origin == Origin::Legacy) {
             Origin::Legacy
         } else {

@@ -17,6 +17,17 @@ pub enum Origin {
     Legacy,
 }
 
+/// Where a run computed: the host's CPU or a GPU (any accelerator). `report
+/// --conclusions` needs it to tell "GPU against CPU", where the libraries change with the
+/// device (cuDNN and CUDA on one side, MKL or nothing on the other), from two GPUs or
+/// two CPUs, where they must not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Cpu,
+    Gpu,
+}
+
 /// The software that produced the numbers; every field that can change them is here,
 /// so two runs are pooled only when all of it agrees.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -105,6 +116,17 @@ impl EngineDesc {
 }
 
 impl Record {
+    /// The kind of device the run recorded: `cpu` (as every engine and the original
+    /// suite's CPU runs write it) is the CPU; anything else (`cuda:0`, a GPU adapter) a GPU.
+    pub fn device_kind(&self) -> DeviceKind {
+        let d = self.device.trim().to_ascii_lowercase();
+        if d == "cpu" || d.starts_with("cpu:") {
+            DeviceKind::Cpu
+        } else {
+            DeviceKind::Gpu
+        }
+    }
+
     /// Escapes the control characters of every name the file gave (a newline in a model
     /// name would break a markdown table and start a heading; ESC and CR would reach the
     /// terminal), once, so that every format prints them alike.

@@ -3,6 +3,7 @@
 
 use crate::aliases::Aliases;
 use crate::catalog::{Cached, ModelCatalog, ModelFacts};
+use crate::conclusions::{self, Conclusions};
 use crate::fmt::natural_cmp;
 use crate::group::{self, Duplicates, Entry, Stat};
 use crate::record::Record;
@@ -37,6 +38,9 @@ pub struct ReportOptions {
     /// Show what each row paid before its first timed pass (preparing the session, the
     /// first pass).
     pub cold_start: bool,
+    /// State the original README's conclusions ("A is 2.7x to 3.8x faster than B across
+    /// 6 models") for every two configurations that differ in one way.
+    pub conclusions: bool,
 }
 
 impl Default for ReportOptions {
@@ -50,6 +54,7 @@ impl Default for ReportOptions {
             models: Vec::new(),
             overview: true,
             cold_start: false,
+            conclusions: false,
         }
     }
 }
@@ -77,6 +82,8 @@ pub struct Report {
     /// Whether speed-ups were asked for (so an empty list is worth a sentence).
     pub speedups_requested: bool,
     pub speedups: Vec<Speedup>,
+    /// The conclusions, when asked for (`--conclusions`).
+    pub conclusions: Option<Conclusions>,
     /// Things the reader should know: pooled runs, skipped pairs.
     pub notes: Vec<String>,
 }
@@ -202,6 +209,9 @@ impl Report {
                 out
             }
         };
+        let conclusions = opts
+            .conclusions
+            .then(|| conclusions::conclude(&entries, &tables, stat));
         Ok(Report {
             stat,
             layout: opts.layout,
@@ -212,6 +222,7 @@ impl Report {
             overview,
             speedups_requested: opts.speedups != SpeedupRequest::None,
             speedups,
+            conclusions,
             notes,
         })
     }

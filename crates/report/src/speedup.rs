@@ -21,7 +21,7 @@ pub struct Speedup {
 }
 
 impl Speedup {
-    fn new(a: String, b: String, ratios: Vec<(String, f64)>) -> Option<Speedup> {
+    pub(crate) fn new(a: String, b: String, ratios: Vec<(String, f64)>) -> Option<Speedup> {
         if ratios.is_empty() {
             return None;
         }
@@ -56,6 +56,13 @@ impl Speedup {
 
     /// One plain-English line.
     pub fn sentence(&self) -> String {
+        self.sentence_with("")
+    }
+
+    /// The line with `more` after the geometric mean inside its brackets (a conclusion's
+    /// interval, or why it has none), so that `--speedups` and `--conclusions` word the
+    /// same numbers the same way.
+    pub(crate) fn sentence_with(&self, more: &str) -> String {
         let n = self.ratios.len();
         let across = if n == 1 {
             format!("on {}", self.ratios[0].0)
@@ -66,7 +73,7 @@ impl Speedup {
             if n == 1 {
                 String::new()
             } else {
-                format!(" (geometric mean {})", times(g))
+                format!(" (geometric mean {}{more})", times(g))
             }
         };
         let range = |lo: f64, hi: f64| {
@@ -104,16 +111,21 @@ impl Speedup {
     }
 }
 
-struct Config {
-    key: ConfigKey,
-    name: String,
-    device: String,
-    engine: String,
+/// A configuration (device and software) and its total time per model: what speed-ups
+/// and conclusions pair.
+pub(crate) struct Config {
+    pub(crate) key: ConfigKey,
+    pub(crate) name: String,
+    pub(crate) device: String,
+    pub(crate) engine: String,
     /// Table index → total time by the statistic (the fastest row if several).
-    totals: BTreeMap<usize, f64>,
+    pub(crate) totals: BTreeMap<usize, f64>,
+    /// Table index → the entry of that fastest row.
+    pub(crate) rows: BTreeMap<usize, usize>,
 }
 
-fn configs(entries: &[Entry], tables: &[Table], stat: Stat) -> Vec<Config> {
+/// The configurations of the rows, in the order the tables first show them.
+pub(crate) fn configs(entries: &[Entry], tables: &[Table], stat: Stat) -> Vec<Config> {
     let mut out: Vec<Config> = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
         for &i in &t.rows {
@@ -130,24 +142,37 @@ fn configs(entries: &[Entry], tables: &[Table], stat: Stat) -> Vec<Config> {
                         device: e.device.clone(),
                         engine: e.engine_label(),
                         totals: BTreeMap::new(),
+                        rows: BTreeMap::new(),
                     });
                     out.len() - 1
                 }
             };
-            let slot = out[pos].totals.entry(ti).or_insert(total);
-            *slot = slot.min(total);
+            let c = &mut out[pos];
+            if c.totals.get(&ti).is_none_or(|&t| total < t || t.is_nan()) {
+                c.totals.insert(ti, total);
+                c.rows.insert(ti, i);
+            }
         }
     }
     out
 }
 
-fn ratios(a: &Config, b: &Config, tables: &[Table]) -> Vec<(String, f64)> {
+/// The tables both configurations have, each with B's total over A's (above 1: A is
+/// faster): the pairing of speed-ups and conclusions.
+pub(crate) fn common_tables(a: &Config, b: &Config) -> Vec<(usize, f64)> {
     a.totals
         .iter()
         .filter_map(|(t, ta)| {
             let tb = b.totals.get(t)?;
-            (*ta > 0.0).then(|| (model_name(&tables[*t], tables), tb / ta))
+            (*ta > 0.0).then(|| (*t, tb / ta))
         })
+        .collect()
+}
+
+fn ratios(a: &Config, b: &Config, tables: &[Table]) -> Vec<(String, f64)> {
+    common_tables(a, b)
+        .into_iter()
+        .map(|(t, r)| (model_name(&tables[t], tables), r))
         .collect()
 }
 

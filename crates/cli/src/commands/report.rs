@@ -15,6 +15,7 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   cnnbench report results/
   cnnbench report results/ --speedups
+  cnnbench report results/ --conclusions
   cnnbench report old-outputs/ --layout legacy --aliases gpus.toml
   cnnbench report results/ --format html --output report.html
   cnnbench report results/ --charts charts/ --format csv > results.csv")]
@@ -44,6 +45,12 @@ pub struct ReportArgs {
     /// engine). Repeat for more pairs. Put it after the paths.
     #[arg(long, num_args = 0..=2, value_names = ["A", "B"], action = clap::ArgAction::Append)]
     pub speedups: Option<Vec<String>>,
+    /// The original README's conclusions: for every two configurations that differ in one
+    /// way only (device, software such as cuDNN against nn, or precision) and share at
+    /// least 2 trusted models, "A is x to y faster than B across N models" with the
+    /// geometric mean and its 95% interval; and what could not be concluded, with why.
+    #[arg(long)]
+    pub conclusions: bool,
     /// TOML file of display names: [devices] "raw name" = "display name", and [models].
     #[arg(long, value_name = "FILE")]
     pub aliases: Option<PathBuf>,
@@ -263,6 +270,7 @@ fn report_options(args: &ReportArgs, speedups: SpeedupRequest) -> ReportOptions 
         models: args.models.clone(),
         overview: !args.no_overview,
         cold_start: args.cold_start,
+        conclusions: args.conclusions,
     }
 }
 

@@ -314,3 +314,152 @@ fn a_report_with_profiles_draws_the_results_sweep_and_keeps_other_warnings() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("By op type"), "{stdout}");
 }
+
+/// The mean total time per pass of each model in one of the original suite's output
+/// folders, in seconds, read here straight from its files (`total_times`, else forward
+/// plus backward), not through the report crate: the independent side of the check.
+fn legacy_means(dir: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
+    let mut samples: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for file in std::fs::read_dir(dir).unwrap() {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file.unwrap().path()).unwrap()).unwrap();
+        let t7 = v["opt"]["model_t7"].as_str().unwrap();
+        let model = t7.rsplit('/').next().unwrap().trim_end_matches(".t7");
+        let times = |key: &str| -> Vec<f64> {
+            v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        let total = if v["total_times"].is_array() {
+            times("total_times")
+        } else {
+            let b = times("backward_times");
+            times("forward_times")
+                .iter()
+                .zip(&b)
+                .map(|(f, b)| f + b)
+                .collect()
+        };
+        samples.entry(model.to_string()).or_default().extend(total);
+    }
+    samples
+        .into_iter()
+        .map(|(m, s)| (m, s.iter().sum::<f64>() / s.len() as f64))
+        .collect()
+}
+
+/// `report --conclusions` on the original suite's files makes its README's kinds of
+/// statement — GPU against GPU ("GTX 1080 > Maxwell Titan X"), cuDNN against nn ("Always
+/// use cuDNN"), GPU against CPU ("GPUs are critical") — and each range and geometric
+/// mean is the one computed here from the files' numbers.
+#[test]
+fn conclusions_state_the_original_readmes_kinds_checked_against_the_files() {
+    let legacy = fixtures().join("legacy");
+    let (outputs, more) = (legacy.join("outputs"), legacy.join("more-gpus"));
+    let out = cnnbench()
+        .arg("report")
+        .args([&outputs, &more])
+        .arg("--aliases")
+        .arg(fixtures().join("legacy-aliases.toml"))
+        .args(["--stat", "mean", "--no-overview", "--conclusions"])
+        .args(["--format", "markdown"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8(out).unwrap();
+    let section = md
+        .split("## Conclusions")
+        .nth(1)
+        .expect("a conclusions section");
+    // The statement that starts so, its numbers (lo, hi, geometric mean) and model count,
+    // against the ratios B/A of the folders' means over the models both ran.
+    let check = |start: &str, a: &std::path::Path, b: &std::path::Path| {
+        let line = section
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start:?} in\n{section}"));
+        let (ma, mb) = (legacy_means(a), legacy_means(b));
+        let ratios: Vec<f64> = ma
+            .iter()
+            .filter_map(|(m, ta)| mb.get(m).map(|tb| tb / ta))
+            .collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let gm = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let shown: Vec<f64> = line
+            .split([' ', '(', ')', ';', ','])
+            .filter_map(|w| w.strip_suffix('x')?.parse().ok())
+            .collect();
+        assert_eq!(shown.len(), 3, "{line}");
+        for (shown, computed) in shown.iter().zip([lo, hi, gm]) {
+            assert!(
+                (shown - computed).abs() <= 0.0051,
+                "{shown} against {computed}: {line}"
+            );
+        }
+        assert!(
+            line.contains("faster than")
+                && line.contains(&format!("across {} models", ratios.len())),
+            "{line}"
+        );
+        assert!(
+            line.contains("no interval: one run a side for every model"),
+            "{line}"
+        );
+        (lo, hi, ratios.len())
+    };
+    let (lo, hi, n) = check(
+        "- **GPU against GPU**: With torch7 cuDNN 5.1.05, GTX 1080 is ",
+        &more.join("1080_cudnn51"),
+        &more.join("titan_xm_cudnn51"),
+    );
+    assert!(lo > 1.0 && hi < 1.2 && n == 8, "{lo} {hi} {n}");
+    let (lo, hi, n) = check(
+        "- **Software against software**: On GTX 1080 Ti, torch7 cuDNN 5.1.10 is ",
+        &outputs.join("1080Ti_cudnn51"),
+        &outputs.join("1080Ti"),
+    );
+    assert!(lo > 2.0 && hi < 4.0 && n == 6, "{lo} {hi} {n}");
+    let (lo, hi, n) = check(
+        "- **GPU against CPU**: GTX 1080 Ti · torch7 cuDNN 5.1.10 is ",
+        &outputs.join("1080Ti_cudnn51"),
+        &outputs.join("cpu"),
+    );
+    assert!(lo > 40.0 && hi < 100.0 && n == 7, "{lo} {hi} {n}");
+    // Two GPUs with two cuDNN versions differ in two ways: said, not concluded.
+    assert!(
+        section.contains("- GTX 1080 Ti · torch7 cuDNN 5.1.10 against GTX 1080 · torch7 cuDNN 5.1.05: they differ in the device and the software"),
+        "{section}"
+    );
+    // The other formats carry the same statements.
+    let report = |format: &str| {
+        let out = cnnbench()
+            .arg("report")
+            .args([&outputs, &more])
+            .args(["--conclusions", "--format", format])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let statements = v["conclusions"]["statements"].as_array().unwrap();
+    assert_eq!(statements.len(), 6, "{v:#}");
+    assert!(statements
+        .iter()
+        .all(|s| s["ci95"].is_null() && s["sentence"].as_str().unwrap().contains(" faster than ")));
+    let html = report("html");
+    assert!(
+        html.contains("<section id=\"conclusions\">")
+            && html.contains("<strong>GPU against CPU</strong>"),
+        "{html}"
+    );
+    assert!(report("pretty").contains("Conclusions (median total time)"));
+}

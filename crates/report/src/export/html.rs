@@ -139,6 +139,34 @@ impl Exporter for HtmlExporter {
             }
             out.push_str("</ul>\n</details>\n</section>\n");
         }
+        if let Some(c) = &report.conclusions {
+            out.push_str("<section id=\"conclusions\">\n<h2>Conclusions</h2>\n");
+            writeln!(
+                out,
+                "<p class=\"sub\">{}</p>\n<ul class=\"speedups\">",
+                escape(&crate::conclusions::preamble(report.stat))
+            )?;
+            if c.statements.is_empty() {
+                writeln!(out, "<li>{}</li>", escape(crate::conclusions::NONE))?;
+            }
+            for s in &c.statements {
+                writeln!(
+                    out,
+                    "<li><strong>{}</strong>: {}</li>",
+                    escape(s.dimension.title()),
+                    escape(&s.sentence())
+                )?;
+            }
+            out.push_str("</ul>\n");
+            if !c.not_concluded.is_empty() {
+                out.push_str("<details class=\"notes\"><summary>Not concluded</summary>\n<ul>\n");
+                for n in &c.not_concluded {
+                    writeln!(out, "<li>{}</li>", escape(n))?;
+                }
+                out.push_str("</ul>\n</details>\n");
+            }
+            out.push_str("</section>\n");
+        }
         for (i, t) in report.tables.iter().enumerate() {
             writeln!(
                 out,

@@ -133,7 +133,24 @@ struct Document<'a> {
     stat: &'static str,
     results: Vec<Row>,
     speedups: &'a [crate::speedup::Speedup],
+    /// Only when asked for, so that reports without them keep their shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conclusions: Option<ConclusionsDoc<'a>>,
     notes: &'a [String],
+}
+
+/// The conclusions with each statement's sentence beside its numbers.
+#[derive(Serialize)]
+struct ConclusionsDoc<'a> {
+    statements: Vec<StatementDoc<'a>>,
+    not_concluded: &'a [String],
+}
+
+#[derive(Serialize)]
+struct StatementDoc<'a> {
+    sentence: String,
+    #[serde(flatten)]
+    conclusion: &'a crate::conclusions::Conclusion,
 }
 
 impl Exporter for JsonExporter {
@@ -144,6 +161,17 @@ impl Exporter for JsonExporter {
             stat: report.stat.as_str(),
             results: rows(report),
             speedups: &report.speedups,
+            conclusions: report.conclusions.as_ref().map(|c| ConclusionsDoc {
+                statements: c
+                    .statements
+                    .iter()
+                    .map(|s| StatementDoc {
+                        sentence: s.sentence(),
+                        conclusion: s,
+                    })
+                    .collect(),
+                not_concluded: &c.not_concluded,
+            }),
             notes: &report.notes,
         };
         let mut s = serde_json::to_string_pretty(&doc)?;

@@ -82,6 +82,24 @@ impl Exporter for MarkdownExporter {
             }
             out.push('\n');
         }
+        if let Some(c) = &report.conclusions {
+            writeln!(out, "## Conclusions\n")?;
+            writeln!(out, "{}\n", crate::conclusions::preamble(report.stat))?;
+            if c.statements.is_empty() {
+                writeln!(out, "{}", crate::conclusions::NONE)?;
+            }
+            for s in &c.statements {
+                writeln!(out, "- **{}**: {}", s.dimension.title(), s.sentence())?;
+            }
+            out.push('\n');
+            if !c.not_concluded.is_empty() {
+                writeln!(out, "Not concluded:\n")?;
+                for n in &c.not_concluded {
+                    writeln!(out, "- {n}")?;
+                }
+                out.push('\n');
+            }
+        }
         if !report.notes.is_empty() {
             writeln!(out, "Notes:\n")?;
             for n in &report.notes {

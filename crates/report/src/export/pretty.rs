@@ -95,6 +95,19 @@ impl Exporter for PrettyExporter {
             }
             out.push('\n');
         }
+        if let Some(c) = &report.conclusions {
+            writeln!(out, "Conclusions ({} total time)", report.stat.as_str())?;
+            if c.statements.is_empty() {
+                writeln!(out, "  {}", crate::conclusions::NONE)?;
+            }
+            for s in &c.statements {
+                writeln!(out, "  {}: {}", s.dimension.title(), s.sentence())?;
+            }
+            for n in &c.not_concluded {
+                writeln!(out, "  not concluded: {n}")?;
+            }
+            out.push('\n');
+        }
         for n in &report.notes {
             writeln!(out, "note: {n}")?;
         }
