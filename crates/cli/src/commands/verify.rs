@@ -45,7 +45,9 @@ pub struct VerifyArgs {
     #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., default_value = "f32,f32")]
     pub precisions: Vec<PrecisionArg>,
     /// Largest allowed error, relative to each reference tensor's largest magnitude
-    /// (default: 1e-4 in f32; 3e-2 when either engine runs bf16, 1e-2 for f16).
+    /// (default: 1e-4 in f32; 3e-2 when either engine runs bf16, 1e-2 for f16, 1e-1 for
+    /// int8). Across precisions a tensor also passes within 10× the candidate
+    /// precision's own floor.
     #[arg(long)]
     pub tolerance: Option<f64>,
     /// List every gradient, not only the worst.
@@ -147,7 +149,22 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         localize: args.localize,
         precisions,
     };
-    let mut report = verify::verify(&graph, reference.as_ref(), candidate.as_ref(), &request)?;
+    // int8's ranges are measured on burn-flex's interpreter, as `run` measures them.
+    let calibrator = if precisions.contains(&Precision::Int8) {
+        Some(engines::create(
+            cnnbench_engine_burn::ENGINE_NAME,
+            &args.gpu.engine_options(args.threads, Precision::F32)?,
+        )?)
+    } else {
+        None
+    };
+    let mut report = verify::verify_calibrated(
+        &graph,
+        reference.as_ref(),
+        candidate.as_ref(),
+        calibrator.as_deref().unwrap_or(reference.as_ref()),
+        &request,
+    )?;
     if let (true, Some(path)) = (weights_from_file, &args.model_file) {
         report.weights = format!("from {}", path.display());
     }
@@ -189,26 +206,39 @@ fn print_report(report: &VerifyReport, all: bool) {
         report.model, report.weights
     );
     outln!("compared: {}", report.compared);
-    let mut table = new_table(&[
+    // Across precisions: the candidate precision's own floor, and the cosine similarity.
+    let across = report.reference_precision != report.candidate_precision;
+    let mut headers = vec![
         "Compared",
         "Max relative error",
         "Relative L2 error",
         "Noise floor",
-        "Passes",
-    ]);
+    ];
+    if across {
+        headers.extend(["Own floor", "Cosine"]);
+    }
+    headers.push("Passes");
+    let mut table = new_table(&headers);
     let row = |label: String, c: &Comparison| {
-        vec![
+        let mut cells = vec![
             label,
             format!("{:.2e}", c.max_relative_error),
             format!("{:.2e}", c.relative_l2_error),
             format!("{:.2e}", c.noise_floor),
+        ];
+        if across {
+            cells.push(c.precision_floor.map_or("-".into(), |f| format!("{f:.2e}")));
+            cells.push(format!("{:.6}", c.cosine_similarity));
+        }
+        cells.push(
             if c.passes(report.tolerance) {
                 "yes"
             } else {
                 "NO"
             }
             .to_string(),
-        ]
+        );
+        cells
     };
     let (grads, outputs): (Vec<&Comparison>, Vec<&Comparison>) = report
         .comparisons
@@ -232,27 +262,40 @@ fn print_report(report: &VerifyReport, all: bool) {
         );
         table.add_row(row(label, worst));
     }
-    align_right(&mut table, &[1, 2, 3]);
+    align_right(
+        &mut table,
+        if across { &[1, 2, 3, 4, 5] } else { &[1, 2, 3] },
+    );
     outln!("{table}");
     outln!(
         "errors are relative to the reference tensor's largest magnitude; the noise floor is the reference against itself with input and weights perturbed by {PERTURBATION:.0e} (its own rounding sensitivity)"
     );
+    if across {
+        outln!(
+            "own floor: {} against itself with input and weights perturbed by {:.1e}, {}'s resolution (what the precision's own rounding moves); cosine: the candidate's tensor against the reference's",
+            report.candidate,
+            verify::resolution(report.candidate_precision),
+            report.candidate_precision.as_str()
+        );
+    }
     if !report.nodes.is_empty() {
         print_nodes(report, all);
     }
     let failures = report.failures();
     if failures.is_empty() {
         outln!(
-            "PASS: every tensor is within {:.0e}, or within {FLOOR_FACTOR}× its noise floor",
-            report.tolerance
+            "PASS: every tensor is within {:.0e}, or within {FLOOR_FACTOR}× its noise floor{}",
+            report.tolerance,
+            if across { " or its own floor" } else { "" }
         );
     } else {
         let names: Vec<&str> = failures.iter().take(5).map(|c| c.name.as_str()).collect();
         outln!(
-            "FAIL: {} of {} tensors differ by more than {:.0e} and more than {FLOOR_FACTOR}× their noise floor: {}{}",
+            "FAIL: {} of {} tensors differ by more than {:.0e} and more than {FLOOR_FACTOR}× their noise floor{}: {}{}",
             failures.len(),
             report.comparisons.len(),
             report.tolerance,
+            if across { " and their own floor" } else { "" },
             names.join(", "),
             if failures.len() > names.len() { ", …" } else { "" }
         );
