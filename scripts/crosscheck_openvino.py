@@ -7,7 +7,8 @@ runs ROUNDS rounds of
   B: this script's reference side: `openvino.Core().compile_model(...)` and its infer requests,
 in A-B-B-A order, each in a fresh process (crosscheck_stack.py). Both sides: the same model
 file, batch, threads (INFERENCE_NUM_THREADS), precision hint (INFERENCE_PRECISION_HINT f32,
-bf16 or f16), performance hint (LATENCY: one request, `request.infer` timed per pass;
+bf16 or f16; f32 for int8, whose QDQ file from `convert --precision int8` runs its quantised
+layers in int8 while side A quantises the same zoo model with the same seed in the run), performance hint (LATENCY: one request, `request.infer` timed per pass;
 THROUGHPUT: the requests OpenVINO asks for at the full batch, the batch split among them,
 every request started and then waited for), the batch fixed with `model.reshape` before
 compiling, and the same library (the script points cnnbench at the openvino package this
@@ -17,7 +18,7 @@ reports it runs, which cnnbench records as engine.settings.inference_precision.
 Setup: pip install openvino==2026.4.1 (into the venv that runs this script, e.g. .venv-torch);
        build cnnbench with --features openvino.
 Usage: .venv-torch/bin/python scripts/crosscheck_openvino.py [--model resnet50] [--image-size 224]
-       [--batch-size 1] [--precision f32|bf16|f16] [--hint latency|throughput] [--threads N]
+       [--batch-size 1] [--precision f32|bf16|f16|int8] [--hint latency|throughput] [--threads N]
        [--rounds 4] [--passes 20] [--warmup 3] [--tolerance 0.05] [--bin target/release/cnnbench]
        [--out DIR]
 Exit status 1 when the pooled ratio is outside the tolerance.
@@ -38,7 +39,9 @@ def reference(args):
     core = ov.Core()
     model = core.read_model(args.model_file)
     channels, height, width = (int(d.get_length()) for d in model.input(0).get_partial_shape()[1:])
-    config = {"PERFORMANCE_HINT": args.hint.upper(), "INFERENCE_PRECISION_HINT": args.precision,
+    # A QDQ file runs its int8 layers in int8 whatever the hint; f32 keeps the rest f32.
+    hint_precision = "f32" if args.precision == "int8" else args.precision
+    config = {"PERFORMANCE_HINT": args.hint.upper(), "INFERENCE_PRECISION_HINT": hint_precision,
               "INFERENCE_NUM_THREADS": args.threads}
 
     def compile_at(batch, extra):
@@ -82,17 +85,18 @@ def reference(args):
 
 
 def main():
-    p = crosscheck_stack.parser(__doc__, tolerance=0.05)
-    p.add_argument("--precision", choices=["f32", "bf16", "f16"], default="f32")
+    p = crosscheck_stack.parser(__doc__, tolerance=0.05, precisions=("f32", "bf16", "f16", "int8"))
     p.add_argument("--hint", choices=["latency", "throughput"], default="latency")
     args = p.parse_args()
     if args.reference:
         return reference(args)
     library = crosscheck_stack.wheel_library("openvino", "libs", "libopenvino_c.", "openvino==2026.4.1")
     env = dict(os.environ, OPENVINO_C_LIBRARY=library)
-    flags = ["--precision", args.precision, "--ov-hint", args.hint]
+    # int8's --precision is given with the zoo model (crosscheck_stack.interleave).
+    precision = [] if args.precision == "int8" else ["--precision", args.precision]
     samples, info, per_round, out = crosscheck_stack.interleave(
-        args, __file__, "openvino-cpu", flags, env, flags[:2] + ["--hint", args.hint])
+        args, __file__, "openvino-cpu", precision + ["--ov-hint", args.hint], env,
+        ["--precision", args.precision, "--hint", args.hint])
     engine = info["openvino-cpu"]
     python = info["python"]
     header = (f"precision hint {args.precision}, performance hint {args.hint};"

@@ -17,8 +17,12 @@ dropped, median of the passes. Prints each round's ratio of medians and the pool
 
 Setup: pip install onnxruntime==1.32.0 (into the venv that runs this script, e.g.
        .venv-torch); build cnnbench with --features ort.
+int8 (--precision int8): side B runs the QDQ file `cnnbench convert --precision int8 --seed S`
+writes, side A quantises the same zoo model in the run (`run --precision int8 --seed S`): the
+same weights and calibration, so the same network.
+
 Usage: .venv-torch/bin/python scripts/crosscheck_ort.py [--model resnet50] [--image-size 224]
-       [--batch-size 1] [--threads N] [--rounds 4] [--passes 20] [--warmup 3]
+       [--batch-size 1] [--precision f32|int8] [--threads N] [--rounds 4] [--passes 20] [--warmup 3]
        [--bin target/release/cnnbench] [--out DIR]
 Exit status 1 when the pooled ratio is outside the tolerance.
 """

@@ -17,8 +17,9 @@ import sys
 import tempfile
 
 
-def parser(doc, tolerance):
-    """The arguments every cross-check takes; the caller adds its own."""
+def parser(doc, tolerance, precisions=("f32", "int8")):
+    """The arguments every cross-check takes (`--precision` one of `precisions`); the
+    caller adds its own."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="resnet50", help="a zoo model name")
     p.add_argument("--image-size", type=int, default=224)
@@ -28,6 +29,10 @@ def parser(doc, tolerance):
     p.add_argument("--passes", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", choices=list(precisions), default="f32",
+                   help="int8: `cnnbench convert --precision int8` writes the QDQ file side B runs, and"
+                        " side A runs the same zoo model with `run --precision int8` (the same seed gives"
+                        " the same weights and calibration, so the same network)")
     p.add_argument("--tolerance", type=float, default=tolerance)
     p.add_argument("--bin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                  "..", "target", "release", "cnnbench"))
@@ -44,15 +49,21 @@ def interleave(args, script, engine, engine_flags, env, reference_flags):
     environment, `reference_flags` what side B is given."""
     out = args.out or tempfile.mkdtemp(prefix=f"crosscheck-{engine}-")
     os.makedirs(out, exist_ok=True)
-    model_file = os.path.join(out, f"{args.model}-{args.image_size}.onnx")
+    int8 = args.precision == "int8"
+    model_file = os.path.join(out, f"{args.model}-{args.image_size}-{args.precision}-seed{args.seed}.onnx")
     if not os.path.exists(model_file):
-        subprocess.run([args.bin, "convert", args.model, model_file, "--image-size", str(args.image_size)],
-                       check=True, capture_output=True, text=True)
+        quantised = ["--precision", "int8", "--seed", str(args.seed)] if int8 else []
+        subprocess.run([args.bin, "convert", args.model, model_file, "--image-size", str(args.image_size),
+                        *quantised], check=True, capture_output=True, text=True)
     common = ["--passes", str(args.passes), "--warmup", str(args.warmup), "--seed", str(args.seed),
               "--threads", str(args.threads)]
+    # int8: the zoo model quantised in the run, as the file was (the importer reads a QDQ
+    # file back as the float network it approximates).
+    model = (["--image-size", str(args.image_size), "--precision", "int8", args.model] if int8
+             else ["--model-file", model_file])
 
     def run_cnnbench(round_):
-        cmd = [args.bin, "run", "--model-file", model_file, "--engine", engine, "--mode", "infer",
+        cmd = [args.bin, "run", *model, "--engine", engine, "--mode", "infer",
                "-b", str(args.batch_size), *common, *engine_flags, "-q", "--json",
                "-o", os.path.join(out, f"round{round_}")]
         r = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
@@ -87,7 +98,7 @@ def interleave(args, script, engine, engine_flags, env, reference_flags):
 def report(args, engine, python_name, header, samples, per_round, out):
     """Prints the rounds and the pooled comparison; returns the exit status (1 when the
     pooled ratio is outside the tolerance)."""
-    print(f"{args.model} at {args.image_size}², batch {args.batch_size}, {args.threads} threads,"
+    print(f"{args.model} at {args.image_size}² in {args.precision}, batch {args.batch_size}, {args.threads} threads,"
           f" {args.rounds} rounds in A-B-B-A order × {args.passes} passes ({args.warmup} warm-up); {header}")
     print()
     print(f"|Round|Order|{engine} / Python|")

@@ -16,6 +16,7 @@
 //! passes = 10
 //! threads = [1, 4]      # a list: an axis of the cells
 //! repeat = 5            # each cell in 5 fresh processes (`run --repeat`)
+//! calibration = 16       # int8 cells: calibration images (`run --calibration`)
 //!
 //! [[exclude]]
 //! model = "resnet50"
@@ -164,6 +165,8 @@ struct MatrixFile {
     warmup_time: Option<OneOrAxis<f64>>,
     memory_limit: Option<OneOrAxis<MemoryAmount>>,
     repeat: Option<OneOrAxis<usize>>,
+    /// int8 cells' calibration images; the other cells have none to take.
+    calibration: Option<OneOrAxis<usize>>,
     cudnn_benchmark: Option<OneOrAxis<bool>>,
     tf32: Option<OneOrAxis<bool>>,
     channels_last: Option<OneOrAxis<bool>>,
@@ -277,6 +280,7 @@ struct ExcludeEntry {
     warmup_time: Option<f64>,
     memory_limit: Option<MemoryAmount>,
     repeat: Option<usize>,
+    calibration: Option<usize>,
     cudnn_benchmark: Option<bool>,
     tf32: Option<bool>,
     channels_last: Option<bool>,
@@ -300,6 +304,7 @@ impl ExcludeEntry {
             self.warmup_time.map(RunSetting::WarmupTime),
             memory_limit,
             self.repeat.map(RunSetting::Repeat),
+            self.calibration.map(RunSetting::Calibration),
             self.cudnn_benchmark.map(RunSetting::CudnnBenchmark),
             self.tf32.map(RunSetting::Tf32),
             self.channels_last.map(RunSetting::ChannelsLast),
@@ -441,6 +446,8 @@ pub enum RunSetting {
     MemoryLimit(u64),
     /// Runs (fresh processes) of the cell, interleaved (`run --repeat`).
     Repeat(usize),
+    /// Calibration images of an int8 cell (`run --calibration`).
+    Calibration(usize),
     CudnnBenchmark(bool),
     Tf32(bool),
     ChannelsLast(bool),
@@ -460,6 +467,7 @@ impl RunSetting {
             RunSetting::WarmupTime(_) => "warmup_time",
             RunSetting::MemoryLimit(_) => "memory_limit",
             RunSetting::Repeat(_) => "repeat",
+            RunSetting::Calibration(_) => "calibration",
             RunSetting::CudnnBenchmark(_) => "cudnn_benchmark",
             RunSetting::Tf32(_) => "tf32",
             RunSetting::ChannelsLast(_) => "channels_last",
@@ -472,7 +480,8 @@ impl RunSetting {
             RunSetting::Passes(n)
             | RunSetting::Warmup(n)
             | RunSetting::Threads(n)
-            | RunSetting::Repeat(n) => n.to_string(),
+            | RunSetting::Repeat(n)
+            | RunSetting::Calibration(n) => n.to_string(),
             RunSetting::Seed(n) | RunSetting::MemoryLimit(n) => n.to_string(),
             RunSetting::MinTime(x)
             | RunSetting::MaxTime(x)
@@ -497,6 +506,7 @@ impl RunSetting {
             RunSetting::WarmupTime(s) => spec.warmup_time_s = Some(s),
             RunSetting::MemoryLimit(bytes) => spec.memory_limit_bytes = Some(bytes),
             RunSetting::Repeat(n) => spec.repeat = n,
+            RunSetting::Calibration(n) => spec.calibration_images = Some(n),
             RunSetting::CudnnBenchmark(b) => spec.engine_options.cudnn_benchmark = b,
             RunSetting::Tf32(b) => spec.engine_options.tf32 = b,
             RunSetting::ChannelsLast(b) => spec.engine_options.channels_last = b,
@@ -555,6 +565,9 @@ fn run_settings_given(
     })?;
     given(&mut out, "repeat", &file.repeat, |n| {
         Ok(RunSetting::Repeat(n))
+    })?;
+    given(&mut out, "calibration", &file.calibration, |n| {
+        Ok(RunSetting::Calibration(n))
     })?;
     given(&mut out, "cudnn_benchmark", &file.cudnn_benchmark, |b| {
         Ok(RunSetting::CudnnBenchmark(b))
@@ -860,6 +873,10 @@ impl Matrix {
         }
         // The matrix's `tf32` is for its f32 cells, which it makes tf32 cells.
         spec.engine_options.tf32 &= matches!(cell.precision, Precision::F32 | Precision::Tf32);
+        // Its `calibration` is for its int8 cells.
+        if cell.precision != Precision::Int8 {
+            spec.calibration_images = None;
+        }
         spec.settle_tf32();
         spec
     }
@@ -868,8 +885,9 @@ impl Matrix {
 /// A refusal of `RunSpec::validate` names `run`'s flags; the matrix's keys for them are
 /// added, so that the user knows what to edit in the file.
 fn with_matrix_keys(message: String) -> String {
-    const KEYS: [(&str, &str); 9] = [
+    const KEYS: [(&str, &str); 10] = [
         ("--passes", "passes"),
+        ("--calibration", "calibration"),
         ("--threads", "threads"),
         ("--repeat", "repeat"),
         ("--min-time", "min_time"),
@@ -1520,6 +1538,7 @@ channels_last = true"#,
             ("warmup_time", "[1.0, 2.0]", "1.0"),
             ("memory_limit", "[\"1MiB\", 2000000]", "1048576"),
             ("repeat", "[1, 2]", "1"),
+            ("calibration", "[4, 8]", "4"),
             ("cudnn_benchmark", "[false, true]", "false"),
             ("tf32", "[false, true]", "false"),
             ("channels_last", "[false, true]", "false"),

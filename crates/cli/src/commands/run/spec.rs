@@ -228,7 +228,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
     SpecOption {
         ids: &["calibration"],
         flag: "--calibration",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| {
             s.calibration_images = a.calibration;
             Ok(())

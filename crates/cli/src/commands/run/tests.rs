@@ -256,6 +256,9 @@ proptest! {
             text.push_str(&format!("memory_limit = {bytes}\n"));
         }
         text.push_str(&format!("repeat = {}\n", spec.repeat));
+        if let Some(images) = spec.calibration_images {
+            text.push_str(&format!("calibration = {images}\n"));
+        }
         for (key, value) in [
             ("min_time", spec.min_time_s),
             ("max_time", spec.max_time_s),
