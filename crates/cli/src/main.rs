@@ -66,6 +66,8 @@ enum Command {
     Convert(commands::convert::ConvertArgs),
     /// Run one network on two engines with the same weights and inputs; compare outputs and gradients.
     Verify(commands::verify::VerifyArgs),
+    /// Which stack and precision to deploy a model on, here: every engine and precision ranked, with its accuracy cost.
+    Choose(commands::choose::ChooseArgs),
     /// List the engines this build can run on this machine, and why not the others.
     Engines,
     /// Per-node forward/backward times: share of time against share of MACs, % of peak.
@@ -100,6 +102,7 @@ fn take_engine_setting_flags(matches: &clap::ArgMatches, command: &mut Command) 
         | Command::Report(_)
         | Command::Compare(_)
         | Command::Convert(_)
+        | Command::Choose(_)
         | Command::Engines
         | Command::Noise(_)
         | Command::Plan(_) => return,
@@ -162,6 +165,7 @@ fn run_command() -> ExitCode {
         Command::Compare(args) => commands::compare::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Choose(args) => commands::choose::run(args),
         Command::Engines => commands::engines::run(),
         Command::Profile(args) => commands::profile::run(args),
         Command::Peak(args) => commands::peak::run(args),

@@ -18,6 +18,7 @@
 pub mod aliases;
 pub mod catalog;
 pub mod charts;
+pub mod choose;
 pub mod compare;
 pub mod conclusions;
 pub mod export;

@@ -1,6 +1,7 @@
 //! One file per subcommand.
 
 pub mod args;
+pub mod choose;
 pub mod common;
 pub mod compare;
 pub mod convert;

@@ -124,3 +124,93 @@ fn a_missing_library_is_a_clear_error_with_the_install_line() {
         .success()
         .stdout(predicate::str::is_match(r"ort-cpu +\| no — ORT_DYLIB_PATH is").unwrap());
 }
+
+/// int8 end to end: the run quantises with burn-flex's calibration and records how and
+/// what ONNX Runtime ran in int8; `choose` over two engines and two precisions ranks
+/// them with their accuracy costs.
+#[test]
+fn an_int8_run_records_its_quantisation_and_choose_ranks_two_engines_in_two_precisions() {
+    let result = tiny_run(
+        "resnet18",
+        "ort-cpu",
+        &[
+            "--mode",
+            "infer",
+            "--precision",
+            "int8",
+            "--calibration",
+            "2",
+        ],
+    );
+    assert_eq!(result["config"]["precision"], "int8", "{result}");
+    let q = &result["quantization"];
+    assert_eq!(q["calibration"]["images"], 2, "{q}");
+    assert_eq!(q["calibration"]["engine"], "burn-flex", "{q}");
+    assert_eq!(q["calibration"]["real_data"], false, "{q}");
+    let settings = &result["engine"]["settings"];
+    assert_eq!(settings["int8_mac_share"], "100.0%", "{settings}");
+    let warnings = result["warnings"].to_string();
+    assert!(
+        warnings.contains("accuracy on real data was not measured"),
+        "{warnings}"
+    );
+    // int8 is inference: training is refused before anything runs.
+    fails_saying(
+        cnnbench().args([
+            "run",
+            "resnet18",
+            "--engine",
+            "ort-cpu",
+            "--mode",
+            "train",
+            "--precision",
+            "int8",
+        ]),
+        "int8 is post-training quantisation for inference",
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    let output = run_ok(
+        cnnbench()
+            .args([
+                "choose",
+                "resnet18",
+                "--image-size",
+                "32",
+                "--engines",
+                "burn-flex,ort-cpu",
+                "--precisions",
+                "f32,int8",
+                "--passes",
+                "2",
+                "--warmup",
+                "0",
+                "-b",
+                "1,2",
+                "-o",
+            ])
+            .arg(&out),
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    for row in [
+        "| burn-flex 0.22.1, f32",
+        "| ort-cpu 1.32.0, f32",
+        "| ort-cpu 1.32.0, int8",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    // burn-flex has no int8: three configurations, six runs.
+    assert_eq!(result_files(&out.join("runs")).len(), 6);
+    let costs: serde_json::Value = read_json(&out.join("choose-accuracy.json"));
+    let int8 = costs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["engine"] == "ort-cpu" && c["precision"] == "int8")
+        .unwrap_or_else(|| panic!("{costs}"));
+    let error = int8["max_relative_error"].as_f64().unwrap();
+    assert!(error > 0.0 && error < 0.1, "{int8}");
+    assert!(int8["cosine_similarity"].as_f64().unwrap() > 0.99, "{int8}");
+    assert!(text.contains("faster than"), "{text}");
+}

@@ -11,6 +11,7 @@ mod common;
 mod cli_again;
 mod cli_burn_gpu;
 mod cli_candle;
+mod cli_choose;
 mod cli_convert_weights;
 mod cli_distributed;
 mod cli_hostile;

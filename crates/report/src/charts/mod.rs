@@ -8,18 +8,21 @@
 //!   across models and the speed-up overview;
 //! - [`sweep`]: throughput and latency against batch size ([`crate::sweep`]);
 //! - [`scaling`]: data-parallel scaling ([`crate::scaling`]);
-//! - [`profile`]: where a profile's time goes ([`crate::profile`]).
+//! - [`profile`]: where a profile's time goes ([`crate::profile`]);
+//! - `pareto`: `cnnbench choose`'s speed against accuracy ([`crate::choose`]).
 //!
 //! [`write_result_charts`] writes every kind a report of results has, so that no path of
 //! `cnnbench report` can leave one out.
 
 pub mod model;
+mod pareto;
 mod plot;
 pub mod profile;
 pub mod scaling;
 pub mod sweep;
 
 pub use model::{chart_stem, overview_svg, speedups_svg, spread, table_svg, write_charts};
+pub use pareto::write_pareto_chart;
 
 use crate::report::Report;
 use std::path::{Path, PathBuf};

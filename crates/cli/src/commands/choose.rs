@@ -1,0 +1,471 @@
+//! `cnnbench choose MODEL`: which stack and precision to deploy this model on, on this
+//! machine, and what it costs in accuracy. Every available engine in every precision it
+//! offers, at a small and a large batch, runs as the cells of a matrix (each in a fresh
+//! process, through `run --plan`, so an interrupted choice resumes where it stopped and
+//! `--budget` bounds it); each engine and precision is verified against burn-flex in f32
+//! on the same weights and inputs; the report ranks them (`cnnbench_report::choose`),
+//! draws the Pareto front of speed against error and says the conclusion.
+
+use super::common::{align_right, new_table, zoo_model, ImageSize};
+use super::engines;
+use super::report::{aliases, load, ZooCatalog};
+use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::verify::{self, VerifyRequest};
+use cnnbench_engine::provider::EngineOptions;
+use cnnbench_engine::{Mode, Precision};
+use cnnbench_report::catalog::Cached;
+use cnnbench_report::choose::{choose, AccuracyCost, Choice, ACCURACY_FILE};
+use cnnbench_report::group::{self, Duplicates, Stat};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The precisions `choose` tries where an engine offers them.
+const PRECISIONS: [Precision; 6] = [
+    Precision::F32,
+    Precision::Tf32,
+    Precision::Bf16,
+    Precision::AmpBf16,
+    Precision::F16,
+    Precision::Int8,
+];
+
+#[derive(clap::Args)]
+pub struct ChooseArgs {
+    /// The zoo model to deploy.
+    pub model: String,
+    /// Only these engines (default: every engine that can run here).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub engines: Option<Vec<String>>,
+    /// Only these precisions (default: f32, tf32, bf16, amp-bf16, f16 and int8, where an
+    /// engine offers them).
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
+    pub precisions: Option<Vec<super::args::PrecisionArg>>,
+    /// The small batch (ranked by latency) and the large one (ranked by throughput).
+    #[arg(long, short = 'b', value_delimiter = ',', num_args = 1.., default_values_t = [1, 16])]
+    pub batch_sizes: Vec<usize>,
+    /// Input image size: N or HxW (default: the model's own).
+    #[arg(long, value_name = "SIZE")]
+    pub image_size: Option<ImageSize>,
+    /// Timed passes of each run.
+    #[arg(long, default_value_t = 20)]
+    pub passes: usize,
+    /// Warm-up passes of each run.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Runs (fresh processes) of each configuration, interleaved: with 2 or more the
+    /// conclusion gives a confidence interval.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Seed of the weights, inputs and calibration.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Thread-pool size of every engine (default: each engine's own, all cores).
+    #[arg(long, value_parser = crate::commands::common::thread_count)]
+    pub threads: Option<usize>,
+    /// Start no new run after this many seconds (one at least starts); what ran is
+    /// ranked, and running the same command again goes on from there.
+    #[arg(long, value_name = "SECONDS")]
+    pub budget: Option<f64>,
+    /// The folder of the runs (in runs/), their matrix, the accuracy costs and the
+    /// chart (default: results/choose-MODEL).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// The label of `choose`'s runs.
+const LABEL: &str = "choose";
+
+/// One engine and precision to try.
+struct Candidate {
+    engine: String,
+    precision: Precision,
+}
+
+pub fn run(args: ChooseArgs) -> Result<ExitCode> {
+    let [small, large] = <[usize; 2]>::try_from(args.batch_sizes.as_slice())
+        .map_err(|_| anyhow!("--batch-sizes takes two: the small batch and the large one"))?;
+    if small == 0 || large == 0 || small >= large {
+        return Err(anyhow!(
+            "--batch-sizes {small},{large}: the small batch first, both at least 1 and the large one larger"
+        ));
+    }
+    if let Some(budget) = args.budget {
+        if !(budget.is_finite() && budget > 0.0) {
+            return Err(anyhow!(
+                "--budget must be a positive number of seconds, not {budget}"
+            ));
+        }
+    }
+    let graph = zoo_model(&args.model, args.image_size)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("choose-{}", graph.name())));
+    std::fs::create_dir_all(&output)
+        .with_context(|| format!("cannot make the folder {}", output.display()))?;
+    let precisions: Vec<Precision> = match &args.precisions {
+        Some(given) => given.iter().map(|&p| p.into()).collect(),
+        None => PRECISIONS.to_vec(),
+    };
+    let candidates = candidates(&args, &precisions)?;
+    if candidates.is_empty() {
+        return Err(anyhow!(
+            "no engine here runs inference in {}: `cnnbench engines` lists what each can do",
+            names(&precisions)
+        ));
+    }
+    let started = Instant::now();
+    let budget = args.budget.map(Duration::from_secs_f64);
+    let matrix_path = write_matrix(&args, &graph, &candidates, &output, [small, large])?;
+    let matrix = super::plan::load(&matrix_path)?;
+    let program = std::env::current_exe().context("cannot find this program's path")?;
+    // The runs' result files apart from the matrix, the accuracy costs and the chart.
+    let runs = output.join("runs");
+    let mut stopped_by_budget = 0;
+    let mut started_runs = 0;
+    for cell in &matrix.cells {
+        let done =
+            cnnbench_plan::finished_result(&runs, cell.index, &matrix.spec(cell), Some(LABEL))?
+                .is_some();
+        // Past the budget no run starts, but one at least does in every invocation, so
+        // that running the command again always goes on.
+        if !done && started_runs > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+            stopped_by_budget += 1;
+            continue;
+        }
+        started_runs += usize::from(!done);
+        eprintln!(
+            "choose: cell {} of {}: {}",
+            cell.index,
+            matrix.cells.len(),
+            cell.describe()
+        );
+        let status = std::process::Command::new(&program)
+            .arg("run")
+            .arg("--plan")
+            .arg(&matrix_path)
+            .arg("--cell")
+            .arg(cell.index.to_string())
+            .arg("-o")
+            .arg(&runs)
+            .arg("--label")
+            .arg(LABEL)
+            .arg("-q")
+            // Its table is the ranking's row; its errors and warnings still show.
+            .stdout(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("cannot start {}", program.display()))?;
+        if !status.success() {
+            eprintln!(
+                "choose: {} did not run ({status}); it is left out of the ranking",
+                cell.describe()
+            );
+        }
+    }
+    let costs = accuracy_costs(&args, &graph, &candidates, &output, budget, started)?;
+    let choice = rank(&runs, &costs, &graph, [small, large])?;
+    print_choice(&choice);
+    let chart = cnnbench_report::charts::write_pareto_chart(&choice, &output)?;
+    for path in chart {
+        outln!("chart: {}", path.display());
+    }
+    if stopped_by_budget > 0 {
+        outln!(
+            "the budget ran out before {stopped_by_budget} run(s): run the same command again to go on"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn names(precisions: &[Precision]) -> String {
+    let names: Vec<&str> = precisions.iter().map(|p| p.as_str()).collect();
+    names.join(", ")
+}
+
+/// Every engine that can run here (or those named) in every asked precision it offers
+/// for inference, as a started engine reports it (OpenVINO's low precisions depend on
+/// the CPU).
+fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    for status in engines::statuses() {
+        let named = args.engines.as_ref();
+        if named.is_some_and(|n| !n.iter().any(|e| e == status.name)) {
+            continue;
+        }
+        if let Err(why) = &status.available {
+            if named.is_some() {
+                return Err(anyhow!("engine {} cannot run: {why}", status.name));
+            }
+            continue;
+        }
+        let options = EngineOptions {
+            threads: args.threads,
+            ..EngineOptions::default()
+        };
+        let capabilities = match engines::create(status.name, &options) {
+            Ok(engine) => engine.capabilities(),
+            Err(e) => {
+                eprintln!("choose: {} left out: {e:#}", status.name);
+                continue;
+            }
+        };
+        if !capabilities.modes.contains(&Mode::Infer) {
+            continue;
+        }
+        for &precision in precisions {
+            if capabilities.precisions.contains(&precision) {
+                out.push(Candidate {
+                    engine: status.name.to_string(),
+                    precision,
+                });
+            }
+        }
+    }
+    if let Some(named) = &args.engines {
+        for name in named {
+            engines::find(name)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The candidates as a matrix file in the output folder: the engines × precisions × the
+/// two batches in inference, the pairs an engine does not offer excluded.
+fn write_matrix(
+    args: &ChooseArgs,
+    graph: &cnnbench_graph::Graph,
+    candidates: &[Candidate],
+    output: &Path,
+    [small, large]: [usize; 2],
+) -> Result<PathBuf> {
+    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut engines: Vec<&str> = Vec::new();
+    let mut precisions: Vec<Precision> = Vec::new();
+    for c in candidates {
+        if !engines.contains(&c.engine.as_str()) {
+            engines.push(&c.engine);
+        }
+        if !precisions.contains(&c.precision) {
+            precisions.push(c.precision);
+        }
+    }
+    let list = |items: Vec<String>| items.join(", ");
+    let [_, h, w] = graph.input_shape();
+    let mut text = format!(
+        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nbatch_sizes = [{small}, {large}]\nmodes = [\"infer\"]\nprecisions = [{}]\npasses = {}\nwarmup = {}\nseed = {}\nrepeat = {}\n",
+        args.model,
+        quoted(&args.model),
+        list(engines.iter().map(|e| quoted(e)).collect()),
+        list(precisions.iter().map(|p| quoted(p.as_str())).collect()),
+        args.passes,
+        args.warmup,
+        args.seed,
+        args.repeat,
+    );
+    if let Some(threads) = args.threads {
+        text.push_str(&format!("threads = {threads}\n"));
+    }
+    for engine in &engines {
+        for precision in &precisions {
+            let offered = candidates
+                .iter()
+                .any(|c| c.engine == *engine && c.precision == *precision);
+            if !offered {
+                text.push_str(&format!(
+                    "[[exclude]]\nengine = {}\nprecision = {}\n",
+                    quoted(engine),
+                    quoted(precision.as_str())
+                ));
+            }
+        }
+    }
+    let path = output.join("choose.toml");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Each candidate's accuracy cost: `verify` against burn-flex in f32 (the inference
+/// output, batch 2, the run's seed), kept in the output folder so a resumed choice does
+/// not measure it again.
+fn accuracy_costs(
+    args: &ChooseArgs,
+    graph: &cnnbench_graph::Graph,
+    candidates: &[Candidate],
+    output: &Path,
+    budget: Option<Duration>,
+    started: Instant,
+) -> Result<Vec<AccuracyCost>> {
+    let path = output.join(ACCURACY_FILE);
+    let mut costs: Vec<AccuracyCost> = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a choose accuracy file", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(anyhow!("cannot read {}: {e}", path.display())),
+    };
+    let options = EngineOptions {
+        threads: args.threads,
+        ..EngineOptions::default()
+    };
+    let reference = engines::create(cnnbench_engine_burn::ENGINE_NAME, &options)?;
+    for c in candidates {
+        let engine = match engines::create(&c.engine, &options) {
+            Ok(engine) => engine,
+            Err(e) => {
+                eprintln!("choose: {} left out of the accuracy costs: {e:#}", c.engine);
+                continue;
+            }
+        };
+        let variant = engine.info().variant;
+        let known = costs
+            .iter()
+            .any(|k| k.engine == c.engine && k.precision == c.precision && k.variant == variant);
+        if known || budget.is_some_and(|b| started.elapsed() >= b) {
+            continue;
+        }
+        eprintln!(
+            "choose: accuracy of {} {} against burn-flex f32",
+            c.engine,
+            c.precision.as_str()
+        );
+        let request = VerifyRequest {
+            batch_size: 2,
+            seed: args.seed,
+            tolerance: verify::tolerance_for(c.precision),
+            weights: None,
+            localize: false,
+            precisions: [Precision::F32, c.precision],
+        };
+        let measured = verify::verify_calibrated(
+            graph,
+            reference.as_ref(),
+            engine.as_ref(),
+            reference.as_ref(),
+            &request,
+        );
+        let cost = match measured {
+            Ok(report) => {
+                let output = report
+                    .comparisons
+                    .iter()
+                    .find(|x| x.name == "output (infer)");
+                AccuracyCost {
+                    engine: c.engine.clone(),
+                    precision: c.precision,
+                    variant,
+                    max_relative_error: output.map(|o| o.max_relative_error),
+                    cosine_similarity: output.map(|o| o.cosine_similarity),
+                    passed: output.map(|o| o.passes(request.tolerance)),
+                    error: None,
+                }
+            }
+            Err(e) => AccuracyCost {
+                engine: c.engine.clone(),
+                precision: c.precision,
+                variant,
+                max_relative_error: None,
+                cosine_similarity: None,
+                passed: None,
+                error: Some(format!("{e:#}")),
+            },
+        };
+        costs.push(cost);
+        let text = serde_json::to_string_pretty(&costs)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(costs)
+}
+
+/// The results in the folder for this model and size, ranked.
+fn rank(
+    runs: &Path,
+    costs: &[AccuracyCost],
+    graph: &cnnbench_graph::Graph,
+    batches: [usize; 2],
+) -> Result<Choice> {
+    let records = load(&[runs.to_path_buf()], false)?;
+    let input = graph.input_shape();
+    let records: Vec<_> = records
+        .into_iter()
+        .filter(|r| r.mode == Mode::Infer && r.input == input)
+        .collect();
+    let mut notes = Vec::new();
+    let entries = group::group(
+        records,
+        &aliases(None)?,
+        &Cached::new(&ZooCatalog),
+        Duplicates::Pool,
+        Stat::Median,
+        &mut notes,
+    );
+    Ok(choose(&entries, costs, batches[0], batches[1]))
+}
+
+fn print_choice(choice: &Choice) {
+    let (small, large) = (choice.small_batch, choice.large_batch);
+    outln!(
+        "{} on {}: each stack and precision that ran, fastest first at batch {small}",
+        choice.model,
+        choice.device
+    );
+    let latency = format!("Latency b{small} (ms)");
+    let throughput = format!("Images/s b{large}");
+    let mut table = new_table(&[
+        "Configuration",
+        &latency,
+        &throughput,
+        "Error vs f32",
+        "Cosine",
+        "Verified",
+        "Pareto",
+        "Flags",
+    ]);
+    for r in &choice.ranked {
+        let cost = r.accuracy.as_ref();
+        table.add_row(vec![
+            r.config.clone(),
+            r.latency_ms.map_or("–".into(), |v| format!("{v:.2}")),
+            r.images_per_s.map_or("–".into(), |v| format!("{v:.1}")),
+            cost.and_then(|c| c.max_relative_error)
+                .map_or("–".into(), |e| format!("{e:.1e}")),
+            cost.and_then(|c| c.cosine_similarity)
+                .map_or("–".into(), |c| format!("{c:.5}")),
+            match cost.and_then(|c| c.passed) {
+                Some(true) => "PASS".into(),
+                Some(false) => "FAIL".into(),
+                None => cost
+                    .and_then(|c| c.error.as_ref())
+                    .map_or("–".into(), |_| "error".into()),
+            },
+            if choice.pareto.contains(&r.config) {
+                "yes".into()
+            } else {
+                String::new()
+            },
+            [
+                (!r.not_as_asked.is_empty()).then_some("not as asked"),
+                (!r.disturbed.is_empty()).then_some("disturbed"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", "),
+        ]);
+    }
+    align_right(&mut table, &[1, 2, 3, 4]);
+    outln!("{table}");
+    outln!(
+        "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2); Pareto: no other configuration is both faster at batch {small} and closer to f32"
+    );
+    for r in &choice.ranked {
+        for why in &r.not_as_asked {
+            outln!("{}: {why}", r.config);
+        }
+        for why in &r.disturbed {
+            outln!("{}: disturbed at {why}", r.config);
+        }
+    }
+    for sentence in &choice.conclusions {
+        outln!("{sentence}");
+    }
+}

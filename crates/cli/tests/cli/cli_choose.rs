@@ -1,0 +1,90 @@
+//! `cnnbench choose` end to end on burn-flex alone (the default build): its runs become a
+//! matrix in the output folder, each cell a run of its own, the accuracy costs are
+//! measured and kept, the ranking, the chart and the conclusion are written; a second
+//! invocation resumes rather than runs again, and `--budget` stops starting runs.
+//! (Two engines and two precisions, int8 among them, are in `cli_ort`.)
+
+use crate::common::*;
+use predicates::prelude::*;
+
+fn choose(out: &std::path::Path, extra: &[&str]) -> assert_cmd::Command {
+    let mut cmd = cnnbench();
+    cmd.args([
+        "choose",
+        "resnet18",
+        "--image-size",
+        "32",
+        "--engines",
+        "burn-flex",
+        "--passes",
+        "2",
+        "--warmup",
+        "0",
+        "-o",
+    ])
+    .arg(out)
+    .args(extra);
+    cmd
+}
+
+#[test]
+fn choose_ranks_what_ran_keeps_its_costs_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    let first = run_ok(&mut choose(&out, &["-b", "1,2"]));
+    let text = String::from_utf8_lossy(&first.stdout);
+    assert!(text.contains("| burn-flex 0.22.1, f32"), "{text}");
+    assert!(
+        text.contains("Latency b1 (ms)") && text.contains("Images/s b2"),
+        "{text}"
+    );
+    // burn-flex against itself: the accuracy cost is measured, and it passes.
+    assert!(text.contains("PASS"), "{text}");
+    // One configuration: nothing else in f32 to compare it with.
+    assert!(
+        text.contains("At batch 1, burn-flex 0.22.1, f32 has the best latency"),
+        "{text}"
+    );
+    assert!(out.join("choose.toml").is_file());
+    assert!(out.join("choose-pareto.svg").is_file() && out.join("choose-pareto.png").is_file());
+    let costs: serde_json::Value = read_json(&out.join("choose-accuracy.json"));
+    assert_eq!(costs[0]["engine"], "burn-flex", "{costs}");
+    assert_eq!(costs[0]["precision"], "f32", "{costs}");
+    let runs = result_files(&out.join("runs"));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+
+    // Again: every cell already has its result, and no run is added.
+    let again = run_ok(&mut choose(&out, &["-b", "1,2"]));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("already has a result"), "{stderr}");
+    assert_eq!(result_files(&out.join("runs")).len(), 2);
+}
+
+#[test]
+fn the_budget_stops_new_runs_and_says_how_to_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    choose(&out, &["-b", "1,2", "--budget", "0.001"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "the budget ran out before 1 run(s): run the same command again to go on",
+        ));
+    assert_eq!(result_files(&out.join("runs")).len(), 1);
+}
+
+#[test]
+fn batch_sizes_and_engines_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    fails_saying(&mut choose(&out, &["-b", "4,2"]), "the small batch first");
+    fails_saying(&mut choose(&out, &["-b", "1,2,4"]), "takes two");
+    fails_saying(
+        &mut choose(&out, &["--budget=-1"]),
+        "--budget must be a positive number",
+    );
+    fails_saying(
+        &mut choose(&out, &["--precisions", "int8"]),
+        "no engine here runs inference in int8",
+    );
+}

@@ -1,0 +1,177 @@
+//! `cnnbench choose`'s chart: each configuration as a point, its error against f32 across
+//! (logarithmic: f32 engines sit near 1e-7, bf16 near 1e-2) and its latency at the small
+//! batch up (lower is faster), the Pareto front — the points nothing beats on both —
+//! joined by a line. Configurations without an accuracy cost are listed under the chart,
+//! not placed.
+
+use super::plot::{
+    draw, draw_legend_entry, ensure_font, line_colour, write_svg_and_png, Chart, FONT_NAME,
+};
+use crate::choose::Choice;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Errors below this are drawn at it (an f32 engine can agree with burn-flex exactly).
+const ERROR_FLOOR: f64 = 1e-8;
+const WIDTH: u32 = 900;
+const PLOT_HEIGHT: u32 = 520;
+const LEGEND_ROW: u32 = 22;
+
+struct Pareto<'a> {
+    choice: &'a Choice,
+    /// (label, error as measured, latency ms, on the front); drawn at the error or at
+    /// [`ERROR_FLOOR`], whichever is larger.
+    points: Vec<(String, f64, f64, bool)>,
+    unplaced: Vec<String>,
+}
+
+impl Chart for Pareto<'_> {
+    fn size(&self) -> (u32, u32) {
+        let rows = self.points.len() + usize::from(!self.unplaced.is_empty());
+        (WIDTH, PLOT_HEIGHT + 24 + LEGEND_ROW * rows as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+        draw!(root.fill(&WHITE));
+        let (plot, legend) = root.split_vertically(PLOT_HEIGHT);
+        let title = format!(
+            "{} on {}: latency at batch {} against error vs f32",
+            self.choice.model, self.choice.device, self.choice.small_batch
+        );
+        let errors = self.points.iter().map(|p| p.1.max(ERROR_FLOOR));
+        let latencies = self.points.iter().map(|p| p.2);
+        let (e_lo, e_hi) = errors.fold((f64::INFINITY, 0.0f64), |(lo, hi), e| {
+            (lo.min(e), hi.max(e))
+        });
+        let (l_lo, l_hi) = latencies.fold((f64::INFINITY, 0.0f64), |(lo, hi), l| {
+            (lo.min(l), hi.max(l))
+        });
+        let (e_lo, e_hi) = if e_lo.is_finite() {
+            (e_lo / 3.0, (e_hi * 3.0).max(e_lo * 10.0))
+        } else {
+            (ERROR_FLOOR, 1.0)
+        };
+        // Logarithmic too: stacks differ by tens of times.
+        let (l_lo, l_hi) = if l_lo.is_finite() && l_lo > 0.0 {
+            (l_lo / 1.5, l_hi * 1.5)
+        } else {
+            (0.1, 1.0)
+        };
+        let mut chart = draw!(ChartBuilder::on(&plot)
+            .caption(title, (FONT_NAME, 17))
+            .margin(16)
+            .margin_right(40)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
+            .build_cartesian_2d((e_lo..e_hi).log_scale(), (l_lo..l_hi).log_scale()));
+        draw!(chart
+            .configure_mesh()
+            .x_desc("largest error of the output vs f32, relative to its largest magnitude")
+            .y_desc(format!("latency at batch {} (ms)", self.choice.small_batch))
+            .x_label_formatter(&|x| format!("{x:.0e}"))
+            .y_labels(6)
+            .y_label_formatter(&|y| {
+                if (y - y.round()).abs() < 1e-9 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
+            // A logarithmic axis's minor lines crowd into a grey band: only the labelled
+            // lines are drawn.
+            .light_line_style(WHITE)
+            .label_style((FONT_NAME, 12))
+            .axis_desc_style((FONT_NAME, 13))
+            .draw());
+        let mut front: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .filter(|p| p.3)
+            .map(|p| (p.1.max(ERROR_FLOOR), p.2))
+            .collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0));
+        draw!(chart.draw_series(LineSeries::new(
+            front.iter().copied(),
+            RGBColor(0x99, 0x99, 0x99).stroke_width(2)
+        )));
+        for (i, (_, error, latency, on_front)) in self.points.iter().enumerate() {
+            let colour = line_colour(i);
+            let size = if *on_front { 7 } else { 5 };
+            let at = (error.max(ERROR_FLOOR), *latency);
+            draw!(chart.draw_series(std::iter::once(Circle::new(at, size, colour.filled()))));
+            // The number beside the dot, up and to the right, in the dot's colour.
+            draw!(chart.draw_series(std::iter::once(
+                EmptyElement::at(at)
+                    + Text::new(
+                        format!("{}", i + 1),
+                        (8, -20),
+                        (FONT_NAME, 14).into_font().color(&colour),
+                    )
+            )));
+        }
+        for (i, (label, error, latency, on_front)) in self.points.iter().enumerate() {
+            let front = if *on_front {
+                " — on the Pareto front"
+            } else {
+                ""
+            };
+            draw_legend_entry(
+                &legend,
+                i,
+                line_colour(i),
+                &format!(
+                    "{}. {label}: {latency:.2} ms, error {}{front}",
+                    i + 1,
+                    if *error < ERROR_FLOOR {
+                        format!("{error:.1e} (drawn at {ERROR_FLOOR:.0e})")
+                    } else {
+                        format!("{error:.1e}")
+                    }
+                ),
+            )?;
+        }
+        if !self.unplaced.is_empty() {
+            draw!(legend.draw(&Text::new(
+                format!(
+                    "not placed (no accuracy cost): {}",
+                    self.unplaced.join(", ")
+                ),
+                (80, 8 + (LEGEND_ROW * self.points.len() as u32) as i32),
+                (FONT_NAME, 13).into_font(),
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Writes `choose-pareto.svg` and `.png` into `dir`; returns the files (none when no
+/// configuration has both a latency and an error).
+pub fn write_pareto_chart(choice: &Choice, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    ensure_font()?;
+    let mut points = Vec::new();
+    let mut unplaced = Vec::new();
+    for r in &choice.ranked {
+        let error = r.accuracy.as_ref().and_then(|a| a.max_relative_error);
+        match (r.latency_ms, error) {
+            (Some(latency), Some(error)) if error.is_finite() => points.push((
+                r.config.clone(),
+                error,
+                latency,
+                choice.pareto.contains(&r.config),
+            )),
+            (Some(_), _) | (None, _) => unplaced.push(r.config.clone()),
+        }
+    }
+    if points.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chart = Pareto {
+        choice,
+        points,
+        unplaced,
+    };
+    let mut written = Vec::new();
+    write_svg_and_png(&chart, dir, "choose-pareto", &mut written)?;
+    Ok(written)
+}
