@@ -1,12 +1,13 @@
 //! `cnnbench convert IN OUT.onnx`: the file holds the network and the weights asked for;
 //! and, where a Python with `onnx` and `onnxruntime` is named by CNNBENCH_ONNX_PYTHON
 //! (.ci/run sets it), the `onnx` checker accepts every export and ONNX Runtime computes
-//! what burn-flex computes with the same weights.
+//! what burn-flex computes with the same weights. An int8 export (QDQ) reads back as the
+//! float network it approximates, and runs.
 
 use crate::common::cnnbench;
 use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
 use cnnbench_engine_burn::BurnFlexEngine;
-use cnnbench_graph::{max_relative_error, Graph, HostTensor, Weights};
+use cnnbench_graph::{cosine_similarity, max_relative_error, Graph, HostTensor, Op, Weights};
 use cnnbench_import::load_model_with_weights;
 use predicates::prelude::*;
 use std::path::Path;
@@ -192,4 +193,107 @@ fn onnx_checker_and_onnxruntime_accept_every_zoo_export_and_agree_with_burn_flex
             "{name}: onnxruntime differs from burn-flex by {err:.2e}"
         );
     }
+}
+
+/// The int8 file `convert --precision int8` writes reads back (issue #47) as the float
+/// network it approximates: batch norms folded into their convolutions, the ReLUs the
+/// quantisation absorbed put back, the weights the file's int8 values dequantised. So
+/// on burn-flex it computes what the float network computes with the same (seed 1)
+/// weights, up to the weights' int8 rounding; converted to a model JSON, it runs.
+#[test]
+fn an_int8_export_reads_back_as_the_float_network_it_approximates_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let int8 = dir.path().join("a.onnx");
+    let int8_text = int8.to_str().unwrap();
+    let json = dir.path().join("b.json");
+    export(&[
+        "resnet18",
+        int8_text,
+        "--precision",
+        "int8",
+        "--image-size",
+        "32",
+    ])
+    .success()
+    .stderr(predicate::str::contains("QDQ"));
+    export(&[int8_text, json.to_str().unwrap()])
+        .success()
+        .stderr(predicate::str::contains("(complete)"))
+        .stderr(predicate::str::contains("int8 in QDQ form"))
+        .stderr(predicate::str::contains("17 ReLUs put back"));
+
+    let imported = load_model_with_weights(&int8).unwrap();
+    let g = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let h = &imported.graph;
+    assert!(imported.weights_complete(), "{:?}", imported.notes);
+    assert_eq!(h.output_shape(), g.output_shape());
+    let norm = |op: &Op| matches!(op, Op::BatchNorm2d(_));
+    let normalised: u64 = g
+        .nodes()
+        .iter()
+        .filter(|n| norm(&n.op))
+        .map(|n| n.shape.as_chw().map_or(0, |(c, _, _)| c as u64))
+        .sum();
+    // Each batch norm's γ and β gone, its convolution given a bias.
+    assert_eq!(h.params(), g.params() - normalised);
+    assert!(h.nodes().iter().all(|n| !norm(&n.op)));
+    let kinds = |g: &Graph| -> Vec<String> {
+        g.nodes()
+            .iter()
+            .filter(|n| !norm(&n.op))
+            .map(|n| format!("{} {}", n.name, n.op.tag()))
+            .collect()
+    };
+    assert_eq!(kinds(h), kinds(&g), "the same ops, names and order");
+    let input = HostTensor::standard_normal(vec![2, 3, 32, 32], 11);
+    let reference = burn_output(&g, &Weights::initial(&g, 1), &input);
+    let back = burn_output(h, &imported.weights, &input);
+    let cosine = cosine_similarity(&back, &reference).unwrap();
+    let err = max_relative_error(&back, &reference).unwrap();
+    eprintln!(
+        "resnet18 int8 read back against f32: cosine {cosine:.6}, max relative error {err:.2e}"
+    );
+    assert!(cosine > 0.999, "cosine {cosine}");
+
+    let results = dir.path().join("results");
+    cnnbench()
+        .args(["run", "--model-file"])
+        .arg(&json)
+        .args([
+            "--engine",
+            "burn-flex",
+            "--mode",
+            "infer",
+            "-b",
+            "1",
+            "-n",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+
+    let Some(python) = std::env::var_os("CNNBENCH_ONNX_PYTHON") else {
+        eprintln!(
+            "skipped the onnx checker on the int8 file: CNNBENCH_ONNX_PYTHON is not set (a python with `pip install onnx onnxruntime`; .ci/run sets it)"
+        );
+        return;
+    };
+    let check = std::process::Command::new(&python)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([
+            "-c",
+            "import sys, onnx; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True); print('onnx checker: ok')",
+            int8_text,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
 }

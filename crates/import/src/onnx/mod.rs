@@ -2,6 +2,10 @@
 //! modern CNNs use onto IR ops, and folds the small constant subgraphs exporters emit to
 //! compute shapes (`Shape → Gather → Unsqueeze → Concat → Reshape` for a flatten).
 //!
+//! An int8 network in QDQ form (`QuantizeLinear → DequantizeLinear` around float
+//! operators, as `cnnbench convert --precision int8` and ONNX Runtime's `quantize_static`
+//! write it) is read as the float network it approximates: see `ops/quant.rs`.
+//!
 //! [`from_onnx`] reads shapes only and never opens external-data files;
 //! [`from_onnx_with_weights`] also keeps the float weights the file carries, in PyTorch's
 //! layout keyed `<node>.<tensor>`, and says in notes what it could not keep.
@@ -52,6 +56,13 @@ struct Const {
     /// The `external_data` entries (location, offset, length) when the values live in
     /// another file.
     external: Option<Vec<StringStringEntryProto>>,
+    /// The little-endian bytes of a small-integer tensor (INT8, UINT8, INT16, UINT16 in
+    /// `raw_data`), kept as stored and decoded only when a `DequantizeLinear` reads them:
+    /// an int8 network's weights would take eight times their size as `ints`.
+    raw: Vec<u8>,
+    /// Why the values cannot be had although the shape is known (a dequantised constant
+    /// whose integers are in an external file): the weights' note says it.
+    unreadable: Option<String>,
 }
 
 fn read_const(t: &TensorProto) -> Const {
@@ -80,6 +91,14 @@ fn read_const(t: &TensorProto) -> Const {
                     .chunks_exact(8)
                     .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
                     .collect()
+            }
+        }
+        DATA_INT8 | DATA_UINT8 | DATA_INT16 | DATA_UINT16 => {
+            // ONNX stores these types either as raw bytes or one per int32_data entry.
+            if t.raw_data.is_empty() {
+                c.ints = t.int32_data.iter().map(|&v| v as i64).collect();
+            } else {
+                c.raw = t.raw_data.clone();
             }
         }
         DATA_INT32 => {
@@ -119,8 +138,10 @@ pub fn from_onnx_with_weights(
         graph,
         uses,
         consts,
+        mut notes,
     } = convert(bytes, fallback_name)?;
-    let (weights, notes) = weights::collect(&graph, &uses, consts, external_dir);
+    let (weights, weight_notes) = weights::collect(&graph, &uses, consts, external_dir);
+    notes.extend(weight_notes);
     weights.check(&graph, false)?;
     Ok(Imported {
         graph,
@@ -134,6 +155,8 @@ struct Converted {
     graph: Graph,
     uses: Vec<WeightUse>,
     consts: HashMap<String, Const>,
+    /// What the conversion itself says (an int8 QDQ model read as float).
+    notes: Vec<String>,
 }
 
 fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> {
@@ -210,9 +233,14 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
 
     // Who reads each value: a MatMul followed by a bias Add folds into one Linear.
     let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
+    // Who produces each value: a quantisation's reader looks back at what it quantises.
+    let mut producers: HashMap<&str, usize> = HashMap::new();
     for (i, n) in graph.node.iter().enumerate() {
         for input in &n.input {
             readers.entry(input.as_str()).or_default().push(i);
+        }
+        for output in n.output.iter().filter(|o| !o.is_empty()) {
+            producers.entry(output.as_str()).or_insert(i);
         }
     }
     let mut ctx = Ctx {
@@ -224,10 +252,12 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
         consts,
         uses: Vec::new(),
         readers,
+        producers,
         outputs: graph.output.iter().map(|o| o.name.as_str()).collect(),
         skip: HashSet::new(),
+        names: HashSet::new(),
+        qdq: ops::QdqCounts::default(),
     };
-    let mut used_names: HashSet<String> = HashSet::new();
 
     for (index, proto) in graph.node.iter().enumerate() {
         if ctx.skip.contains(&index) {
@@ -245,10 +275,10 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
         } else {
             proto.name.trim_start_matches('/').to_string()
         };
-        if name == cnnbench_graph::INPUT_NAME || used_names.contains(&name) {
+        if name == cnnbench_graph::INPUT_NAME || ctx.names.contains(&name) {
             name = format!("{name}#{index}");
         }
-        used_names.insert(name.clone());
+        ctx.names.insert(name.clone());
         let node = Node {
             proto,
             name,
@@ -274,6 +304,7 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
         vals,
         uses,
         consts,
+        qdq,
         ..
     } = ctx;
     match vals.get(&output_name) {
@@ -281,6 +312,7 @@ fn convert(bytes: &[u8], fallback_name: &str) -> Result<Converted, ImportError> 
             graph: builder.finish(&t.clone())?,
             uses,
             consts,
+            notes: qdq.note().into_iter().collect(),
         }),
         _ => Err(ImportError::Unsupported(format!(
             "the graph output \"{output_name}\" is not produced by a supported node"

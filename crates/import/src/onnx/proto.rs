@@ -144,6 +144,12 @@ pub struct DimensionProto {
 
 /// TensorProto.DataType values this importer reads for constants.
 pub const DATA_FLOAT: i32 = 1;
+/// The integer types of quantised tensors (`QuantizeLinear`'s output,
+/// `DequantizeLinear`'s input).
+pub const DATA_UINT8: i32 = 2;
+pub const DATA_INT8: i32 = 3;
+pub const DATA_UINT16: i32 = 4;
+pub const DATA_INT16: i32 = 5;
 pub const DATA_INT32: i32 = 6;
 pub const DATA_INT64: i32 = 7;
 /// TensorProto.DataLocation: EXTERNAL.

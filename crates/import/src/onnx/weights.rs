@@ -207,6 +207,9 @@ type Values = (Vec<usize>, Vec<f32>);
 
 /// The constant's float values (moved out of it) with its shape, or the note's problem.
 fn values(c: &mut Const, external_dir: Option<&Path>, budget: &mut u64) -> Result<Values, String> {
+    if let Some(problem) = &c.unreadable {
+        return Err(problem.clone());
+    }
     if c.data_type != DATA_FLOAT {
         return Err(format!(
             "{} (data type {}): only FLOAT (32-bit) weights are kept",

@@ -32,11 +32,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// scale cannot push one over.
 const BIAS_LIMIT: f32 = (1u32 << 30) as f32;
 
-/// ONNX's `uint8` element type.
-const DATA_UINT8: i32 = 2;
-/// ONNX's `int8` element type.
-const DATA_INT8: i32 = 3;
-
 /// Writes `graph` with `weights` as an encoded int8 ONNX model in QDQ form, its
 /// activations quantised to the calibrated `ranges`.
 pub fn to_onnx_int8(

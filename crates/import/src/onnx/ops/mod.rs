@@ -14,6 +14,7 @@ mod gemm;
 mod lrn;
 mod matmul;
 mod pool;
+mod quant;
 mod reshape;
 mod shape;
 mod slice;
@@ -26,6 +27,8 @@ use super::{Const, GraphProto, Val};
 use crate::ImportError;
 use cnnbench_graph::{GraphBuilder, T};
 use std::collections::{HashMap, HashSet};
+
+pub(super) use quant::QdqCounts;
 
 /// What the converters share while a model is converted.
 pub(super) struct Ctx<'m> {
@@ -45,10 +48,17 @@ pub(super) struct Ctx<'m> {
     pub(super) uses: Vec<WeightUse>,
     /// For each value, the indices of the nodes that read it.
     pub(super) readers: HashMap<&'m str, Vec<usize>>,
+    /// For each value, the index of the node that produces it.
+    pub(super) producers: HashMap<&'m str, usize>,
     /// The graph's output names.
     pub(super) outputs: HashSet<&'m str>,
     /// Nodes already converted by an earlier one (a bias Add folded into its MatMul).
     pub(super) skip: HashSet<usize>,
+    /// The lowered nodes' names given so far (each ONNX node's, and a ReLU put back
+    /// after a quantisation), so that a new one is unique.
+    pub(super) names: HashSet<String>,
+    /// What reading an int8 QDQ model did, for its note.
+    pub(super) qdq: QdqCounts,
 }
 
 impl Ctx<'_> {
@@ -109,6 +119,24 @@ impl Ctx<'_> {
     /// The node's input `i` when it is a constant (an initializer or a `Constant`).
     pub(super) fn weight(&self, node: &Node, i: usize) -> Option<&Const> {
         node.proto.input.get(i).and_then(|n| self.consts.get(n))
+    }
+
+    /// A name for a lowered node that no ONNX node gave (`base` without a leading `/`,
+    /// else with `/<what>` and a number added), recorded as taken.
+    pub(super) fn fresh_name(&mut self, base: &str, what: &str) -> String {
+        let base = base.trim_start_matches('/');
+        let taken = |n: &str| n.is_empty() || n == cnnbench_graph::INPUT_NAME;
+        let mut name = base.to_string();
+        if taken(&name) || self.names.contains(&name) {
+            name = format!("{base}/{what}");
+        }
+        let mut k = 1;
+        while taken(&name) || self.names.contains(&name) {
+            name = format!("{base}/{what}#{k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        name
     }
 }
 
@@ -198,6 +226,12 @@ const REGISTRY: &[Entry] = &[
     op("Identity", dropout::identity),
     op_listed_as("Softmax", "Softmax (at the output)", softmax::convert),
     op_unlisted("LogSoftmax", softmax::convert),
+    op_listed_as(
+        "QuantizeLinear",
+        "QuantizeLinear → DequantizeLinear (int8 QDQ, read as float)",
+        quant::quantize_linear,
+    ),
+    op_unlisted("DequantizeLinear", quant::dequantize_linear),
     op("Constant", constant::convert),
     op("Shape", shape::shape),
     op("Gather", shape::gather),
@@ -244,6 +278,12 @@ pub(super) const SUPPORTED: [&str; LISTED] = listed::<LISTED>(REGISTRY);
 
 /// The error for an operator without a converter.
 pub(super) fn unsupported(node: &Node) -> ImportError {
+    if quant::is_integer_operator(node.op_type()) {
+        return node.error(format!(
+            "\"{}\" computes on quantised integers; cnnbench reads int8 networks in QDQ form only (float operators between QuantizeLinear → DequantizeLinear pairs, as `cnnbench convert --precision int8` and ONNX Runtime's quantize_static with QuantFormat.QDQ write them)",
+            node.op_type()
+        ));
+    }
     node.error(format!(
         "operator \"{}\" is not supported; supported: {}",
         node.op_type(),
