@@ -26,6 +26,9 @@ pub struct AccuracyCost {
     /// settings), so that the cost joins its rows.
     #[serde(default)]
     pub variant: Vec<String>,
+    /// The weights it was measured with, in words (`random, seed 0`, or the file).
+    #[serde(default)]
+    pub weights: String,
     /// Largest error of the inference output, relative to f32's largest magnitude.
     pub max_relative_error: Option<f64>,
     /// Cosine similarity of the output to f32's.
@@ -254,7 +257,14 @@ fn conclusions(
                 max_relative_error: Some(error),
                 cosine_similarity: Some(cosine),
                 ..
-            }) => format!("; its outputs are within {error:.1e} of f32's (cosine {cosine:.4})"),
+            }) if *error == 0.0 => format!(
+                "; its outputs equal f32's here (cosine {cosine:.5}: on random weights a deep network's output can be its last layer's bias alone)"
+            ),
+            Some(AccuracyCost {
+                max_relative_error: Some(error),
+                cosine_similarity: Some(cosine),
+                ..
+            }) => format!("; its outputs are within {error:.1e} of f32's (cosine {cosine:.5})"),
             Some(AccuracyCost {
                 error: Some(why), ..
             }) => format!("; its accuracy cost was not measured: {why}"),
@@ -288,6 +298,7 @@ mod tests {
                 engine: config.into(),
                 precision: Precision::F32,
                 variant: Vec::new(),
+                weights: "random, seed 0".into(),
                 max_relative_error: Some(e),
                 cosine_similarity: Some(1.0),
                 passed: Some(true),

@@ -60,6 +60,13 @@ pub struct ChooseArgs {
     /// Seed of the weights, inputs and calibration.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The weights the accuracy costs are measured with (safetensors keyed
+    /// <node>.<tensor>, as `convert` and `verify --save-weights` write them); default:
+    /// random ones, on which a deep network's output can be little more than its last
+    /// layer's bias, so that every precision looks exact. The timed runs keep the seed's
+    /// random weights, which take the same time.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
     /// Thread-pool size of every engine (default: each engine's own, all cores).
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
@@ -165,7 +172,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
     }
     let costs = accuracy_costs(&args, &graph, &candidates, &output, budget, started)?;
     let choice = rank(&runs, &costs, &graph, [small, large])?;
-    print_choice(&choice);
+    print_choice(&choice, args.weights.is_none());
     let chart = cnnbench_report::charts::write_pareto_chart(&choice, &output)?;
     for path in chart {
         outln!("chart: {}", path.display());
@@ -297,11 +304,27 @@ fn accuracy_costs(
     started: Instant,
 ) -> Result<Vec<AccuracyCost>> {
     let path = output.join(ACCURACY_FILE);
+    let weights = args
+        .weights
+        .as_deref()
+        .map(|file| {
+            let w = cnnbench_graph::Weights::load(file)
+                .with_context(|| format!("cannot use --weights {}", file.display()))?;
+            w.check(graph, true).with_context(|| {
+                format!("the weights {} do not fit {}", file.display(), graph.name())
+            })?;
+            Ok::<_, anyhow::Error>(w)
+        })
+        .transpose()?;
     let mut costs: Vec<AccuracyCost> = match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a choose accuracy file", path.display()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(anyhow!("cannot read {}: {e}", path.display())),
+    };
+    let source = match &args.weights {
+        Some(file) => format!("from {}", file.display()),
+        None => format!("random, seed {}", args.seed),
     };
     let options = EngineOptions {
         threads: args.threads,
@@ -332,7 +355,7 @@ fn accuracy_costs(
             batch_size: 2,
             seed: args.seed,
             tolerance: verify::tolerance_for(c.precision),
-            weights: None,
+            weights: weights.clone(),
             localize: false,
             precisions: [Precision::F32, c.precision],
         };
@@ -353,6 +376,7 @@ fn accuracy_costs(
                     engine: c.engine.clone(),
                     precision: c.precision,
                     variant,
+                    weights: source.clone(),
                     max_relative_error: output.map(|o| o.max_relative_error),
                     cosine_similarity: output.map(|o| o.cosine_similarity),
                     passed: output.map(|o| o.passes(request.tolerance)),
@@ -363,6 +387,7 @@ fn accuracy_costs(
                 engine: c.engine.clone(),
                 precision: c.precision,
                 variant,
+                weights: source.clone(),
                 max_relative_error: None,
                 cosine_similarity: None,
                 passed: None,
@@ -401,7 +426,7 @@ fn rank(
     Ok(choose(&entries, costs, batches[0], batches[1]))
 }
 
-fn print_choice(choice: &Choice) {
+fn print_choice(choice: &Choice, random_weights: bool) {
     let (small, large) = (choice.small_batch, choice.large_batch);
     outln!(
         "{} on {}: each stack and precision that ran, fastest first at batch {small}",
@@ -455,7 +480,12 @@ fn print_choice(choice: &Choice) {
     align_right(&mut table, &[1, 2, 3, 4]);
     outln!("{table}");
     outln!(
-        "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2); Pareto: no other configuration is both faster at batch {small} and closer to f32"
+        "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2, {}); Pareto: no other configuration is both faster at batch {small} and closer to f32",
+        if random_weights {
+            "random weights: give --weights FILE for a trained network's"
+        } else {
+            "the given weights"
+        }
     );
     for r in &choice.ranked {
         for why in &r.not_as_asked {

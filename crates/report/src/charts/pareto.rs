@@ -18,6 +18,23 @@ const WIDTH: u32 = 900;
 const PLOT_HEIGHT: u32 = 520;
 const LEGEND_ROW: u32 = 22;
 
+/// Four colours after the line charts' eight, so that a choice among a dozen
+/// configurations repeats none (each point is numbered too).
+const MORE_COLOURS: [RGBColor; 4] = [
+    RGBColor(0x80, 0x80, 0x00),
+    RGBColor(0xc0, 0x1f, 0x8f),
+    RGBColor(0x00, 0x5f, 0x5f),
+    RGBColor(0x00, 0x00, 0x00),
+];
+
+/// The colour of point `i`.
+fn colour(i: usize) -> RGBColor {
+    match i % 12 {
+        i @ 0..8 => line_colour(i),
+        i => MORE_COLOURS[i - 8],
+    }
+}
+
 struct Pareto<'a> {
     choice: &'a Choice,
     /// (label, error as measured, latency ms, on the front); drawn at the error or at
@@ -96,7 +113,7 @@ impl Chart for Pareto<'_> {
             RGBColor(0x99, 0x99, 0x99).stroke_width(2)
         )));
         for (i, (_, error, latency, on_front)) in self.points.iter().enumerate() {
-            let colour = line_colour(i);
+            let colour = colour(i);
             let size = if *on_front { 7 } else { 5 };
             let at = (error.max(ERROR_FLOOR), *latency);
             draw!(chart.draw_series(std::iter::once(Circle::new(at, size, colour.filled()))));
@@ -119,7 +136,7 @@ impl Chart for Pareto<'_> {
             draw_legend_entry(
                 &legend,
                 i,
-                line_colour(i),
+                colour(i),
                 &format!(
                     "{}. {label}: {latency:.2} ms, error {}{front}",
                     i + 1,
