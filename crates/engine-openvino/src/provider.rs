@@ -55,6 +55,10 @@ impl Provider for OpenVino {
     fn settings(&self) -> DeclaredSettings {
         DeclaredSettings::of::<OpenVinoSettings>()
     }
+    /// The throughput hint: several requests in flight, streams OpenVINO chooses.
+    fn deployment_settings(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("hint", "throughput")]
+    }
     fn create(&self, options: &EngineOptions) -> anyhow::Result<Box<dyn Engine>> {
         let settings = OpenVinoSettings::parse(&options.settings)
             .map_err(|e| anyhow::anyhow!("{}: {e}", crate::ENGINE_NAME))?;

@@ -10,7 +10,7 @@ use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
 use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
-use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx_as, EXPORT_OPSET};
 use openvino::{
     CompiledModel, Core, DeviceType, ElementType, InferRequest, PartialShape, PropertyKey,
     RwPropertyKey, Shape,
@@ -221,21 +221,9 @@ impl WholeModelRuntime for OpenVinoRuntime {
             precision: config.precision,
             batch_size: config.batch_size,
         };
-        let bytes = match config.precision {
-            Precision::Int8 => {
-                let ranges = config.calibration.as_deref().ok_or_else(|| {
-                    anyhow!("{ENGINE_NAME}: an int8 session needs the network's calibrated activation ranges")
-                })?;
-                to_onnx_int8(graph, weights, ranges)
-            }
-            Precision::F32
-            | Precision::Tf32
-            | Precision::Bf16
-            | Precision::F16
-            | Precision::AmpBf16
-            | Precision::AmpF16 => to_onnx(graph, weights),
-        }
-        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        let int8_ranges = cnnbench_engine::int8::ranges_of(config, ENGINE_NAME)?;
+        let bytes = to_onnx_as(graph, weights, int8_ranges)
+            .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
         compile(&self.library, &setup, graph, &bytes)
     }
 

@@ -82,7 +82,10 @@ mod capabilities_tests {
                 .contains("no f16 convolution on x86: it runs a model converted to f16 in f32"),
             "{f16}"
         );
-        assert!(f16.to_string().ends_with("it computes in: f32"), "{f16}");
+        assert!(
+            f16.to_string().ends_with("it computes in: f32, int8"),
+            "{f16}"
+        );
         let bf16 = caps
             .check("ort-cpu", Mode::Infer, Precision::Bf16)
             .unwrap_err();
@@ -96,7 +99,7 @@ mod capabilities_tests {
             .unwrap_err();
         assert_eq!(
             amp.to_string(),
-            "ort-cpu does not compute in amp-bf16; it computes in: f32"
+            "ort-cpu does not compute in amp-bf16; it computes in: f32, int8"
         );
     }
 }

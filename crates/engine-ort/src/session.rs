@@ -8,9 +8,9 @@ use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::int8::Int8Coverage;
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
+use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
-use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
+use cnnbench_import::onnx::export::{to_onnx_as, EXPORT_OPSET};
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
@@ -257,37 +257,21 @@ impl WholeModelRuntime for OrtRuntime {
 
     /// The graph with these weights as an ONNX Runtime session on the CPU provider.
     fn load(&self, graph: &Graph, weights: &Weights, config: &SessionConfig) -> Result<OrtLoaded> {
-        let bytes = match config.precision {
-            Precision::Int8 => {
-                let ranges = config.calibration.as_deref().ok_or_else(|| {
-                    anyhow!("{ENGINE_NAME}: an int8 session needs the network's calibrated activation ranges")
-                })?;
-                to_onnx_int8(graph, weights, ranges)
-            }
-            Precision::F32
-            | Precision::Tf32
-            | Precision::Bf16
-            | Precision::F16
-            | Precision::AmpBf16
-            | Precision::AmpF16 => to_onnx(graph, weights),
-        }
-        .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
+        let int8_ranges = cnnbench_engine::int8::ranges_of(config, ENGINE_NAME)?;
+        let bytes = to_onnx_as(graph, weights, int8_ranges)
+            .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
         let session = self
             .session(&bytes, None)
             .with_context(|| format!("loading the ONNX export of {}", graph.name()))?;
-        let kernels = match config.precision {
-            Precision::Int8 => self
+        // An int8 network: what ONNX Runtime made of it.
+        let kernels = match int8_ranges {
+            Some(_) => self
                 .int8_kernels(graph, &bytes)
                 .unwrap_or_else(|e| ChosenKernels {
                     warnings: vec![format!("{ENGINE_NAME}: what ran in int8 is unknown: {e:#}")],
                     ..ChosenKernels::default()
                 }),
-            Precision::F32
-            | Precision::Tf32
-            | Precision::Bf16
-            | Precision::F16
-            | Precision::AmpBf16
-            | Precision::AmpF16 => ChosenKernels::default(),
+            None => ChosenKernels::default(),
         };
         Ok(OrtLoaded { session, kernels })
     }

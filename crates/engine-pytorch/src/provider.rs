@@ -91,6 +91,14 @@ impl Provider for Pytorch {
     fn channels_last(&self) -> bool {
         true
     }
+    /// Inductor's freezing, for the compiled engines: the weights folded into the graph.
+    fn deployment_settings(&self) -> Vec<(&'static str, &'static str)> {
+        if self.0.compiled {
+            vec![("freezing", "true")]
+        } else {
+            Vec::new()
+        }
+    }
     fn settings(&self) -> DeclaredSettings {
         if self.0.compiled {
             DeclaredSettings::of::<CompiledSettings>()

@@ -4,9 +4,31 @@
 //! the network's convolutions and matrix products its stack ran in int8, and the share
 //! of their MACs, from what the stack reports, and warns when the share is low.
 
-use crate::ChosenKernels;
+use crate::{ChosenKernels, Precision, SessionConfig};
+use cnnbench_graph::quant::ActivationRanges;
 use cnnbench_graph::{Graph, Op};
 use std::collections::BTreeMap;
+
+/// The activation ranges an int8 session quantises to (`None` in every other
+/// precision); an int8 session without them is refused, naming `engine`.
+pub fn ranges_of<'c>(
+    config: &'c SessionConfig,
+    engine: &str,
+) -> anyhow::Result<Option<&'c ActivationRanges>> {
+    match config.precision {
+        Precision::Int8 => config.calibration.as_deref().map(Some).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{engine}: an int8 session needs the network's calibrated activation ranges"
+            )
+        }),
+        Precision::F32
+        | Precision::Tf32
+        | Precision::Bf16
+        | Precision::F16
+        | Precision::AmpBf16
+        | Precision::AmpF16 => Ok(None),
+    }
+}
 
 /// Below this share of MACs in int8 a result warns and names the layers that were not.
 pub const INT8_SHARE_WARNING: f64 = 0.9;

@@ -73,6 +73,12 @@ pub trait Provider: Send + Sync {
     fn listed_devices(&self) -> Option<(&'static str, Vec<String>)> {
         None
     }
+    /// Its own settings worth trying when choosing how to deploy a model (`cnnbench
+    /// choose`), each a key and the value to try besides the default (OpenVINO's
+    /// throughput hint, inductor's freezing): none unless the engine says.
+    fn deployment_settings(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
     /// Data-parallel training across processes, where the engine has it.
     fn data_parallel(&self) -> Option<&dyn DataParallelProvider> {
         None

@@ -126,7 +126,7 @@ pub fn load_model_with_weights(path: &Path) -> Result<Imported, ImportError> {
 /// protobuf cannot be larger), [`text_format::MAX_TEXT_BYTES`] for the text formats,
 /// which are all the others (the format is told from the content only between model
 /// JSON and prototxt).
-fn read_model_file(path: &Path) -> Result<Vec<u8>, ImportError> {
+pub fn read_model_file(path: &Path) -> Result<Vec<u8>, ImportError> {
     let onnx = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"));

@@ -12,6 +12,7 @@ use super::report::{aliases, load, ZooCatalog};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_bench::verify::{self, VerifyRequest};
 use cnnbench_engine::provider::EngineOptions;
+use cnnbench_engine::settings::SettingsMap;
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_report::catalog::Cached;
 use cnnbench_report::choose::{choose, AccuracyCost, Choice, ACCURACY_FILE};
@@ -83,10 +84,44 @@ pub struct ChooseArgs {
 /// The label of `choose`'s runs.
 const LABEL: &str = "choose";
 
-/// One engine and precision to try.
+/// One engine, precision and setting of the engine's own to try.
 struct Candidate {
     engine: String,
     precision: Precision,
+    /// The engine's own settings that matter for deployment (empty: its defaults).
+    settings: SettingsMap,
+}
+
+/// An engine's deployment settings (`Provider::deployment_settings`) as axes: each key
+/// with its default value and the one to try.
+fn setting_axes(provider: &dyn cnnbench_engine::provider::Provider) -> Vec<(String, [String; 2])> {
+    let declared = (provider.settings().declared)();
+    provider
+        .deployment_settings()
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let doc = declared.iter().find(|d| d.key == key)?;
+            Some((key.to_string(), [doc.default.clone(), value.to_string()]))
+        })
+        .collect()
+}
+
+/// Every combination of the axes' values, as settings maps (one empty map without axes).
+fn combinations(axes: &[(String, [String; 2])]) -> Vec<SettingsMap> {
+    let mut out = vec![SettingsMap::new()];
+    for (key, values) in axes {
+        out = out
+            .into_iter()
+            .flat_map(|map| {
+                values.iter().map(move |v| {
+                    let mut m = map.clone();
+                    m.insert(key.clone(), v.clone());
+                    m
+                })
+            })
+            .collect();
+    }
+    out
 }
 
 pub fn run(args: ChooseArgs) -> Result<ExitCode> {
@@ -220,12 +255,17 @@ fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candida
         if !capabilities.modes.contains(&Mode::Infer) {
             continue;
         }
+        let provider = engines::find(status.name)?;
+        let variants = combinations(&setting_axes(provider.as_ref()));
         for &precision in precisions {
             if capabilities.precisions.contains(&precision) {
-                out.push(Candidate {
-                    engine: status.name.to_string(),
-                    precision,
-                });
+                for settings in &variants {
+                    out.push(Candidate {
+                        engine: status.name.to_string(),
+                        precision,
+                        settings: settings.clone(),
+                    });
+                }
             }
         }
     }
@@ -272,6 +312,22 @@ fn write_matrix(
     );
     if let Some(threads) = args.threads {
         text.push_str(&format!("threads = {threads}\n"));
+    }
+    // The engines' deployment settings as axes of their cells.
+    for engine in &engines {
+        let provider = engines::find(engine)?;
+        let axes = setting_axes(provider.as_ref());
+        if axes.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("[engine_settings.{}]\n", quoted(engine)));
+        for (key, values) in axes {
+            text.push_str(&format!(
+                "{} = [{}]\n",
+                quoted(&key),
+                list(values.iter().map(|v| quoted(v)).collect())
+            ));
+        }
     }
     for engine in &engines {
         for precision in &precisions {
@@ -332,6 +388,10 @@ fn accuracy_costs(
     };
     let reference = engines::create(cnnbench_engine_burn::ENGINE_NAME, &options)?;
     for c in candidates {
+        let options = EngineOptions {
+            settings: c.settings.clone(),
+            ..options.clone()
+        };
         let engine = match engines::create(&c.engine, &options) {
             Ok(engine) => engine,
             Err(e) => {
@@ -346,8 +406,13 @@ fn accuracy_costs(
         if known || budget.is_some_and(|b| started.elapsed() >= b) {
             continue;
         }
+        let words = if variant.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", variant.join(", "))
+        };
         eprintln!(
-            "choose: accuracy of {} {} against burn-flex f32",
+            "choose: accuracy of {} {}{words} against burn-flex f32",
             c.engine,
             c.precision.as_str()
         );

@@ -810,3 +810,41 @@ fn a_hostile_slurm_node_list_is_an_error_not_a_panic() {
         assert!(!stderr.contains('\u{1b}'), "{list:?}: {stderr}");
     }
 }
+
+/// A model file is hashed for the result's spec before it is loaded: the hash reads it as
+/// the importer does, so a device, a pipe or an oversized file is refused at once, for
+/// `run`, `profile` and `run --again` alike, instead of spinning or blocking.
+#[test]
+fn a_model_file_that_is_no_file_is_refused_before_it_is_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let sparse = dir.path().join("huge.onnx");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    for (file, says) in [
+        ("/dev/zero".into(), "not a regular file"),
+        (fifo.display().to_string(), "not a regular file"),
+        (
+            sparse.display().to_string(),
+            "ONNX files above 2 GiB are refused",
+        ),
+    ] {
+        for command in ["run", "profile"] {
+            cnnbench()
+                .args([command, "--model-file", &file, "--image-size", "32"])
+                .arg("-o")
+                .arg(dir.path().join("out"))
+                .timeout(std::time::Duration::from_secs(60))
+                .assert()
+                .failure()
+                .stderr(predicate::str::contains(says));
+        }
+    }
+}

@@ -169,3 +169,49 @@ fn a_missing_library_is_a_clear_error_with_the_install_line() {
         .success()
         .stdout(predicate::str::is_match(r"openvino-cpu +\| no — OPENVINO_C_LIBRARY is").unwrap());
 }
+
+/// `choose` tries OpenVINO's throughput hint beside its default, as the engine declares:
+/// a configuration of its own in the matrix and the ranking (or, where OpenVINO wants more
+/// requests in flight than a batch splits into, said and left out).
+#[test]
+fn choose_tries_the_throughput_hint_the_engine_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    let output = run_ok(
+        cnnbench()
+            .args([
+                "choose",
+                "resnet18",
+                "--image-size",
+                "32",
+                "--engines",
+                "openvino-cpu",
+                "--precisions",
+                "f32",
+                "--passes",
+                "2",
+                "--warmup",
+                "0",
+                "-b",
+                "2,4",
+                "-o",
+            ])
+            .arg(&out),
+    );
+    let matrix = std::fs::read_to_string(out.join("choose.toml")).unwrap();
+    assert!(
+        matrix.contains(
+            "[engine_settings.\"openvino-cpu\"]\n\"hint\" = [\"latency\", \"throughput\"]"
+        ),
+        "{matrix}"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(text.contains("| openvino-cpu 2026.4.1, f32 "), "{text}");
+    assert!(
+        text.contains("throughput hint") || stderr.contains("did not run"),
+        "{text}\n{stderr}"
+    );
+    let costs = std::fs::read_to_string(out.join("choose-accuracy.json")).unwrap();
+    assert!(costs.contains("throughput hint"), "{costs}");
+}

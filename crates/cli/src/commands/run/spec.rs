@@ -589,14 +589,13 @@ fn models_of(args: &RunArgs) -> Result<Vec<ModelRef>> {
     Ok(models)
 }
 
-/// The SHA-256 of a file's bytes, in hex.
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+/// The SHA-256 of a model file's bytes, in hex, read as the importer reads the file: a
+/// device, a pipe or a file larger than its format allows is refused before anything is
+/// read (hashing `/dev/zero` would spin, a FIFO block, a sparse 20 GB file be read whole).
+pub fn file_sha256(path: &Path) -> Result<String> {
     use sha2::Digest;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = sha2::Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hasher
-        .finalize()
+    let bytes = cnnbench_import::read_model_file(path)?;
+    Ok(sha2::Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect())

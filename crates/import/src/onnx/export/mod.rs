@@ -48,6 +48,19 @@ pub fn to_onnx(graph: &Graph, weights: &Weights) -> Result<Vec<u8>, ExportError>
     Ok(to_onnx_model(graph, weights)?.encode_to_vec())
 }
 
+/// The network an engine runs: the float export, or with activation ranges the int8 QDQ
+/// one ([`to_onnx_int8`]).
+pub fn to_onnx_as(
+    graph: &Graph,
+    weights: &Weights,
+    int8_ranges: Option<&cnnbench_graph::quant::ActivationRanges>,
+) -> Result<Vec<u8>, ExportError> {
+    match int8_ranges {
+        Some(ranges) => to_onnx_int8(graph, weights, ranges),
+        None => to_onnx(graph, weights),
+    }
+}
+
 /// The ONNX model of `graph` with `weights`, for callers that add to it before encoding.
 pub fn to_onnx_model(graph: &Graph, weights: &Weights) -> Result<ModelProto, ExportError> {
     weights.check(graph, true)?;
