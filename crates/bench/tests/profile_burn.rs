@@ -128,27 +128,34 @@ fn nodes_add_up_to_the_end_to_end_time() {
     let g = b.finish(&c3).unwrap();
     let mut req = request(Mode::Train, 4, 15);
     req.point.warmup = 3;
-    let doc = run(&g, &req);
-    let ratio = doc.sum_of_nodes.total / doc.end_to_end.total.median;
     // Tolerance: 0.55–1.6. Run alone on a quiet machine the ratio is 0.96–1.06; with
-    // other processes on the two cores it reached 1.46 once (the isolated benchmarks
-    // and the end-to-end run see different load). The band still catches what it is
-    // for: a phase counted twice (nested timers, Caffe's bug #4453: 2×) or one lost
-    // (backward missing: about 0.4×).
-    assert!(
-        (0.55..=1.6).contains(&ratio),
-        "sum of nodes {:.2} ms vs end to end {:.2} ms: {:?}",
-        doc.sum_of_nodes.total * 1e3,
-        doc.end_to_end.total.median * 1e3,
-        doc.nodes
-            .iter()
-            .map(|n| (
-                n.forward.median * 1e3,
-                n.backward.as_ref().map(|b| b.median * 1e3)
-            ))
-            .collect::<Vec<_>>()
-    );
-    eprintln!("sum of nodes / end to end = {ratio:.3}");
+    // other processes on the two cores (CI installs PyTorch beside the tests) the isolated
+    // benchmarks and the end-to-end run see different load, and one profile reached 1.62.
+    // So up to three profiles, and one inside the band passes: what the band is for — a
+    // phase counted twice (nested timers, Caffe's bug #4453: 2×) or one lost (backward
+    // missing: about 0.4×) — is off in every profile, load only in some.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let doc = run(&g, &req);
+        let ratio = doc.sum_of_nodes.total / doc.end_to_end.total.median;
+        eprintln!("sum of nodes / end to end = {ratio:.3}");
+        if (0.55..=1.6).contains(&ratio) {
+            return;
+        }
+        seen.push(format!(
+            "sum of nodes {:.2} ms vs end to end {:.2} ms (ratio {ratio:.2}): {:?}",
+            doc.sum_of_nodes.total * 1e3,
+            doc.end_to_end.total.median * 1e3,
+            doc.nodes
+                .iter()
+                .map(|n| (
+                    n.forward.median * 1e3,
+                    n.backward.as_ref().map(|b| b.median * 1e3)
+                ))
+                .collect::<Vec<_>>()
+        ));
+    }
+    panic!("three profiles outside 0.55–1.6:\n{}", seen.join("\n"));
 }
 
 #[test]
