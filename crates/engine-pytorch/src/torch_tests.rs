@@ -210,8 +210,12 @@ fn amp_bf16_is_within_bf16s_tolerance_of_f32_and_not_within_f32s() {
             c.max_relative_error
         );
     }
+    // The raw error, not the verdict: across precisions a tensor also passes within its
+    // own precision's floor, and bf16's explains this error.
     assert!(
-        outputs.iter().any(|c| !c.passes(DEFAULT_TOLERANCE)),
+        outputs
+            .iter()
+            .any(|c| c.max_relative_error > DEFAULT_TOLERANCE),
         "amp-bf16 matched f32 to 1e-4: autocast did not compute in bf16"
     );
 }
