@@ -167,16 +167,26 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
     let mut stopped_by_budget = 0;
     let mut started_runs = 0;
     for cell in &matrix.cells {
-        let done =
+        // A cell that has its result is not run again (the child would find it and stop).
+        if let Some(path) =
             cnnbench_plan::finished_result(&runs, cell.index, &matrix.spec(cell), Some(LABEL))?
-                .is_some();
+        {
+            eprintln!(
+                "choose: cell {} of {} ({}) already has a result: {}",
+                cell.index,
+                matrix.cells.len(),
+                cell.describe(),
+                path.display()
+            );
+            continue;
+        }
         // Past the budget no run starts, but one at least does in every invocation, so
         // that running the command again always goes on.
-        if !done && started_runs > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+        if started_runs > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
             stopped_by_budget += 1;
             continue;
         }
-        started_runs += usize::from(!done);
+        started_runs += 1;
         eprintln!(
             "choose: cell {} of {}: {}",
             cell.index,
@@ -229,6 +239,10 @@ fn names(precisions: &[Precision]) -> String {
 /// for inference, as a started engine reports it (OpenVINO's low precisions depend on
 /// the CPU).
 fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candidate>> {
+    // An engine name that is none is said before any engine starts.
+    for name in args.engines.iter().flatten() {
+        engines::find(name)?;
+    }
     let mut out = Vec::new();
     for status in engines::statuses() {
         let named = args.engines.as_ref();
@@ -267,11 +281,6 @@ fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candida
                     });
                 }
             }
-        }
-    }
-    if let Some(named) = &args.engines {
-        for name in named {
-            engines::find(name)?;
         }
     }
     Ok(out)

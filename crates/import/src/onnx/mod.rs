@@ -65,6 +65,18 @@ struct Const {
     unreadable: Option<String>,
 }
 
+/// A float tensor's values, stored as `raw_data` (little-endian) or as `float_data`.
+pub(crate) fn f32_values(t: &TensorProto) -> Vec<f32> {
+    if t.raw_data.is_empty() {
+        t.float_data.clone()
+    } else {
+        t.raw_data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    }
+}
+
 fn read_const(t: &TensorProto) -> Const {
     let mut c = Const {
         dims: t.dims.clone(),
@@ -73,16 +85,7 @@ fn read_const(t: &TensorProto) -> Const {
         ..Const::default()
     };
     match t.data_type {
-        DATA_FLOAT => {
-            c.floats = if t.raw_data.is_empty() {
-                t.float_data.clone()
-            } else {
-                t.raw_data
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect()
-            }
-        }
+        DATA_FLOAT => c.floats = f32_values(t),
         DATA_INT64 => {
             c.ints = if t.raw_data.is_empty() {
                 t.int64_data.clone()

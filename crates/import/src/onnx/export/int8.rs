@@ -21,10 +21,11 @@
 //!    channel shuffle, a channel slice) keeps its input's range, so that a runtime can
 //!    run it on the int8 values directly.
 
-use super::{to_onnx_model, ExportError};
+use super::{float_tensor, to_onnx_model, ExportError};
+use crate::onnx::f32_values;
 use crate::onnx::proto::*;
 use cnnbench_graph::quant::{ActivationRanges, AffineU8, PerChannelI8};
-use cnnbench_graph::{Graph, HostTensor, Op, Source, Weights, INPUT_NAME};
+use cnnbench_graph::{Graph, HostTensor, Op, Weights, INPUT_NAME};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -109,10 +110,7 @@ fn shared_ranges(
         };
         let range = match (keeps_values, node.inputs.first()) {
             (true, Some(&source)) => {
-                let name = match source {
-                    Source::Input => INPUT_NAME,
-                    Source::Node(i) => graph.nodes()[i].name.as_str(),
-                };
+                let name = graph.source_name(source);
                 ranges.get(name).copied().ok_or_else(|| missing(name))?
             }
             _ => measured
@@ -141,18 +139,7 @@ fn readers(onnx: &GraphProto) -> HashMap<String, usize> {
 /// An f32 initializer's values.
 fn floats_of(onnx: &GraphProto, name: &str) -> Option<Vec<f32>> {
     let t = onnx.initializer.iter().find(|t| t.name == name)?;
-    if t.data_type != DATA_FLOAT {
-        return None;
-    }
-    if !t.float_data.is_empty() {
-        return Some(t.float_data.clone());
-    }
-    Some(
-        t.raw_data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-    )
+    (t.data_type == DATA_FLOAT).then(|| f32_values(t))
 }
 
 fn dims_of(onnx: &GraphProto, name: &str) -> Option<Vec<i64>> {
@@ -174,11 +161,6 @@ fn tensor(name: String, dims: Vec<i64>, data_type: i32, raw_data: Vec<u8>) -> Te
         raw_data,
         ..TensorProto::default()
     }
-}
-
-fn f32_tensor(name: String, dims: Vec<i64>, values: &[f32]) -> TensorProto {
-    let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    tensor(name, dims, DATA_FLOAT, raw)
 }
 
 /// Step 1: `Conv → BatchNormalization` with the convolution read by the batch norm
@@ -250,9 +232,9 @@ fn fold_batch_norms(onnx: &mut GraphProto) -> Result<(), ExportError> {
         );
         let bn_output = bn.output[0].clone();
         onnx.initializer
-            .push(f32_tensor(weight_name.clone(), weight_dims, &folded_weight));
-        onnx.initializer.push(f32_tensor(
-            bias_name.clone(),
+            .push(float_tensor(&weight_name, weight_dims, &folded_weight));
+        onnx.initializer.push(float_tensor(
+            &bias_name,
             vec![channels as i64],
             &folded_bias,
         ));
@@ -345,11 +327,11 @@ fn quantize_weights(
         };
         let weight = find(&weight_name)?;
         let shape: Vec<usize> = weight.dims.iter().map(|&d| d.max(0) as usize).collect();
-        let values = floats_of_tensor(weight);
+        let values = f32_values(weight);
         let host = HostTensor::new(shape, values)
             .map_err(|e| quantising(format!("\"{}\": weight \"{weight_name}\": {e}", node.name)))?;
         let bias = match node.input.get(2) {
-            Some(name) => Some((name.clone(), floats_of_tensor(find(name)?))),
+            Some(name) => Some((name.clone(), f32_values(find(name)?))),
             None => None,
         };
         // Each channel's weight scale at least what keeps its int32 bias in range.
@@ -371,7 +353,7 @@ fn quantize_weights(
             DATA_INT8,
             q.values.iter().map(|&v| v as u8).collect(),
         ));
-        added_initializers.push(f32_tensor(scale.clone(), vec![channels], &q.scales));
+        added_initializers.push(float_tensor(&scale, vec![channels], &q.scales));
         added_initializers.push(tensor(
             zero.clone(),
             vec![channels],
@@ -410,7 +392,7 @@ fn quantize_weights(
                 DATA_INT32,
                 int32,
             ));
-            added_initializers.push(f32_tensor(scale.clone(), vec![channels], &bias_scales));
+            added_initializers.push(float_tensor(&scale, vec![channels], &bias_scales));
             added_initializers.push(tensor(
                 zero.clone(),
                 vec![channels],
@@ -432,16 +414,6 @@ fn quantize_weights(
     added_nodes.append(&mut onnx.node);
     onnx.node = added_nodes;
     Ok(())
-}
-
-fn floats_of_tensor(t: &TensorProto) -> Vec<f32> {
-    if !t.float_data.is_empty() {
-        return t.float_data.clone();
-    }
-    t.raw_data
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 fn dequantize(input: &str, scale: &str, zero: &str, output: &str, axis: Option<i64>) -> NodeProto {
@@ -497,7 +469,7 @@ fn quantize_activations(
             }
         }
         onnx.initializer
-            .push(f32_tensor(scale.clone(), Vec::new(), &[q.scale]));
+            .push(float_tensor(&scale, Vec::new(), &[q.scale]));
         onnx.initializer.push(tensor(
             zero.clone(),
             Vec::new(),

@@ -234,7 +234,8 @@ impl<'w> Emitter<'w> {
     }
 }
 
-fn float_tensor(name: &str, dims: Vec<i64>, values: &[f32]) -> TensorProto {
+/// A float initializer of these dimensions and values (`raw_data`, little-endian).
+pub(crate) fn float_tensor(name: &str, dims: Vec<i64>, values: &[f32]) -> TensorProto {
     TensorProto {
         dims,
         data_type: DATA_FLOAT,

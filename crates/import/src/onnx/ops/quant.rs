@@ -207,6 +207,15 @@ struct Params {
 }
 
 impl Params {
+    /// Each slice's (zero point, scale), in the order of the axis.
+    fn zero_points_and_scales(&self) -> Vec<(i64, f32)> {
+        self.zero_points
+            .iter()
+            .copied()
+            .zip(self.scales.iter().copied())
+            .collect()
+    }
+
     /// Whether the quantised range starts at exactly 0: every zero point is the type's
     /// least value, so that nothing below 0 survives the quantisation.
     fn starts_at_zero(&self) -> bool {
@@ -373,12 +382,7 @@ fn inner_size(dims: &[i64], axis: Option<usize>) -> usize {
 fn dequantized(x: &Const, p: &Params) -> Result<Vec<f32>, String> {
     let n = elements(&x.dims)?;
     let inner = inner_size(&x.dims, p.axis);
-    let pairs: Vec<(i64, f32)> = p
-        .zero_points
-        .iter()
-        .copied()
-        .zip(p.scales.iter().copied())
-        .collect();
+    let pairs = p.zero_points_and_scales();
     let mut out = Vec::with_capacity(n);
     for (i, q) in integers(x, p.ty, n)?.enumerate() {
         let (zero, scale) = pairs
@@ -402,12 +406,7 @@ fn quantized(x: &Const, p: &Params) -> Result<Vec<i64>, String> {
         ));
     }
     let inner = inner_size(&x.dims, p.axis);
-    let pairs: Vec<(i64, f32)> = p
-        .zero_points
-        .iter()
-        .copied()
-        .zip(p.scales.iter().copied())
-        .collect();
+    let pairs = p.zero_points_and_scales();
     Ok(x.floats
         .iter()
         .enumerate()
