@@ -48,6 +48,10 @@ pub struct RunRequest {
     /// An int8 run's activation ranges, measured on the weights the engine starts from
     /// ([`crate::quantize::calibrate`]).
     pub calibration: Option<crate::quantize::Calibration>,
+    /// Under a scenario with several queries in flight, how the engine's sessions share
+    /// the machine, in words for the record (the command line knows how it divided the
+    /// threads); `None`: said from the count alone.
+    pub serving: Option<String>,
 }
 
 impl RunRequest {
@@ -64,6 +68,7 @@ impl RunRequest {
             peak: None,
             round: None,
             calibration: None,
+            serving: None,
         }
     }
 
@@ -213,9 +218,41 @@ pub fn run(
         // A scenario's queries instead of the closed loop (`--scenario`); their compute
         // times are the samples.
         Some(scenario) => {
+            // The other sessions of a scenario with several queries in flight, each
+            // prepared, compiled and warmed up as the first was (untimed).
+            let mut others = Vec::new();
+            for n in 1..scenario.in_flight {
+                let mut other = engine.prepare(graph, &config).with_context(|| {
+                    format!(
+                        "{} cannot prepare session {} of {} for --in-flight",
+                        engine.info().name,
+                        n + 1,
+                        scenario.in_flight
+                    )
+                })?;
+                other.compile()?;
+                for _ in 0..warmup_passes {
+                    check_cancel()?;
+                    one_pass(other.as_mut(), point.mode)?;
+                }
+                other.begin_timed_passes()?;
+                others.push(other);
+            }
+            let serving = crate::scenario::Serving {
+                sessions: std::iter::once(session.as_mut())
+                    .chain(others.iter_mut().map(|s| s.as_mut()))
+                    .collect(),
+                description: match (&request.serving, scenario.in_flight) {
+                    (_, 1) => crate::scenario::SERVING.to_string(),
+                    (Some(words), _) => words.clone(),
+                    (None, n) => format!(
+                        "{n} sessions of the engine, each computing one query at a time; a query waits while all are busy"
+                    ),
+                },
+            };
             watch.pass_begins();
             let driven = crate::scenario::drive(
-                session.as_mut(),
+                serving,
                 scenario,
                 point.seed,
                 batch_size,
@@ -299,7 +336,11 @@ pub fn run(
         )),
     }
     drop(session);
-    let validity = watch.finish(engine.capabilities().device == DeviceKind::Gpu);
+    let on_gpu = engine.capabilities().device == DeviceKind::Gpu;
+    let validity = match point.scenario.as_ref().map_or(1, |s| s.in_flight) {
+        1 => watch.finish(on_gpu),
+        n => watch.finish_contended(on_gpu, &format!("the {n} sessions in flight")),
+    };
     let cold_start = ColdStart {
         process_before_run_s,
         prepare_s,
@@ -590,20 +631,19 @@ mod tests {
     use super::*;
     use cnnbench_engine::{ChosenKernels, DataParallelRank, EngineInfo};
     use cnnbench_graph::{ops::Conv2d, GraphBuilder};
-    use std::cell::RefCell;
-    use std::rc::Rc;
+    use std::sync::{Arc, Mutex};
 
     /// A fake engine that sleeps a known time per phase and logs the calls it receives.
     struct SleepyEngine {
-        log: Rc<RefCell<Vec<&'static str>>>,
+        log: Arc<Mutex<Vec<&'static str>>>,
     }
     struct SleepySession {
-        log: Rc<RefCell<Vec<&'static str>>>,
+        log: Arc<Mutex<Vec<&'static str>>>,
     }
     impl SleepySession {
         /// Logs the call, then takes `ms` milliseconds.
         fn call(&self, name: &'static str, ms: u64) -> Result<()> {
-            self.log.borrow_mut().push(name);
+            self.log.lock().unwrap().push(name);
             std::thread::sleep(Duration::from_millis(ms));
             Ok(())
         }
@@ -685,7 +725,7 @@ mod tests {
 
     #[test]
     fn train_times_forward_and_backward_apart_and_drops_warmup() {
-        let log = Rc::new(RefCell::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Vec::new()));
         let engine = SleepyEngine { log: log.clone() };
         let mut progress = Vec::new();
         let result = run(
@@ -711,7 +751,7 @@ mod tests {
             assert!(b[i] >= 0.008 && b[i] < 0.019, "backward {}", b[i]);
         }
         // Every timed phase is bracketed by syncs.
-        let calls = log.borrow();
+        let calls = log.lock().unwrap();
         for (i, call) in calls.iter().enumerate() {
             if *call == "forward" || *call == "backward" {
                 assert_eq!(calls[i - 1], "sync");
@@ -744,7 +784,7 @@ mod tests {
     #[test]
     fn step_mode_times_three_phases_and_infer_one() {
         let engine = SleepyEngine {
-            log: Rc::new(RefCell::new(Vec::new())),
+            log: Arc::new(Mutex::new(Vec::new())),
         };
         let step = run(
             &engine,
@@ -776,7 +816,7 @@ mod tests {
     #[test]
     fn cancellation_stops_the_run() {
         let engine = SleepyEngine {
-            log: Rc::new(RefCell::new(Vec::new())),
+            log: Arc::new(Mutex::new(Vec::new())),
         };
         let err = run(
             &engine,
@@ -803,7 +843,7 @@ mod tests {
             self.0.sync()
         }
         fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
-            self.0.log.borrow_mut().push("kernels");
+            self.0.log.lock().unwrap().push("kernels");
             (self.1)()
         }
     }
@@ -834,7 +874,7 @@ mod tests {
         fn failing() -> Result<ChosenKernels> {
             Err(anyhow!("no verbose output"))
         }
-        let log = Rc::new(RefCell::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Vec::new()));
         let engine = TellingEngine(SleepyEngine { log: log.clone() }, telling);
         let go = |engine: &TellingEngine| {
             run(
@@ -850,7 +890,7 @@ mod tests {
         assert!(result
             .warnings
             .contains(&"the convolutions ran in reference kernels".to_string()));
-        let calls = log.borrow().clone();
+        let calls = log.lock().unwrap().clone();
         assert_eq!(calls.iter().filter(|c| **c == "kernels").count(), 1);
         assert_eq!(
             calls.last(),
@@ -1094,7 +1134,7 @@ mod tests {
         }
 
         fn all_reduce_gradients(&mut self) -> Result<()> {
-            self.0.log.borrow_mut().push("allreduce");
+            self.0.log.lock().unwrap().push("allreduce");
             std::thread::sleep(Duration::from_millis(6));
             Ok(())
         }

@@ -20,6 +20,8 @@ use cnnbench_results::scenario::{
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
+mod concurrent;
+
 /// Queries of a no-op engine timed to measure the issuer's own cost.
 const OVERHEAD_QUERIES: usize = 1000;
 
@@ -46,42 +48,76 @@ pub struct Driven {
 /// Called after every query with the queries done and planned, and the seconds run.
 pub type OnQuery<'a> = dyn FnMut(usize, usize, f64) + 'a;
 
-/// Runs the scenario on a prepared session; `seed` draws the server's arrivals, `batch`
-/// is the samples the session computes per call. `check` is asked before every query
-/// (an interruption).
+/// How the sessions serve the queries, as the result records it (`scenario.serving`).
+pub struct Serving<'a> {
+    /// One session per query in flight, prepared, compiled and warmed up.
+    pub sessions: Vec<&'a mut (dyn Session + 'static)>,
+    /// In words; [`SERVING`] where one session serves one query at a time.
+    pub description: String,
+}
+
+/// Runs the scenario on prepared sessions (one per query in flight); `seed` draws the
+/// server's arrivals, `batch` is the samples a session computes per call. `check` is
+/// asked before every query (an interruption).
 pub fn drive(
-    session: &mut dyn Session,
+    serving: Serving<'_>,
     spec: &ScenarioSpec,
     seed: u64,
     batch: usize,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
 ) -> Result<Driven> {
+    let Serving {
+        mut sessions,
+        description,
+    } = serving;
+    if sessions.is_empty() {
+        return Err(anyhow!("a scenario needs a session to serve its queries"));
+    }
     let issuer_overhead_s = issuer_overhead();
-    let mut serve = |session: &mut dyn Session| -> Result<Duration> {
-        let t = Instant::now();
-        session.forward()?;
-        session.sync()?;
-        Ok(t.elapsed())
+    let served = ServedBy {
+        in_flight: sessions.len(),
+        description,
     };
     if spec.kind == ScenarioKind::Server && spec.find_peak {
         return find_peak(
-            session,
+            &mut sessions,
+            &served,
             spec,
             seed,
             check,
             on_query,
             issuer_overhead_s,
-            &mut serve,
         );
     }
     let load = Load::of(spec, spec.target_qps, seed, batch);
-    let timeline = issue(session, &load, check, on_query, &mut serve)?;
-    let record = judge(spec, &load, &timeline, issuer_overhead_s, Vec::new())?;
+    let timeline = issue(&mut sessions, &load, check, on_query)?;
+    let record = judge(
+        spec,
+        &load,
+        &timeline,
+        &served,
+        issuer_overhead_s,
+        Vec::new(),
+    )?;
     Ok(Driven {
         compute_s: timeline.compute_s,
         record,
     })
+}
+
+/// How many sessions served, and how, for the record.
+struct ServedBy {
+    in_flight: usize,
+    description: String,
+}
+
+/// One query (offline: one call) timed on its session: the engine's compute time.
+fn serve(session: &mut dyn Session) -> Result<Duration> {
+    let t = Instant::now();
+    session.forward()?;
+    session.sync()?;
+    Ok(t.elapsed())
 }
 
 /// One run's load: the scenario, how long and how many, the server's rate and seed.
@@ -119,15 +155,30 @@ struct Timeline {
     queries: usize,
     samples: usize,
     duration_s: f64,
+    /// Several in flight: the median time a session spent drawing its next input
+    /// between queries (one in flight: the schedule pauses while it draws).
+    input_draw_s: Option<f64>,
 }
 
-/// Issues the load and times it.
+/// Issues the load to the sessions and times it.
 fn issue(
+    sessions: &mut [&mut (dyn Session + 'static)],
+    load: &Load,
+    check: &dyn Fn() -> Result<()>,
+    on_query: &mut OnQuery<'_>,
+) -> Result<Timeline> {
+    match sessions {
+        [session] => issue_to_one(&mut **session, load, check, on_query),
+        _ => concurrent::issue(sessions, load, check, on_query),
+    }
+}
+
+/// Issues the load to one session, which serves one query at a time.
+fn issue_to_one(
     session: &mut dyn Session,
     load: &Load,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
-    serve: &mut dyn FnMut(&mut dyn Session) -> Result<Duration>,
 ) -> Result<Timeline> {
     let mut latencies_s = Vec::new();
     let mut compute_s = Vec::new();
@@ -161,6 +212,7 @@ fn issue(
                 queries,
                 samples: queries * load.batch,
                 duration_s: busy.as_secs_f64(),
+                input_draw_s: None,
             })
         }
         ScenarioKind::Server => {
@@ -191,6 +243,7 @@ fn issue(
                 queries,
                 samples: queries,
                 duration_s: last_done.as_secs_f64(),
+                input_draw_s: None,
             })
         }
         ScenarioKind::Offline => {
@@ -214,6 +267,7 @@ fn issue(
                 queries: 1,
                 samples,
                 duration_s: clock.as_secs_f64(),
+                input_draw_s: None,
             })
         }
     }
@@ -303,6 +357,7 @@ fn judge(
     spec: &ScenarioSpec,
     load: &Load,
     timeline: &Timeline,
+    served: &ServedBy,
     issuer_overhead_s: f64,
     peak_search: Vec<PeakProbe>,
 ) -> Result<ScenarioRecord> {
@@ -383,8 +438,9 @@ fn judge(
         duration_s: timeline.duration_s,
         achieved_qps: per_second(counted),
         samples_per_s: per_second(timeline.samples),
-        in_flight: 1,
-        serving: SERVING.to_string(),
+        in_flight: served.in_flight,
+        input_draw_s: timeline.input_draw_s,
+        serving: served.description.clone(),
         latencies_s: timeline.latencies_s.clone(),
         latency,
         percentile,
@@ -408,35 +464,43 @@ fn percentile_name(q: f64) -> String {
 /// from the start while runs are valid (halved while they are not), then bisected
 /// between the highest valid and lowest invalid load, every probe a full run.
 fn find_peak(
-    session: &mut dyn Session,
+    sessions: &mut [&mut (dyn Session + 'static)],
+    served: &ServedBy,
     spec: &ScenarioSpec,
     seed: u64,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
     issuer_overhead_s: f64,
-    serve: &mut dyn FnMut(&mut dyn Session) -> Result<Duration>,
 ) -> Result<Driven> {
-    let start_qps = match spec.target_qps {
-        Some(qps) => qps,
-        None => {
-            // Half of what one query at a time could serve back to back.
+    let start_qps = match (spec.target_qps, sessions.first_mut()) {
+        (Some(qps), _) => qps,
+        (None, Some(session)) => {
+            // Half of what the sessions could serve back to back.
             session.prepare_batch()?;
             session.sync()?;
-            let took = serve(session)?.as_secs_f64().max(1e-6);
-            0.5 / took
+            let took = serve(&mut **session)?.as_secs_f64().max(1e-6);
+            0.5 * sessions.len() as f64 / took
         }
+        (None, None) => return Err(anyhow!("a scenario needs a session to serve its queries")),
     };
     let mut probes: Vec<PeakProbe> = Vec::new();
     let mut best: Option<(f64, Timeline, Load)> = None;
     let mut lowest_invalid: Option<f64> = None;
-    let mut probe = |qps: f64,
-                     session: &mut dyn Session,
-                     on_query: &mut OnQuery<'_>,
-                     probes: &mut Vec<PeakProbe>|
+    let probe = |qps: f64,
+                 sessions: &mut [&mut (dyn Session + 'static)],
+                 on_query: &mut OnQuery<'_>,
+                 probes: &mut Vec<PeakProbe>|
      -> Result<(bool, Timeline, Load)> {
         let load = Load::of(spec, Some(qps), seed, 1);
-        let timeline = issue(session, &load, check, on_query, serve)?;
-        let record = judge(spec, &load, &timeline, issuer_overhead_s, Vec::new())?;
+        let timeline = issue(sessions, &load, check, on_query)?;
+        let record = judge(
+            spec,
+            &load,
+            &timeline,
+            served,
+            issuer_overhead_s,
+            Vec::new(),
+        )?;
         probes.push(PeakProbe {
             target_qps: qps,
             achieved_qps: record.achieved_qps,
@@ -451,7 +515,7 @@ fn find_peak(
     let mut qps = start_qps;
     // Bracket.
     while probes.len() < MAX_PEAK_PROBES {
-        let (valid, timeline, load) = probe(qps, session, on_query, &mut probes)?;
+        let (valid, timeline, load) = probe(qps, sessions, on_query, &mut probes)?;
         if valid {
             best = Some((qps, timeline, load));
             if lowest_invalid.is_some() {
@@ -479,7 +543,7 @@ fn find_peak(
             break;
         }
         let middle = (low + high) / 2.0;
-        let (valid, timeline, load) = probe(middle, session, on_query, &mut probes)?;
+        let (valid, timeline, load) = probe(middle, sessions, on_query, &mut probes)?;
         if valid {
             best = Some((middle, timeline, load));
         } else {
@@ -497,7 +561,7 @@ fn find_peak(
                 .unwrap_or_default()
         ));
     };
-    let record = judge(spec, &load, &timeline, issuer_overhead_s, probes)?;
+    let record = judge(spec, &load, &timeline, served, issuer_overhead_s, probes)?;
     Ok(Driven {
         compute_s: timeline.compute_s,
         record,
@@ -538,7 +602,11 @@ mod tests {
     }
 
     fn run(session: &mut Fixed, spec: &ScenarioSpec, batch: usize) -> Driven {
-        drive(session, spec, 7, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()
+        let serving = Serving {
+            sessions: vec![session],
+            description: SERVING.into(),
+        };
+        drive(serving, spec, 7, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()
     }
 
     #[test]

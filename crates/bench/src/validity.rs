@@ -94,11 +94,34 @@ impl Watch {
     /// The verdict on the timed passes. `on_gpu`: the engine's device is a GPU; one that
     /// is not watched (not an NVIDIA GPU through CUDA, or no NVML) is said in the notes.
     pub fn finish(self, on_gpu: bool) -> Validity {
+        self.finish_with(on_gpu, None)
+    }
+
+    /// As [`Watch::finish`], for a run whose own threads contend for the cores by
+    /// design (`why`: several sessions in flight): the CPU pressure, which counts them,
+    /// is not judged, and the other processes' share of the CPU is.
+    pub fn finish_contended(self, on_gpu: bool, why: &str) -> Validity {
+        self.finish_with(on_gpu, Some(why))
+    }
+
+    fn finish_with(self, on_gpu: bool, own_contention: Option<&str>) -> Validity {
         let timed = match (&self.first, &self.last) {
             (Some(a), Some(b)) => self.signals_between(a, b),
             _ => Signals::default(),
         };
-        let (verdict, reasons, mut notes) = judge(&timed, &LIMITS);
+        let limits = match own_contention {
+            Some(_) => Limits {
+                cpu_pressure_pct: f64::INFINITY,
+                ..LIMITS
+            },
+            None => LIMITS,
+        };
+        let (verdict, reasons, mut notes) = judge(&timed, &limits);
+        if let Some(why) = own_contention {
+            notes.push(format!(
+                "CPU pressure was not judged: {why} contend for the cores by design, and it counts them; the other processes' share of the CPU was judged instead"
+            ));
+        }
         match &self.gpu {
             Some(Ok(_)) => {}
             Some(Err(why)) => notes.push(format!(

@@ -1,7 +1,7 @@
 //! burn's GPU engines as the command line's registry sees them, built in or not.
 
 use crate::{BurnGpu, BurnGpuOptions, Unavailable};
-use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::provider::{ConcurrentServing, EngineOptions, Provider, NOT_CHECKED_ON_A_GPU};
 use cnnbench_engine::{Capabilities, Engine};
 
 struct Gpu(BurnGpu);
@@ -37,6 +37,9 @@ impl Provider for Gpu {
     }
     fn capabilities(&self) -> Capabilities {
         crate::capabilities()
+    }
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        ConcurrentServing::OneAtATime(NOT_CHECKED_ON_A_GPU)
     }
     fn availability(&self, options: &EngineOptions) -> Result<(), String> {
         crate::availability(self.0, &burn_gpu_options(options)).map_err(|e| why(&e))

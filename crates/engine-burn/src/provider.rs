@@ -1,6 +1,6 @@
 //! burn-flex as the command line's registry sees it.
 
-use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::provider::{ConcurrentServing, EngineOptions, Provider};
 use cnnbench_engine::{Capabilities, Engine};
 
 struct BurnFlex;
@@ -18,6 +18,10 @@ impl Provider for BurnFlex {
     }
     fn capabilities(&self) -> Capabilities {
         crate::capabilities()
+    }
+    /// Its sessions compute on the one pool of the process.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        ConcurrentServing::SessionsShareOnePool
     }
     fn availability(&self, _: &EngineOptions) -> Result<(), String> {
         crate::availability()

@@ -1,6 +1,6 @@
 //! ONNX Runtime (ort-cpu) as the command line's registry sees it, built in or not.
 
-use cnnbench_engine::provider::{DeclaredSettings, EngineOptions, Provider};
+use cnnbench_engine::provider::{ConcurrentServing, DeclaredSettings, EngineOptions, Provider};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::{Capabilities, Engine};
 
@@ -50,6 +50,10 @@ impl Provider for Ort {
     }
     fn capabilities(&self) -> Capabilities {
         crate::capabilities()
+    }
+    /// Each session has its own threads.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        ConcurrentServing::SessionsSplitTheThreads
     }
     fn availability(&self, _: &EngineOptions) -> Result<(), String> {
         crate::availability()

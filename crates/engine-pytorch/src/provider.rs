@@ -4,7 +4,9 @@ use crate::python::{choose_for_this_process, install_hint};
 use crate::session::{PytorchEngine, PytorchOptions};
 use crate::worker::same_release;
 use crate::Flavour;
-use cnnbench_engine::provider::{DeclaredSettings, EngineOptions, Provider};
+use cnnbench_engine::provider::{
+    ConcurrentServing, DeclaredSettings, EngineOptions, Provider, NOT_CHECKED_ON_A_GPU,
+};
 use cnnbench_engine::settings::{EngineSettingsRecord, ProgramPath, SettingsMap};
 use cnnbench_engine::{Capabilities, DeviceKind, Engine};
 use std::collections::BTreeMap;
@@ -79,6 +81,13 @@ impl Provider for Pytorch {
     }
     fn capabilities(&self) -> Capabilities {
         self.0.capabilities()
+    }
+    /// On the CPU each session is a worker process with its own threads.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        match self.0.device {
+            DeviceKind::Cpu => ConcurrentServing::SessionsSplitTheThreads,
+            DeviceKind::Gpu => ConcurrentServing::OneAtATime(NOT_CHECKED_ON_A_GPU),
+        }
     }
     fn availability(&self, options: &EngineOptions) -> Result<(), String> {
         let own = self.own_settings(&options.settings)?;

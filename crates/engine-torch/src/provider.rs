@@ -4,8 +4,10 @@
 
 use crate::{TorchBackend, TorchOptions};
 use cnnbench_engine::distributed::{ProcessGroup, Rendezvous};
-use cnnbench_engine::provider::{DataParallelProvider, EngineOptions, Provider};
-use cnnbench_engine::{Capabilities, Engine};
+use cnnbench_engine::provider::{
+    ConcurrentServing, DataParallelProvider, EngineOptions, Provider, NOT_CHECKED_ON_A_GPU,
+};
+use cnnbench_engine::{Capabilities, DeviceKind, Engine};
 use std::sync::Arc;
 
 struct Torch(TorchBackend);
@@ -29,6 +31,13 @@ impl Provider for Torch {
     }
     fn capabilities(&self) -> Capabilities {
         self.0.capabilities()
+    }
+    /// On the CPU each calling thread has its own team of libtorch's threads.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        match self.0.capabilities().device {
+            DeviceKind::Cpu => ConcurrentServing::SessionsSplitTheThreads,
+            DeviceKind::Gpu => ConcurrentServing::OneAtATime(NOT_CHECKED_ON_A_GPU),
+        }
     }
     fn availability(&self, _: &EngineOptions) -> Result<(), String> {
         crate::availability(self.0)

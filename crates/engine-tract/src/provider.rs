@@ -1,6 +1,6 @@
 //! tract as the command line's registry sees it, built in or not.
 
-use cnnbench_engine::provider::{EngineOptions, Provider};
+use cnnbench_engine::provider::{ConcurrentServing, EngineOptions, Provider};
 use cnnbench_engine::{Capabilities, Engine};
 
 struct Tract;
@@ -14,6 +14,10 @@ impl Provider for Tract {
     }
     fn capabilities(&self) -> Capabilities {
         crate::capabilities()
+    }
+    /// Its sessions compute on the one pool of the process.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        ConcurrentServing::SessionsShareOnePool
     }
     fn availability(&self, _: &EngineOptions) -> Result<(), String> {
         crate::availability()

@@ -205,7 +205,7 @@ pub struct ChosenKernels {
 /// A compiled network on one device, with the state a pass needs (current input,
 /// output, upstream gradient). Every method except `sync` may be asynchronous on devices
 /// that queue work; the harness calls `sync` around every timed region.
-pub trait Session {
+pub trait Session: Send {
     /// Untimed: draw a fresh random input batch (and labels, in step mode).
     fn prepare_batch(&mut self) -> anyhow::Result<()>;
     /// Timed: the forward pass (in step mode, including the loss).

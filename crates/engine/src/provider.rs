@@ -79,9 +79,49 @@ pub trait Provider: Send + Sync {
     fn deployment_settings(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
     }
+    /// How it computes several queries at once (`run --scenario server|offline
+    /// --in-flight N`): one at a time unless the engine says.
+    fn concurrent_serving(&self) -> ConcurrentServing {
+        ConcurrentServing::OneAtATime(
+            "its sessions have not been checked running side by side in one process",
+        )
+    }
     /// Data-parallel training across processes, where the engine has it.
     fn data_parallel(&self) -> Option<&dyn DataParallelProvider> {
         None
+    }
+}
+
+/// How an engine computes several queries at once: one session per query in flight,
+/// each driven from its own thread, and what the sessions share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConcurrentServing {
+    /// Each session has a thread pool of its own (ONNX Runtime's, OpenVINO's, libtorch's
+    /// per calling thread, a worker process's): the threads are divided between them,
+    /// as OpenVINO's streams divide the cores.
+    SessionsSplitTheThreads,
+    /// The sessions compute on one pool the process holds (rayon's global pool, tract's
+    /// executor): it is shared, not divided.
+    SessionsShareOnePool,
+    /// One query at a time, and why.
+    OneAtATime(&'static str),
+}
+
+/// Why the GPU engines serve one query at a time.
+pub const NOT_CHECKED_ON_A_GPU: &str = "several sessions on one GPU are not driven at once yet: cnnbench has had no GPU to check them on";
+
+impl ConcurrentServing {
+    /// The threads each of `in_flight` sessions gets out of `threads` (`None`: the
+    /// engine's default), where the sessions divide them.
+    pub fn threads_each(self, threads: Option<usize>, in_flight: usize) -> Option<usize> {
+        match self {
+            ConcurrentServing::SessionsSplitTheThreads => {
+                let total = threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                Some((total / in_flight.max(1)).max(1))
+            }
+            ConcurrentServing::SessionsShareOnePool | ConcurrentServing::OneAtATime(_) => threads,
+        }
     }
 }
 

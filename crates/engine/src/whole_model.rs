@@ -16,16 +16,16 @@ use std::sync::Arc;
 
 /// A stack's calls for running a whole network. The runtime holds what every session of
 /// the engine shares (the loaded library, the thread count, the engine's own settings).
-pub trait WholeModelRuntime: 'static {
+pub trait WholeModelRuntime: Send + Sync + 'static {
     /// The network loaded and ready to run: an ONNX Runtime session, tract's plan,
     /// OpenVINO's compiled model with its infer requests.
-    type Loaded;
+    type Loaded: Send;
     /// An input batch in the runtime's own form, made before a timed pass (nothing,
     /// where the runtime holds its inputs inside [`WholeModelRuntime::Loaded`]).
-    type Input;
+    type Input: Send;
     /// A pass's output as the runtime leaves it; a runtime whose own API hands a copy on
     /// the host (as its Python API does) copies inside the timed pass.
-    type Output;
+    type Output: Send;
 
     /// What the result file records about the engine.
     fn info(&self) -> EngineInfo;
@@ -200,13 +200,13 @@ mod tests {
     use crate::{Mode, Precision};
     use cnnbench_graph::ops::Conv2d;
     use cnnbench_graph::GraphBuilder;
-    use std::cell::Cell;
-    use std::rc::Rc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     /// A runtime that doubles its input and counts its loads: the kit's bookkeeping is
     /// what is tested.
     struct Doubling {
-        loads: Rc<Cell<usize>>,
+        loads: Arc<AtomicUsize>,
     }
 
     impl WholeModelRuntime for Doubling {
@@ -221,7 +221,7 @@ mod tests {
             Capabilities::cpu_f32_inference(None)
         }
         fn load(&self, _: &Graph, weights: &Weights, _: &SessionConfig) -> Result<f32> {
-            self.loads.set(self.loads.get() + 1);
+            self.loads.fetch_add(1, Ordering::SeqCst);
             // The "network" multiplies by 2, plus the first weight's first value.
             Ok(2.0 + weights.get("conv.weight").map_or(0.0, |t| t.data[0]))
         }
@@ -257,13 +257,13 @@ mod tests {
 
     #[test]
     fn a_session_runs_the_input_it_was_given_and_reloads_on_import() {
-        let loads = Rc::new(Cell::new(0));
+        let loads = Arc::new(AtomicUsize::new(0));
         let engine = WholeModelEngine::new(Doubling {
             loads: loads.clone(),
         });
         let graph = a_graph();
         let mut session = engine.prepare(&graph, &config(Mode::Infer)).unwrap();
-        assert_eq!(loads.get(), 1);
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
         assert!(session.output().is_err(), "no output before a pass");
         let input = HostTensor::new(vec![1, 1, 2, 2], vec![1.0, 2.0, 3.0, 4.0]).unwrap();
         session.set_input(&input).unwrap();
@@ -273,7 +273,11 @@ mod tests {
         let ones = HostTensor::new(vec![1, 1, 1, 1], vec![1.0]).unwrap();
         weights.insert("conv.weight", ones);
         session.import_weights(&weights).unwrap();
-        assert_eq!(loads.get(), 2, "an import loads the network again");
+        assert_eq!(
+            loads.load(Ordering::SeqCst),
+            2,
+            "an import loads the network again"
+        );
         assert!(session.output().is_err(), "the old output is gone");
         session.forward().unwrap();
         // The input given before the import is still the one run.
@@ -286,11 +290,15 @@ mod tests {
     #[test]
     fn the_engine_admits_only_what_its_capabilities_allow() {
         let engine = WholeModelEngine::new(Doubling {
-            loads: Rc::new(Cell::new(0)),
+            loads: Arc::new(AtomicUsize::new(0)),
         });
         let refused = engine.prepare(&a_graph(), &config(Mode::Train));
         let why = format!("{:#}", refused.err().expect("training refused"));
         assert!(why.contains("doubling cannot run train mode"), "{why}");
-        assert_eq!(engine.runtime().loads.get(), 0, "nothing loaded");
+        assert_eq!(
+            engine.runtime().loads.load(Ordering::SeqCst),
+            0,
+            "nothing loaded"
+        );
     }
 }

@@ -188,7 +188,16 @@ pub fn scenario_line(result: &BenchResult) -> Option<String> {
     use cnnbench_results::scenario::ScenarioKind;
     let r = result.scenario.as_ref()?;
     let [h, w] = result.config.image_size;
-    let what = format!("{} ({h}×{w}) on {}", result.model.name, result.engine.name);
+    let what = format!(
+        "{} ({h}×{w}) on {}{}",
+        result.model.name,
+        result.engine.name,
+        if r.in_flight > 1 {
+            format!(", {} in flight", r.in_flight)
+        } else {
+            String::new()
+        }
+    );
     let load = match (r.kind, r.target_qps) {
         (ScenarioKind::Server, Some(qps)) => format!(
             "server at {qps:.1} QPS{} (achieved {:.1}), {} queries",

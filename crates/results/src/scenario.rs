@@ -115,6 +115,22 @@ pub struct ScenarioSpec {
     /// doubling, then bisected, as LoadGen's peak search does).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub find_peak: bool,
+    /// Server and offline: the queries the engine computes at once, each on its own
+    /// session (`--in-flight`); single- and multi-stream have one by definition.
+    #[serde(default = "one_in_flight", skip_serializing_if = "is_one")]
+    pub in_flight: usize,
+}
+
+/// The most queries in flight `--in-flight` takes: each is a session with its own
+/// copy of the network, so the bound keeps a typo from loading it thousands of times.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+fn one_in_flight() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl ScenarioSpec {
@@ -128,6 +144,7 @@ impl ScenarioSpec {
             min_duration_s: DEFAULT_MIN_DURATION_S,
             min_queries: kind.default_min_queries(),
             find_peak: false,
+            in_flight: 1,
         }
     }
 
@@ -184,6 +201,26 @@ impl ScenarioSpec {
             (false, Some(_)) => return Err(format!("--latency-bound is the server scenario's bound; {kind} reports its latency without one")),
             _ => {}
         }
+        match (kind, self.in_flight) {
+            (_, 0) => return Err("--in-flight must be at least 1".into()),
+            (_, n) if n > MAX_IN_FLIGHT => {
+                return Err(format!(
+                    "--in-flight {n} is more than {MAX_IN_FLIGHT}: each query in flight is a session with its own copy of the network"
+                ))
+            }
+            (ScenarioKind::SingleStream | ScenarioKind::MultiStream, n) if n > 1 => {
+                return Err(format!(
+                    "{kind} issues its next query when the last completes (LoadGen's definition), so one is in flight: --in-flight is for --scenario server or offline"
+                ))
+            }
+            (
+                ScenarioKind::SingleStream
+                | ScenarioKind::MultiStream
+                | ScenarioKind::Server
+                | ScenarioKind::Offline,
+                _,
+            ) => {}
+        }
         if self.find_peak && !server {
             return Err(
                 "--find-peak searches the server scenario's load: use it with --scenario server"
@@ -233,6 +270,11 @@ pub struct ScenarioRecord {
     pub in_flight: usize,
     /// How the engine served the queries, in words.
     pub serving: String,
+    /// Several in flight: the median seconds a session spent drawing its next input
+    /// between two queries, which a query already waiting waits for too (one in
+    /// flight: the schedule pauses while the input is drawn, and this is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_draw_s: Option<f64>,
     /// Each query's latency, seconds, in issue order: from its scheduled arrival (server)
     /// or its issue (the others) to its completion. Offline: each batch's completion
     /// since the issue.

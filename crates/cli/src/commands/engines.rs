@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 pub use cnnbench_engine::provider::EngineOptions;
-use cnnbench_engine::provider::Provider;
+use cnnbench_engine::provider::{ConcurrentServing, Provider};
 use cnnbench_engine::{Capabilities, Engine};
 use std::process::ExitCode;
 
@@ -131,7 +131,51 @@ pub fn check_spec(spec: &cnnbench_results::RunSpec) -> Result<()> {
     refusal(
         provider.as_ref(),
         &options(&spec.engine_options, spec.threads, spec.precision),
-    )
+    )?;
+    queries_in_flight(spec).map(|_| ())
+}
+
+/// How `spec`'s engine serves its scenario's queries in flight (`--in-flight N`): the
+/// threads each session gets and the words the result records; `None` for one query
+/// at a time. Refuses an engine that serves one at a time.
+pub fn queries_in_flight(
+    spec: &cnnbench_results::RunSpec,
+) -> Result<Option<(Option<usize>, String)>> {
+    let in_flight = spec.scenario.as_ref().map_or(1, |s| s.in_flight);
+    if in_flight <= 1 {
+        return Ok(None);
+    }
+    let provider = find(&spec.engine)?;
+    let name = provider.name();
+    let serving = provider.concurrent_serving();
+    let threads_each = serving.threads_each(spec.threads, in_flight);
+    let words = match serving {
+        ConcurrentServing::OneAtATime(why) => {
+            return Err(anyhow!(
+                "engine {name} serves one query at a time ({why}): leave out --in-flight, or use {}",
+                engines_with(|p| !matches!(p.concurrent_serving(), ConcurrentServing::OneAtATime(_)))
+            ))
+        }
+        ConcurrentServing::SessionsSplitTheThreads => {
+            let total = spec
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let each = threads_each.unwrap_or(1);
+            let shared = if each * in_flight > total {
+                format!(", {} threads on {total}: more than there are", each * in_flight)
+            } else {
+                String::new()
+            };
+            format!(
+                "{in_flight} sessions of {name} side by side, each with its own copy of the network and {each} of the {total} threads{shared}; a query waits while every session is busy"
+            )
+        }
+        ConcurrentServing::SessionsShareOnePool => format!(
+            "{in_flight} sessions of {name} side by side, each with its own copy of the network, computing on the process's one pool ({}); a query waits while every session is busy",
+            spec.threads.map_or("a thread per core".to_string(), |t| format!("{t} threads"))
+        ),
+    };
+    Ok(Some((threads_each, words)))
 }
 
 /// The settings of `spec` that name a program its engine runs (the pytorch engines'

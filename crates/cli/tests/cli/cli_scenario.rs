@@ -155,6 +155,83 @@ fn offline_and_multi_stream_serve_their_samples_as_the_batch() {
 }
 
 #[test]
+fn several_queries_in_flight_are_served_by_sessions_side_by_side() {
+    let dir = with_tiny_model();
+    scenario_run(
+        dir.path(),
+        "server",
+        &[
+            "--scenario",
+            "server",
+            "--qps",
+            "200",
+            "--latency-bound",
+            "500",
+            "--min-queries",
+            "80",
+            "--in-flight",
+            "2",
+            "--threads",
+            "2",
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains("2 in flight"));
+    let server: BenchResult = read_json(&result_files(&dir.path().join("server"))[0]);
+    let record = server.scenario.as_ref().unwrap();
+    assert_eq!((record.in_flight, record.queries), (2, 80));
+    assert!(
+        record
+            .serving
+            .starts_with("2 sessions of burn-flex side by side"),
+        "{}",
+        record.serving
+    );
+    assert!(record.input_draw_s.is_some());
+    assert_eq!(
+        server
+            .spec
+            .as_ref()
+            .unwrap()
+            .scenario
+            .as_ref()
+            .unwrap()
+            .in_flight,
+        2
+    );
+    assert!(
+        server
+            .validity
+            .as_ref()
+            .expect("the machine was watched")
+            .notes
+            .iter()
+            .any(|n| n.contains("CPU pressure was not judged")),
+        "{:?}",
+        server.validity
+    );
+    scenario_run(
+        dir.path(),
+        "offline",
+        &[
+            "--scenario",
+            "offline",
+            "-b",
+            "2",
+            "--min-queries",
+            "40",
+            "--in-flight",
+            "3",
+        ],
+    )
+    .success();
+    let offline: BenchResult = read_json(&result_files(&dir.path().join("offline"))[0]);
+    let record = offline.scenario.unwrap();
+    assert_eq!((record.in_flight, record.samples), (3, 40));
+    assert_eq!(offline.samples["forward"].len(), 20);
+}
+
+#[test]
 fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
     let dir = with_tiny_model();
     for (args, says) in [
@@ -205,6 +282,29 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
                 "NaN",
             ],
             "--latency-bound must be a positive",
+        ),
+        (
+            vec!["--scenario", "single-stream", "--in-flight", "2"],
+            "--in-flight is for --scenario server or offline",
+        ),
+        (
+            vec!["--scenario", "offline", "--in-flight", "0"],
+            "at least 1",
+        ),
+        (
+            vec!["--scenario", "offline", "--in-flight", "65"],
+            "more than 64",
+        ),
+        (
+            vec![
+                "--scenario",
+                "offline",
+                "--in-flight",
+                "2",
+                "--engine",
+                "pytorch-cuda",
+            ],
+            "serves one query at a time",
         ),
     ] {
         let out = dir.path().join("refused");

@@ -142,6 +142,10 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     let mode = spec.mode;
     let planned = plan(spec)?;
     let mut options = engines::options(&spec.engine_options, spec.threads, spec.precision);
+    // Several queries in flight: sessions that divide the threads get their share.
+    if let Some((threads_each, _)) = engines::queries_in_flight(spec)? {
+        options.threads = threads_each;
+    }
     let data_parallel = spec.data_parallel.as_ref().filter(|_| role == Role::Rank);
     let (engine, group) = match data_parallel {
         Some(dp) => {
@@ -431,6 +435,11 @@ pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) 
         // A rank's siblings, started by the same launcher, are part of the job.
         process_tree_root: (job.role == Role::Rank).then(std::os::unix::process::parent_id),
         round: job.delivery.round,
+        // Checked before the engine started ([`engines::check_spec`]).
+        serving: engines::queries_in_flight(&job.spec)
+            .ok()
+            .flatten()
+            .map(|(_, words)| words),
         ..RunRequest::new(job.spec.point(&p.model, p.size, batch_size), tool)
     }
 }

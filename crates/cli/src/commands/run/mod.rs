@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// bisecting, as LoadGen's peak search does); every probe is recorded.
     #[arg(long, requires = "scenario")]
     pub find_peak: bool,
+    /// Server and offline: the queries computed at once, each on a session of its own
+    /// (engines whose sessions have their own threads divide --threads between them).
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub in_flight: Option<usize>,
     /// int8: measure the activation ranges on N random images (default 8), in f32 on
     /// burn-flex, before quantising; recorded with the result.
     #[arg(long, value_name = "N")]

@@ -271,6 +271,12 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         take: |s, a| scenario_setting(s, a.find_peak.then_some(true), |sc, on| sc.find_peak = on),
     },
     SpecOption {
+        ids: &["in_flight"],
+        flag: "--in-flight",
+        matrix_sets: false,
+        take: |s, a| scenario_setting(s, a.in_flight, |sc, n| sc.in_flight = n),
+    },
+    SpecOption {
         ids: &["cudnn_benchmark"],
         flag: "--cudnn-benchmark",
         matrix_sets: true,

@@ -1,0 +1,463 @@
+//! Several queries in flight (`--in-flight N`): one session per query in flight, each
+//! driven from its own thread, as a server with N workers serves its clients.
+//!
+//! Server: the issuer (this thread) releases each query at its scheduled arrival into
+//! one queue; a session that is free takes the oldest, so a query waits only while
+//! every session is busy (first come, first served: an M/G/N queue). Offline: every
+//! call is there at the start, and each session takes the next as it finishes one.
+//!
+//! A session draws its next input (the harness's stand-in for LoadGen's preloaded
+//! samples) as soon as it finishes a query, before it takes the next: at a load that
+//! leaves it idle between queries this costs nothing, but a query already waiting
+//! waits for it too, as the schedule cannot pause for one session while the others
+//! serve. Its median is recorded (`scenario.input_draw_s`) beside the compute time.
+//! A query's latency runs from its scheduled arrival (server) or the run's start
+//! (offline) to its completion.
+
+use super::{planned_queries, poisson_arrivals, serve, wait_until, Load, OnQuery, Timeline};
+use anyhow::{anyhow, Result};
+use cnnbench_engine::Session;
+use cnnbench_results::scenario::ScenarioKind;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often the offline run's issuer looks for an interruption while the sessions
+/// compute.
+const CHECK_EVERY: Duration = Duration::from_millis(5);
+
+/// A query released to the sessions: its place in the schedule and when it arrived.
+struct Released {
+    index: usize,
+    scheduled: Instant,
+}
+
+/// A query as a session served it.
+pub(super) struct Served {
+    index: usize,
+    /// When it arrived (server) or the run started (offline).
+    scheduled: Instant,
+    completed: Instant,
+    compute: Duration,
+    /// The session's drawing of this query's input, before it took the query.
+    draw: Duration,
+}
+
+/// Draws the session's next input, untimed by the query's compute clock.
+fn draw(session: &mut dyn Session) -> Result<Duration> {
+    let t = Instant::now();
+    session.prepare_batch()?;
+    session.sync()?;
+    Ok(t.elapsed())
+}
+
+/// Issues the load to every session at once and times it.
+pub(super) fn issue(
+    sessions: &mut [&mut (dyn Session + 'static)],
+    load: &Load,
+    check: &dyn Fn() -> Result<()>,
+    on_query: &mut OnQuery<'_>,
+) -> Result<Timeline> {
+    match load.kind {
+        ScenarioKind::Server => server(sessions, load, check, on_query),
+        ScenarioKind::Offline => offline(sessions, load, check, on_query),
+        ScenarioKind::SingleStream | ScenarioKind::MultiStream => Err(anyhow!(
+            "{} issues its next query when the last completes: one query is in flight",
+            load.kind
+        )),
+    }
+}
+
+/// Server: queries released at their Poisson arrivals into one queue, served first
+/// come, first served by whichever session is free.
+fn server(
+    sessions: &mut [&mut (dyn Session + 'static)],
+    load: &Load,
+    check: &dyn Fn() -> Result<()>,
+    on_query: &mut OnQuery<'_>,
+) -> Result<Timeline> {
+    let qps = load
+        .target_qps
+        .ok_or_else(|| anyhow!("the server scenario needs a target QPS"))?;
+    let planned = planned_queries(load);
+    let arrivals = poisson_arrivals(qps, planned, load.seed);
+    let (release, queue) = mpsc::channel::<Released>();
+    let queue = Mutex::new(queue);
+    let failed = AtomicBool::new(false);
+    let (start, outcome, served) = std::thread::scope(|scope| {
+        let workers: Vec<_> = sessions
+            .iter_mut()
+            .map(|session| {
+                let (queue, failed) = (&queue, &failed);
+                scope.spawn(move || {
+                    let mut served = Vec::new();
+                    loop {
+                        let drawn = match draw(&mut **session) {
+                            Ok(took) => took,
+                            Err(e) => {
+                                failed.store(true, Ordering::SeqCst);
+                                return Err(e);
+                            }
+                        };
+                        // The lock is held only while waiting for the next query: a
+                        // free session takes the oldest one released.
+                        let next = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok(query) = next else { break };
+                        match serve(&mut **session) {
+                            Ok(compute) => served.push(Served {
+                                index: query.index,
+                                scheduled: query.scheduled,
+                                completed: Instant::now(),
+                                compute,
+                                draw: drawn,
+                            }),
+                            Err(e) => {
+                                failed.store(true, Ordering::SeqCst);
+                                return Err(e);
+                            }
+                        }
+                    }
+                    Ok(served)
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let mut outcome = Ok(());
+        for (index, arrival) in arrivals.iter().enumerate() {
+            if let Err(e) = check() {
+                outcome = Err(e);
+                break;
+            }
+            if failed.load(Ordering::SeqCst) {
+                break;
+            }
+            let scheduled = start + *arrival;
+            wait_until(scheduled);
+            if release.send(Released { index, scheduled }).is_err() {
+                break;
+            }
+            on_query(index + 1, planned, start.elapsed().as_secs_f64());
+        }
+        // The queue closes: the sessions finish what was released and stop.
+        drop(release);
+        (start, outcome, join(workers))
+    });
+    outcome?;
+    timeline(served?, start, 1, load.kind)
+}
+
+/// Offline: every call there at the start; each session takes the next as it finishes
+/// one, until the samples and the duration asked for are done.
+fn offline(
+    sessions: &mut [&mut (dyn Session + 'static)],
+    load: &Load,
+    check: &dyn Fn() -> Result<()>,
+    on_query: &mut OnQuery<'_>,
+) -> Result<Timeline> {
+    let batch = load.batch.max(1);
+    let calls_needed = load.min_queries.div_ceil(batch);
+    let planned = planned_queries(load);
+    let taken = AtomicUsize::new(0);
+    let completed = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (start, outcome, served) = std::thread::scope(|scope| {
+        let start = Instant::now();
+        let workers: Vec<_> = sessions
+            .iter_mut()
+            .map(|session| {
+                let (taken, completed, stop) = (&taken, &completed, &stop);
+                scope.spawn(move || {
+                    let mut served = Vec::new();
+                    while !stop.load(Ordering::SeqCst) {
+                        let index = taken.fetch_add(1, Ordering::SeqCst);
+                        if index >= calls_needed && start.elapsed() >= load.min_duration {
+                            break;
+                        }
+                        match draw(&mut **session)
+                            .and_then(|drawn| serve(&mut **session).map(|compute| (drawn, compute)))
+                        {
+                            Ok((drawn, compute)) => served.push(Served {
+                                index,
+                                scheduled: start,
+                                completed: Instant::now(),
+                                compute,
+                                draw: drawn,
+                            }),
+                            Err(e) => {
+                                stop.store(true, Ordering::SeqCst);
+                                return Err(e);
+                            }
+                        }
+                        completed.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(served)
+                })
+            })
+            .collect();
+        let mut outcome = Ok(());
+        while workers.iter().any(|w| !w.is_finished()) {
+            if let Err(e) = check() {
+                stop.store(true, Ordering::SeqCst);
+                outcome = Err(e);
+                break;
+            }
+            let done = completed.load(Ordering::SeqCst) * batch;
+            on_query(done, planned, start.elapsed().as_secs_f64());
+            std::thread::sleep(CHECK_EVERY);
+        }
+        (start, outcome, join(workers))
+    });
+    outcome?;
+    timeline(served?, start, batch, load.kind)
+}
+
+/// The sessions' queries, or the first failure among them.
+fn join(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<Vec<Served>>>>,
+) -> Result<Vec<Served>> {
+    let mut all = Vec::new();
+    for worker in workers {
+        let served = worker
+            .join()
+            .map_err(|_| anyhow!("a session serving the scenario's queries panicked"))??;
+        all.extend(served);
+    }
+    Ok(all)
+}
+
+/// The run as the sequential issuer reports it: latencies and compute times in issue
+/// order (offline: in order of completion), the duration to the last completion.
+fn timeline(
+    mut served: Vec<Served>,
+    start: Instant,
+    batch: usize,
+    kind: ScenarioKind,
+) -> Result<Timeline> {
+    if served.is_empty() {
+        return Err(anyhow!("no query was served"));
+    }
+    match kind {
+        ScenarioKind::Offline => served.sort_by_key(|s| s.completed),
+        ScenarioKind::Server | ScenarioKind::SingleStream | ScenarioKind::MultiStream => {
+            served.sort_by_key(|s| s.index)
+        }
+    }
+    let last = served.iter().map(|s| s.completed).max().unwrap_or(start);
+    let latencies_s = served
+        .iter()
+        .map(|s| {
+            s.completed
+                .saturating_duration_since(s.scheduled)
+                .as_secs_f64()
+        })
+        .collect();
+    let compute_s = served.iter().map(|s| s.compute.as_secs_f64()).collect();
+    let mut draws: Vec<f64> = served.iter().map(|s| s.draw.as_secs_f64()).collect();
+    draws.sort_by(f64::total_cmp);
+    let calls = served.len();
+    Ok(Timeline {
+        latencies_s,
+        compute_s,
+        queries: match kind {
+            ScenarioKind::Offline => 1,
+            ScenarioKind::Server | ScenarioKind::SingleStream | ScenarioKind::MultiStream => calls,
+        },
+        samples: calls * batch,
+        duration_s: last.saturating_duration_since(start).as_secs_f64(),
+        input_draw_s: Some(draws[draws.len() / 2]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{drive, Driven, Serving, SERVING};
+    use super::*;
+    use cnnbench_results::scenario::ScenarioSpec;
+
+    /// A session whose every query sleeps a fixed time: it needs no CPU, so the test
+    /// does not need an idle machine.
+    struct Sleeping {
+        took: Duration,
+        calls: usize,
+    }
+
+    impl Session for Sleeping {
+        fn prepare_batch(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn forward(&mut self) -> Result<()> {
+            self.calls += 1;
+            std::thread::sleep(self.took);
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn sessions(n: usize, took: Duration) -> Vec<Sleeping> {
+        (0..n).map(|_| Sleeping { took, calls: 0 }).collect()
+    }
+
+    fn run(sessions: &mut [Sleeping], spec: &ScenarioSpec, batch: usize) -> Driven {
+        let serving = Serving {
+            sessions: sessions
+                .iter_mut()
+                .map(|s| s as &mut (dyn Session + 'static))
+                .collect(),
+            description: SERVING.into(),
+        };
+        drive(serving, spec, 11, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()
+    }
+
+    fn server(qps: f64, bound_ms: f64, queries: usize) -> ScenarioSpec {
+        ScenarioSpec {
+            target_qps: Some(qps),
+            latency_bound_ms: Some(bound_ms),
+            min_duration_s: 0.0,
+            min_queries: queries,
+            ..ScenarioSpec::new(ScenarioKind::Server)
+        }
+    }
+
+    /// Each query's latency in a first-come-first-served queue of `servers` that
+    /// take the given compute times, on the given arrivals: the queue as it should be.
+    fn fcfs_latencies(arrivals: &[Duration], compute_s: &[f64], servers: usize) -> Vec<f64> {
+        let mut free_at = vec![0.0_f64; servers];
+        arrivals
+            .iter()
+            .zip(compute_s)
+            .map(|(arrival, compute)| {
+                let arrival = arrival.as_secs_f64();
+                let (first_free, at) = free_at
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .unwrap_or((0, 0.0));
+                let done = arrival.max(at) + compute;
+                free_at[first_free] = done;
+                done - arrival
+            })
+            .collect()
+    }
+
+    /// The run's latencies against the queue simulated on its own arrivals and
+    /// compute times: the mean within 20%, and most queries within 3 ms (the issuer's
+    /// wake-up may add a little on a busy machine).
+    fn assert_queues_as_simulated(driven: &Driven, qps: f64, servers: usize) -> f64 {
+        let r = &driven.record;
+        let arrivals = poisson_arrivals(qps, r.queries, 11);
+        let expected = fcfs_latencies(&arrivals, &driven.compute_s, servers);
+        let measured = &r.latencies_s;
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (m, e) = (mean(measured), mean(&expected));
+        assert!(
+            (m - e).abs() < 0.2 * e + 0.0005,
+            "{servers} in flight: mean latency {m} s, the queue's {e} s"
+        );
+        let close = measured
+            .iter()
+            .zip(&expected)
+            .filter(|(m, e)| (*m - *e).abs() < 0.003)
+            .count();
+        assert!(
+            close * 10 >= measured.len() * 8,
+            "{servers} in flight: {close} of {} within 3 ms of the queue",
+            measured.len()
+        );
+        e
+    }
+
+    #[test]
+    fn one_session_queues_as_m_d_1_and_two_as_m_d_2() {
+        // 4 ms a query, 125 queries a second: one session is busy half the time, and
+        // its mean latency is Pollaczek–Khinchine's D + ρD / (2(1 − ρ)) = 6 ms.
+        let spec = server(125.0, 100.0, 600);
+        let driven = run(&mut sessions(1, Duration::from_millis(4)), &spec, 1);
+        assert_eq!(driven.record.in_flight, 1);
+        assert_queues_as_simulated(&driven, 125.0, 1);
+        let d = driven.compute_s.iter().sum::<f64>() / driven.compute_s.len() as f64;
+        let rho = 125.0 * d;
+        let pollaczek_khinchine = d + rho * d / (2.0 * (1.0 - rho));
+        let mean = driven.record.latency.mean;
+        assert!(
+            (mean - pollaczek_khinchine).abs() < 0.25 * pollaczek_khinchine,
+            "M/D/1 mean {pollaczek_khinchine} s, measured {mean} s"
+        );
+        // Two sessions at 375 a second: 75% busy, queries often wait for both.
+        let mut pair = sessions(2, Duration::from_millis(4));
+        let spec = server(375.0, 100.0, 600);
+        let driven = run(&mut pair, &spec, 1);
+        assert_eq!(driven.record.in_flight, 2);
+        assert_eq!(pair[0].calls + pair[1].calls, 600);
+        assert!(pair.iter().all(|s| s.calls > 100), "both sessions serve");
+        let queue_mean = assert_queues_as_simulated(&driven, 375.0, 2);
+        assert!(queue_mean > 0.0045, "the queries waited: {queue_mean}");
+    }
+
+    #[test]
+    fn two_sessions_serve_a_load_that_overwhelms_one() {
+        // 5 ms a query: one session serves 200 a second, two 400. At 300 a second one
+        // session's queue grows through the run; two keep up.
+        let spec = server(300.0, 40.0, 500);
+        let one = run(&mut sessions(1, Duration::from_millis(5)), &spec, 1).record;
+        let two = run(&mut sessions(2, Duration::from_millis(5)), &spec, 1).record;
+        assert!(!one.valid, "one session at 150% load: {:?}", one.latency);
+        assert!(two.valid, "{:?} {:?}", two.invalid_reasons, two.latency);
+        assert!(two.latency.p99 < one.latency.p99 / 4.0);
+        assert!(two.achieved_qps > 250.0, "{}", two.achieved_qps);
+    }
+
+    #[test]
+    fn offline_with_three_sessions_serves_three_times_as_fast() {
+        let spec = ScenarioSpec {
+            min_duration_s: 0.0,
+            min_queries: 120,
+            ..ScenarioSpec::new(ScenarioKind::Offline)
+        };
+        let one = run(&mut sessions(1, Duration::from_millis(3)), &spec, 2).record;
+        let mut three = sessions(3, Duration::from_millis(3));
+        let r = run(&mut three, &spec, 2).record;
+        assert_eq!(r.samples, 120);
+        assert_eq!(three.iter().map(|s| s.calls).sum::<usize>(), 60);
+        let speedup = r.samples_per_s / one.samples_per_s;
+        assert!((2.4..3.3).contains(&speedup), "{speedup}");
+        assert!(r.latencies_s.windows(2).all(|w| w[1] >= w[0]));
+        assert!(r.input_draw_s.is_some() && one.input_draw_s.is_none());
+    }
+
+    #[test]
+    fn a_session_that_fails_ends_the_run_with_its_error() {
+        struct Failing;
+        impl Session for Failing {
+            fn prepare_batch(&mut self) -> Result<()> {
+                Ok(())
+            }
+            fn forward(&mut self) -> Result<()> {
+                Err(anyhow!("the device went away"))
+            }
+            fn sync(&mut self) -> Result<()> {
+                Ok(())
+            }
+        }
+        let mut good = Sleeping {
+            took: Duration::from_millis(1),
+            calls: 0,
+        };
+        let mut bad = Failing;
+        let serving = Serving {
+            sessions: vec![&mut good, &mut bad],
+            description: SERVING.into(),
+        };
+        let spec = server(200.0, 50.0, 200);
+        let e = drive(serving, &spec, 1, 1, &|| Ok(()), &mut |_, _, _| {})
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("the device went away"));
+    }
+}
