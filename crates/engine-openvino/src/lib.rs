@@ -22,7 +22,7 @@ mod session;
 pub use provider::{providers, OpenVinoSettings, PerformanceHint};
 
 #[cfg(feature = "openvino")]
-pub use session::{engine, OpenVinoEngine, OpenVinoRuntime};
+pub use session::{engine, engine_side_by_side, OpenVinoEngine, OpenVinoRuntime};
 
 /// The engine's name on the command line and in result files.
 pub const ENGINE_NAME: &str = "openvino-cpu";

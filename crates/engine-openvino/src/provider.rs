@@ -68,7 +68,11 @@ impl Provider for OpenVino {
             .map_err(|e| anyhow::anyhow!("{}: {e}", crate::ENGINE_NAME))?;
         #[cfg(feature = "openvino")]
         {
-            Ok(Box::new(crate::engine(options.threads, settings)?))
+            Ok(Box::new(crate::engine_side_by_side(
+                options.threads,
+                settings,
+                options.sessions_side_by_side,
+            )?))
         }
         #[cfg(not(feature = "openvino"))]
         {

@@ -155,6 +155,23 @@ fn the_streams_setting_reaches_openvino_and_the_label() {
 }
 
 #[test]
+fn sessions_side_by_side_are_not_pinned_to_the_same_cores() {
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 3);
+    let input = HostTensor::standard_normal(vec![1, 3, 32, 32], 6);
+    let alone = with_settings(1, OpenVinoSettings::default());
+    let (_, reported) = output_of(&alone, &infer(Precision::F32, 1), &weights, &input);
+    assert_eq!(
+        reported["cpu_pinning"], "YES",
+        "OpenVINO's default, kept for one session"
+    );
+    let side_by_side = crate::engine_side_by_side(Some(1), OpenVinoSettings::default(), 2)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let (_, reported) = output_of(&side_by_side, &infer(Precision::F32, 1), &weights, &input);
+    assert_eq!(reported["cpu_pinning"], "NO", "{reported:?}");
+}
+
+#[test]
 fn info_records_openvinos_build_threads_hint_and_cpu() {
     let engine = openvino_engine(1, PerformanceHint::Latency);
     let info = engine.info();

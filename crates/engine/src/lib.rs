@@ -208,6 +208,13 @@ pub struct ChosenKernels {
 pub trait Session: Send {
     /// Untimed: draw a fresh random input batch (and labels, in step mode).
     fn prepare_batch(&mut self) -> anyhow::Result<()>;
+    /// Untimed: ready the next forward pass on the input the last one computed, as a
+    /// server computes the samples it holds in memory (several queries in flight, where
+    /// drawing a fresh input would hold up a waiting query). A session whose forward
+    /// consumes its input draws a fresh one, as here.
+    fn prepare_same_batch(&mut self) -> anyhow::Result<()> {
+        self.prepare_batch()
+    }
     /// Timed: the forward pass (in step mode, including the loss).
     fn forward(&mut self) -> anyhow::Result<()>;
     /// Untimed: draw a random upstream gradient of the output's shape (train mode). An

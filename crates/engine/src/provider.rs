@@ -27,6 +27,10 @@ pub struct EngineOptions {
     /// The engine's own settings as given; its provider parses them
     /// ([`Provider::settings`]).
     pub settings: SettingsMap,
+    /// Sessions the engine will run side by side (`run --in-flight N`; 0 or 1: one):
+    /// an engine that pins its threads to cores must not pin every session's threads to
+    /// the same ones.
+    pub sessions_side_by_side: usize,
 }
 
 /// The words of every "not in this build" answer, so that they read alike.

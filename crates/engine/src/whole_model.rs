@@ -138,6 +138,14 @@ impl<R: WholeModelRuntime> Session for WholeModelSession<R> {
         self.use_input(input)
     }
 
+    /// The input stays with the session after a pass: the next computes it again.
+    fn prepare_same_batch(&mut self) -> Result<()> {
+        match self.input {
+            Some(_) => Ok(()),
+            None => self.prepare_batch(),
+        }
+    }
+
     fn forward(&mut self) -> Result<()> {
         let input = self
             .input

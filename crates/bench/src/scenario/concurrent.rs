@@ -6,11 +6,14 @@
 //! every session is busy (first come, first served: an M/G/N queue). Offline: every
 //! call is there at the start, and each session takes the next as it finishes one.
 //!
-//! A session draws its next input (the harness's stand-in for LoadGen's preloaded
-//! samples) as soon as it finishes a query, before it takes the next: at a load that
-//! leaves it idle between queries this costs nothing, but a query already waiting
-//! waits for it too, as the schedule cannot pause for one session while the others
-//! serve. Its median is recorded (`scenario.input_draw_s`) beside the compute time.
+//! A session readies its next input as soon as it finishes a query, before it takes
+//! the next: a session that keeps its input (the whole-model engines: ONNX Runtime,
+//! OpenVINO, tract) computes the same one again, as a server computes the samples it
+//! holds in memory (LoadGen's preloaded samples); one whose forward consumes its input
+//! draws a fresh one. At a load that leaves a session idle between queries this costs
+//! nothing, but a query already waiting waits for it too, as the schedule cannot pause
+//! for one session while the others serve. Its median is recorded
+//! (`scenario.input_draw_s`) beside the compute time.
 //! A query's latency runs from its scheduled arrival (server) or the run's start
 //! (offline) to its completion.
 
@@ -44,10 +47,11 @@ pub(super) struct Served {
     draw: Duration,
 }
 
-/// Draws the session's next input, untimed by the query's compute clock.
+/// Readies the session's next input (the one it holds, where it keeps it: a
+/// preloaded sample), untimed by the query's compute clock.
 fn draw(session: &mut dyn Session) -> Result<Duration> {
     let t = Instant::now();
-    session.prepare_batch()?;
+    session.prepare_same_batch()?;
     session.sync()?;
     Ok(t.elapsed())
 }

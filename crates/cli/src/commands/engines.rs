@@ -66,6 +66,7 @@ pub fn options(
         tf32: settings.tf32 || precision == cnnbench_engine::Precision::Tf32,
         channels_last: settings.channels_last,
         settings: settings.settings.clone(),
+        sessions_side_by_side: 1,
     }
 }
 

@@ -145,6 +145,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     // Several queries in flight: sessions that divide the threads get their share.
     if let Some((threads_each, _)) = engines::queries_in_flight(spec)? {
         options.threads = threads_each;
+        options.sessions_side_by_side = spec.scenario.as_ref().map_or(1, |s| s.in_flight);
     }
     let data_parallel = spec.data_parallel.as_ref().filter(|_| role == Role::Rank);
     let (engine, group) = match data_parallel {
