@@ -12,7 +12,10 @@ pub mod matrix;
 pub mod scripts;
 
 pub use finished::{finished_result, FinishedError};
-pub use matrix::{Cell, ImageSize, Matrix, MatrixError, RunSetting, MATRIX_FORMAT, MATRIX_VERSION};
+pub use matrix::{
+    Cell, ImageSize, Matrix, MatrixError, RunSetting, ScenarioSetting, MATRIX_FORMAT,
+    MATRIX_VERSION,
+};
 pub use scripts::{
     k8s_job, shell_script, slurm_script, JobCommand, K8sOptions, ScriptError, SlurmOptions,
 };

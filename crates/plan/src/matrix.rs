@@ -29,14 +29,35 @@
 //! streams = 2
 //! ```
 //!
+//! A serving scenario (`run --scenario`) is a top-level key like the run settings, and
+//! so are its settings, named as `run`'s flags (`--latency-bound`: `latency_bound`),
+//! so that `[[exclude]]` names them alike. Each setting reaches the cells of the
+//! scenarios that take it (`qps` the server's), and one that no scenario of the matrix
+//! takes is refused, as is any without `scenario`. A scenario serves inference: a
+//! matrix with one and a train or step mode is refused (not cut down to its infer
+//! cells). Without `batch_sizes`, a query scenario's batch is a query's samples, as
+//! `run --scenario` makes it.
+//!
+//! ```toml
+//! modes = ["infer"]
+//! scenario = ["single-stream", "server"]   # a list: an axis
+//! qps = [50, 100, 200]   # the server cells' load: an axis of them
+//! latency_bound = 15     # the server cells' p99 bound, ms (a value or a list)
+//! in_flight = 2          # server and offline (a value or a list)
+//! scenario_time = 60     # every scenario: seconds at least (values only, as
+//! min_queries = 1000     # are samples_per_query and find_peak)
+//! ```
+//!
 //! Cells are numbered in the order models, engines, the engine's settings (its keys in
 //! alphabetical order, each list's values in the order written), image sizes, batch
-//! sizes, modes, precisions, then the run settings given as lists (in the order of
-//! [`RunSetting`]'s keys; the last varies fastest). A file without such lists numbers its
-//! cells as before they could be given. Changing the meaning of a key bumps
-//! [`MATRIX_VERSION`].
+//! sizes, modes, precisions, the run settings given as lists (in the order of
+//! [`RunSetting`]'s keys), then the scenarios in the order written, each with the lists
+//! of the keys it takes (`qps`, `latency_bound`, `in_flight`); the last varies fastest.
+//! A file without such lists numbers its cells as before they could be given. Changing
+//! the meaning of a key bumps [`MATRIX_VERSION`].
 
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use cnnbench_results::SettingsMap;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -146,8 +167,8 @@ struct MatrixFile {
     version: Option<u32>,
     models: Vec<String>,
     engines: Vec<String>,
-    #[serde(default = "default_batch_sizes")]
-    batch_sizes: Vec<usize>,
+    /// `None`: `cnnbench run`'s batch, or under a query scenario a query's samples.
+    batch_sizes: Option<Vec<usize>>,
     image_sizes: Option<Vec<ImageSizeSpec>>,
     #[serde(default = "default_modes")]
     modes: Vec<Mode>,
@@ -170,6 +191,17 @@ struct MatrixFile {
     cudnn_benchmark: Option<OneOrAxis<bool>>,
     tf32: Option<OneOrAxis<bool>>,
     channels_last: Option<OneOrAxis<bool>>,
+    /// The serving scenario (`run --scenario`), or a list of them: an axis.
+    scenario: Option<OneOrAxis<ScenarioKind>>,
+    // The scenario's settings, each applied to the scenarios that take it
+    // (`scenario_keys`); `qps`, `latency_bound` and `in_flight` may be axes.
+    samples_per_query: Option<usize>,
+    qps: Option<OneOrAxis<f64>>,
+    latency_bound: Option<OneOrAxis<f64>>,
+    scenario_time: Option<f64>,
+    min_queries: Option<usize>,
+    find_peak: Option<bool>,
+    in_flight: Option<OneOrAxis<usize>>,
     /// The heap policy, one for the whole matrix: it is set when cnnbench starts.
     allocator: Option<String>,
     #[serde(default)]
@@ -284,9 +316,27 @@ struct ExcludeEntry {
     cudnn_benchmark: Option<bool>,
     tf32: Option<bool>,
     channels_last: Option<bool>,
+    // A value of a scenario key the matrix gives as a list.
+    scenario: Option<ScenarioKind>,
+    qps: Option<f64>,
+    latency_bound: Option<f64>,
+    in_flight: Option<usize>,
 }
 
 impl ExcludeEntry {
+    /// The scenario-key values the entry names (each must be a value of its axis).
+    fn scenario_settings(&self) -> Vec<ScenarioSetting> {
+        [
+            self.scenario.map(ScenarioSetting::Scenario),
+            self.qps.map(ScenarioSetting::Qps),
+            self.latency_bound.map(ScenarioSetting::LatencyBound),
+            self.in_flight.map(ScenarioSetting::InFlight),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// The run-setting values the entry names (each must be a value of its axis).
     fn run_settings(&self) -> Result<Vec<RunSetting>, MatrixError> {
         let memory_limit = match &self.memory_limit {
@@ -621,6 +671,279 @@ fn base_and_axes(file: &MatrixFile) -> Result<RunSettingAxes, MatrixError> {
     })
 }
 
+/// A scenario key's value in a cell, where the matrix gives the key as a list: the axes
+/// of the scenario part of the cells (`scenario`, `qps`, `latency_bound`, `in_flight`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScenarioSetting {
+    Scenario(ScenarioKind),
+    /// Server: queries per second arriving.
+    Qps(f64),
+    /// Server: the p99 latency a valid run stays within, milliseconds.
+    LatencyBound(f64),
+    /// Server and offline: queries computed at once.
+    InFlight(usize),
+}
+
+impl ScenarioSetting {
+    /// Its key in the matrix file.
+    pub fn key(&self) -> &'static str {
+        match self {
+            ScenarioSetting::Scenario(_) => "scenario",
+            ScenarioSetting::Qps(_) => "qps",
+            ScenarioSetting::LatencyBound(_) => "latency_bound",
+            ScenarioSetting::InFlight(_) => "in_flight",
+        }
+    }
+
+    /// Its value as the file writes it.
+    pub fn value(&self) -> String {
+        match self {
+            ScenarioSetting::Scenario(kind) => kind.as_str().to_string(),
+            ScenarioSetting::Qps(x) | ScenarioSetting::LatencyBound(x) => x.to_string(),
+            ScenarioSetting::InFlight(n) => n.to_string(),
+        }
+    }
+
+    /// Sets it in a scenario made for its kind.
+    fn apply(&self, spec: &mut ScenarioSpec) {
+        match *self {
+            // The spec was made from this kind's defaults (`ScenarioSpec::new`).
+            ScenarioSetting::Scenario(_) => {}
+            ScenarioSetting::Qps(qps) => spec.target_qps = Some(qps),
+            ScenarioSetting::LatencyBound(ms) => spec.latency_bound_ms = Some(ms),
+            ScenarioSetting::InFlight(n) => spec.in_flight = n,
+        }
+    }
+}
+
+/// The keys a scenario takes. A key reaches the cells of the scenarios that take it, so
+/// that one matrix can sweep `scenario = ["single-stream", "server"]` with a `qps` for
+/// its server cells; a key that no scenario of the matrix takes is refused.
+fn scenario_keys(kind: ScenarioKind) -> &'static [&'static str] {
+    match kind {
+        // A single-stream or server query is one sample, an offline run's queries the
+        // samples of one (LoadGen's definitions): only multi-stream has a count to set.
+        ScenarioKind::SingleStream => &["scenario_time", "min_queries"],
+        ScenarioKind::MultiStream => &["samples_per_query", "scenario_time", "min_queries"],
+        ScenarioKind::Server => &[
+            "qps",
+            "latency_bound",
+            "scenario_time",
+            "min_queries",
+            "find_peak",
+            "in_flight",
+        ],
+        ScenarioKind::Offline => &["scenario_time", "min_queries", "in_flight"],
+    }
+}
+
+/// The scenarios the matrix gives, each with the axes of the keys it takes.
+struct ScenarioAxes {
+    /// Each scenario in the order written: its spec (its defaults with the keys given as
+    /// one value) and the lists of the keys it takes (in the order `qps`,
+    /// `latency_bound`, `in_flight`; the last varies fastest). Empty: no scenario.
+    kinds: Vec<(ScenarioSpec, Vec<Vec<ScenarioSetting>>)>,
+    /// Whether `scenario` is a list, so that a cell's kind is one of its axis values.
+    kind_is_axis: bool,
+    /// The keys given as lists and their values, for `[[exclude]]`.
+    axes: Vec<(&'static str, Vec<ScenarioSetting>)>,
+}
+
+impl ScenarioAxes {
+    /// How many scenario parts of cells there are (1 without a scenario), counted
+    /// before they are made.
+    fn count(&self) -> u128 {
+        if self.kinds.is_empty() {
+            return 1;
+        }
+        self.kinds
+            .iter()
+            .map(|(_, axes)| axes.iter().map(|a| a.len() as u128).product::<u128>())
+            .sum()
+    }
+
+    /// Each cell's scenario and its axis values, in cell order: `[(None, [])]` without a
+    /// scenario, so that a file without one numbers its cells as before.
+    fn cells(&self) -> Vec<(Option<ScenarioSpec>, Vec<ScenarioSetting>)> {
+        if self.kinds.is_empty() {
+            return vec![(None, Vec::new())];
+        }
+        let mut out = Vec::new();
+        for (spec, axes) in &self.kinds {
+            let first = if self.kind_is_axis {
+                vec![ScenarioSetting::Scenario(spec.kind)]
+            } else {
+                Vec::new()
+            };
+            let mut combinations = vec![first];
+            for list in axes {
+                combinations = combinations
+                    .into_iter()
+                    .flat_map(|before| {
+                        list.iter().map(move |v| {
+                            let mut next = before.clone();
+                            next.push(v.clone());
+                            next
+                        })
+                    })
+                    .collect();
+            }
+            for values in combinations {
+                let mut cell = spec.clone();
+                for v in &values {
+                    v.apply(&mut cell);
+                }
+                out.push((Some(cell), values));
+            }
+        }
+        out
+    }
+}
+
+/// A scenario key given as one value or a list.
+struct ScenarioKeyGiven {
+    key: &'static str,
+    one: Option<ScenarioSetting>,
+    /// Checked as an axis: not empty, nothing twice.
+    list: Option<Vec<ScenarioSetting>>,
+}
+
+fn one_or_axis<T: Clone>(
+    key: &'static str,
+    given: &Option<OneOrAxis<T>>,
+    make: fn(T) -> ScenarioSetting,
+) -> Result<ScenarioKeyGiven, MatrixError> {
+    let (one, list) = match given {
+        None => (None, None),
+        Some(OneOrAxis::One(v)) => (Some(make(v.clone())), None),
+        Some(OneOrAxis::Axis(list)) => {
+            let list: Vec<ScenarioSetting> = list.iter().cloned().map(make).collect();
+            check_axis(key, &list, ScenarioSetting::value)?;
+            (None, Some(list))
+        }
+    };
+    Ok(ScenarioKeyGiven { key, one, list })
+}
+
+/// The scenario part of the cells: the scenarios the file gives, each with its keys.
+fn scenario_axes(file: &MatrixFile) -> Result<ScenarioAxes, MatrixError> {
+    let given = [
+        ("samples_per_query", file.samples_per_query.is_some()),
+        ("qps", file.qps.is_some()),
+        ("latency_bound", file.latency_bound.is_some()),
+        ("scenario_time", file.scenario_time.is_some()),
+        ("min_queries", file.min_queries.is_some()),
+        ("find_peak", file.find_peak.is_some()),
+        ("in_flight", file.in_flight.is_some()),
+    ];
+    let (kinds, kind_is_axis) = match &file.scenario {
+        None => {
+            if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(MatrixError::BadValue {
+                    key,
+                    message: "it is a setting of a serving scenario, and the matrix gives no `scenario`: add one (`scenario = \"server\"`: single-stream, multi-stream, server or offline), or leave the key out".into(),
+                });
+            }
+            return Ok(ScenarioAxes {
+                kinds: Vec::new(),
+                kind_is_axis: false,
+                axes: Vec::new(),
+            });
+        }
+        Some(OneOrAxis::One(kind)) => (vec![*kind], false),
+        Some(OneOrAxis::Axis(list)) => {
+            check_axis("scenario", list, |k| k.as_str().to_string())?;
+            (list.clone(), true)
+        }
+    };
+    for (key, is_given) in given {
+        if is_given && !kinds.iter().any(|k| scenario_keys(*k).contains(&key)) {
+            let takers: Vec<&str> = [
+                ScenarioKind::SingleStream,
+                ScenarioKind::MultiStream,
+                ScenarioKind::Server,
+                ScenarioKind::Offline,
+            ]
+            .into_iter()
+            .filter(|k| scenario_keys(*k).contains(&key))
+            .map(ScenarioKind::as_str)
+            .collect();
+            let listed: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            return Err(MatrixError::BadValue {
+                key,
+                message: format!(
+                    "it is a setting of the {} scenario{}, and the matrix's `scenario` is {}: it would reach no cell",
+                    takers.join(" and "),
+                    if takers.len() > 1 { "s" } else { "" },
+                    listed.join(", ")
+                ),
+            });
+        }
+    }
+    let axes_given = [
+        one_or_axis("qps", &file.qps, ScenarioSetting::Qps)?,
+        one_or_axis(
+            "latency_bound",
+            &file.latency_bound,
+            ScenarioSetting::LatencyBound,
+        )?,
+        one_or_axis("in_flight", &file.in_flight, ScenarioSetting::InFlight)?,
+    ];
+    let mut axes: Vec<(&'static str, Vec<ScenarioSetting>)> = Vec::new();
+    if kind_is_axis {
+        axes.push((
+            "scenario",
+            kinds
+                .iter()
+                .copied()
+                .map(ScenarioSetting::Scenario)
+                .collect(),
+        ));
+    }
+    for given in &axes_given {
+        if let Some(list) = &given.list {
+            axes.push((given.key, list.clone()));
+        }
+    }
+    let kinds = kinds
+        .into_iter()
+        .map(|kind| {
+            let takes = |key: &str| scenario_keys(kind).contains(&key);
+            let mut spec = ScenarioSpec::new(kind);
+            if let Some(n) = file
+                .samples_per_query
+                .filter(|_| takes("samples_per_query"))
+            {
+                spec.samples_per_query = n;
+            }
+            if let Some(s) = file.scenario_time.filter(|_| takes("scenario_time")) {
+                spec.min_duration_s = s;
+            }
+            if let Some(n) = file.min_queries.filter(|_| takes("min_queries")) {
+                spec.min_queries = n;
+            }
+            if let Some(on) = file.find_peak.filter(|_| takes("find_peak")) {
+                spec.find_peak = on;
+            }
+            let mut lists = Vec::new();
+            for given in axes_given.iter().filter(|g| takes(g.key)) {
+                if let Some(v) = &given.one {
+                    v.apply(&mut spec);
+                }
+                if let Some(list) = &given.list {
+                    lists.push(list.clone());
+                }
+            }
+            (spec, lists)
+        })
+        .collect();
+    Ok(ScenarioAxes {
+        kinds,
+        kind_is_axis,
+        axes,
+    })
+}
+
 /// One cell: one model on one engine in one configuration, one result file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
@@ -639,11 +962,16 @@ pub struct Cell {
     /// This cell's values of the run settings the matrix gives as lists (empty when it
     /// gives none); the others are the matrix's base spec.
     pub run_settings: Vec<RunSetting>,
+    /// The serving scenario the cell runs (`scenario = …`); `None`: passes back to back.
+    pub scenario: Option<ScenarioSpec>,
+    /// This cell's values of the scenario keys the matrix gives as lists.
+    pub scenario_settings: Vec<ScenarioSetting>,
 }
 
 impl Cell {
     /// `resnet18 on burn-flex, train, batch 16, f32` (with `224x224` when the matrix
-    /// gives sizes, and the run settings it gives as lists, `threads 4`).
+    /// gives sizes, the run settings it gives as lists, `threads 4`, and the scenario
+    /// with the values of its lists, `scenario server, qps 100`).
     pub fn describe(&self) -> String {
         let size = self.image_size.map_or(String::new(), |s| format!(" {s}"));
         let settings: String = self
@@ -652,9 +980,9 @@ impl Cell {
             .map(|(k, v)| format!(" {k}={v}"))
             .collect();
         let run_settings: String = self
-            .run_settings
+            .axis_values()
             .iter()
-            .map(|s| format!(", {} {}", s.key(), s.value()))
+            .map(|(key, value)| format!(", {key} {value}"))
             .collect();
         format!(
             "{}{size} on {}{settings}, {}, batch {}, {}{run_settings}",
@@ -664,6 +992,28 @@ impl Cell {
             self.batch_size,
             self.precision.as_str()
         )
+    }
+
+    /// What sets the cell apart beside its model, engine, sizes, mode and precision:
+    /// the values of the run settings the matrix lists, then its scenario (named even
+    /// when it is one for every cell: it is no closed loop) and the values of the
+    /// scenario keys it lists.
+    pub fn axis_values(&self) -> Vec<(&'static str, String)> {
+        let mut values: Vec<(&'static str, String)> = self
+            .run_settings
+            .iter()
+            .map(|s| (s.key(), s.value()))
+            .collect();
+        if let Some(scenario) = &self.scenario {
+            values.push(("scenario", scenario.kind.as_str().to_string()));
+            values.extend(
+                self.scenario_settings
+                    .iter()
+                    .filter(|s| !matches!(s, ScenarioSetting::Scenario(_)))
+                    .map(|s| (s.key(), s.value())),
+            );
+        }
+        values
     }
 }
 
@@ -717,8 +1067,9 @@ impl Matrix {
                 });
             }
         }
-        check_axis("batch_sizes", &file.batch_sizes, usize::to_string)?;
-        if file.batch_sizes.contains(&0) {
+        let batch_sizes = file.batch_sizes.clone().unwrap_or_else(default_batch_sizes);
+        check_axis("batch_sizes", &batch_sizes, usize::to_string)?;
+        if batch_sizes.contains(&0) {
             return Err(MatrixError::BadValue {
                 key: "batch_sizes",
                 message: "a batch size must be at least 1".into(),
@@ -737,6 +1088,25 @@ impl Matrix {
         };
         check_axis("modes", &file.modes, |m| m.to_string())?;
         check_axis("precisions", &file.precisions, |p| p.as_str().to_string())?;
+        let scenarios = scenario_axes(&file)?;
+        // A scenario serves inference (`run --scenario` needs `--mode infer`): a matrix
+        // that also lists train or step is refused, not cut down to its infer cells,
+        // so that the file says what runs.
+        let not_infer: Vec<String> = file
+            .modes
+            .iter()
+            .filter(|m| **m != Mode::Infer)
+            .map(|m| m.to_string())
+            .collect();
+        if !scenarios.kinds.is_empty() && !not_infer.is_empty() {
+            return Err(MatrixError::BadValue {
+                key: "scenario",
+                message: format!(
+                    "a scenario serves inference, and the matrix's modes include {} (`modes` defaults to train): give `modes = [\"infer\"]`",
+                    not_infer.join(", ")
+                ),
+            });
+        }
         let RunSettingAxes {
             base,
             axes: run_setting_axes,
@@ -771,14 +1141,15 @@ impl Matrix {
             models.len(),
             engine_cells,
             image_sizes.len(),
-            file.batch_sizes.len(),
+            batch_sizes.len(),
             file.modes.len(),
             file.precisions.len(),
             run_settings.len(),
         ]
         .iter()
         .map(|&n| n as u128)
-        .product();
+        .product::<u128>()
+        .saturating_mul(scenarios.count());
         if cells > MAX_CELLS as u128 {
             return Err(MatrixError::TooManyCells { cells });
         }
@@ -786,30 +1157,52 @@ impl Matrix {
             .exclude
             .iter()
             .enumerate()
-            .map(|(i, e)| Exclusion::check(i + 1, e, &file, &image_sizes, &run_setting_axes))
+            .map(|(i, e)| {
+                Exclusion::check(
+                    i + 1,
+                    e,
+                    &file,
+                    Axes {
+                        image_sizes: &image_sizes,
+                        batch_sizes: &batch_sizes,
+                        run_settings: &run_setting_axes,
+                        scenario: &scenarios.axes,
+                    },
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
+        let scenario_cells = scenarios.cells();
         let mut cells = Vec::new();
         for model in &models {
             for (engine, combinations) in &engines {
                 for settings in combinations {
                     for &image_size in &image_sizes {
-                        for &batch_size in &file.batch_sizes {
+                        for &batch_size in &batch_sizes {
                             for &mode in &file.modes {
                                 for &precision in &file.precisions {
                                     for values in &run_settings {
-                                        let cell = Cell {
-                                            index: cells.len(),
-                                            model: model.clone(),
-                                            engine: (*engine).clone(),
-                                            settings: settings.clone(),
-                                            image_size,
-                                            batch_size,
-                                            mode,
-                                            precision,
-                                            run_settings: values.clone(),
-                                        };
-                                        if !excludes.iter().any(|e| e.matches(&cell)) {
-                                            cells.push(cell);
+                                        for (scenario, scenario_settings) in &scenario_cells {
+                                            let batch_size = match file.batch_sizes {
+                                                Some(_) => batch_size,
+                                                None => query_batch(scenario.as_ref())
+                                                    .unwrap_or(batch_size),
+                                            };
+                                            let cell = Cell {
+                                                index: cells.len(),
+                                                model: model.clone(),
+                                                engine: (*engine).clone(),
+                                                settings: settings.clone(),
+                                                image_size,
+                                                batch_size,
+                                                mode,
+                                                precision,
+                                                run_settings: values.clone(),
+                                                scenario: scenario.clone(),
+                                                scenario_settings: scenario_settings.clone(),
+                                            };
+                                            if !excludes.iter().any(|e| e.matches(&cell)) {
+                                                cells.push(cell);
+                                            }
                                         }
                                     }
                                 }
@@ -831,10 +1224,15 @@ impl Matrix {
         };
         // Each cell is a spec `cnnbench run` takes, or the matrix is refused now rather
         // than in the job that runs the cell.
+        // The scenario first: its refusal names its key where the spec's would name only
+        // the batch its samples make (`samples_per_query = 0`).
         for cell in &matrix.cells {
-            matrix
-                .spec(cell)
-                .validate()
+            let spec = matrix.spec(cell);
+            spec.scenario
+                .as_ref()
+                .map_or(Ok(()), ScenarioSpec::validate)
+                .and_then(|()| check_query_batch(cell))
+                .and_then(|()| spec.validate())
                 .map_err(|message| MatrixError::Spec {
                     index: cell.index,
                     cell: cell.describe(),
@@ -871,6 +1269,7 @@ impl Matrix {
         for setting in &cell.run_settings {
             setting.apply(&mut spec);
         }
+        spec.scenario = cell.scenario.clone();
         // The matrix's `tf32` is for its f32 cells, which it makes tf32 cells.
         spec.engine_options.tf32 &= matches!(cell.precision, Precision::F32 | Precision::Tf32);
         // Its `calibration` is for its int8 cells.
@@ -883,9 +1282,10 @@ impl Matrix {
 }
 
 /// A refusal of `RunSpec::validate` names `run`'s flags; the matrix's keys for them are
-/// added, so that the user knows what to edit in the file.
+/// added, so that the user knows what to edit in the file. A flag is named where it
+/// stands as a word (`--scenario` is not named by `--scenario-time`).
 fn with_matrix_keys(message: String) -> String {
-    const KEYS: [(&str, &str); 10] = [
+    const KEYS: [(&str, &str); 20] = [
         ("--passes", "passes"),
         ("--calibration", "calibration"),
         ("--threads", "threads"),
@@ -896,10 +1296,27 @@ fn with_matrix_keys(message: String) -> String {
         ("--warmup-time", "warmup_time"),
         ("--tf32", "tf32"),
         ("heap policy", "allocator"),
+        ("--mode", "modes"),
+        ("-b", "batch_sizes"),
+        ("--scenario", "scenario"),
+        ("--samples-per-query", "samples_per_query"),
+        ("--qps", "qps"),
+        ("--latency-bound", "latency_bound"),
+        ("--scenario-time", "scenario_time"),
+        ("--min-queries", "min_queries"),
+        ("--find-peak", "find_peak"),
+        ("--in-flight", "in_flight"),
     ];
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-');
+    let mentions = |flag: &str| {
+        message.match_indices(flag).any(|(at, _)| {
+            !word(message[..at].chars().next_back())
+                && !word(message[at + flag.len()..].chars().next())
+        })
+    };
     let named: Vec<String> = KEYS
         .iter()
-        .filter(|(flag, _)| message.contains(flag))
+        .filter(|(flag, _)| mentions(flag))
         .map(|(_, key)| format!("`{key}`"))
         .collect();
     if named.is_empty() {
@@ -907,6 +1324,43 @@ fn with_matrix_keys(message: String) -> String {
     } else {
         format!("{message} (in the matrix: {})", named.join(", "))
     }
+}
+
+/// The batch of a cell under a query scenario, when the matrix gives no `batch_sizes`:
+/// a query's samples, as `run --scenario` makes it when `-b` is not given (a matrix
+/// that gives them keeps them, and each must agree, as `-b` must). `None`: the batch
+/// is `run`'s default (offline computes its samples a batch at a time).
+fn query_batch(scenario: Option<&ScenarioSpec>) -> Option<usize> {
+    let scenario = scenario?;
+    match scenario.kind {
+        ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Server => {
+            Some(scenario.samples_per_query)
+        }
+        ScenarioKind::Offline => None,
+    }
+}
+
+/// A query scenario's batch is its query's samples: a batch size the matrix gives must
+/// be that, said in the file's words (`run`'s refusal names `-b` and
+/// `--samples-per-query`, which a server matrix has no key for).
+fn check_query_batch(cell: &Cell) -> Result<(), String> {
+    let Some(samples) = query_batch(cell.scenario.as_ref()) else {
+        return Ok(());
+    };
+    if samples == cell.batch_size {
+        return Ok(());
+    }
+    let kind = cell.scenario.as_ref().map_or("", |s| s.kind.as_str());
+    let or_samples = match cell.scenario.as_ref().map(|s| s.kind) {
+        Some(ScenarioKind::MultiStream) => ", set `samples_per_query` to it",
+        Some(ScenarioKind::SingleStream | ScenarioKind::Server | ScenarioKind::Offline) | None => {
+            ""
+        }
+    };
+    Err(format!(
+        "a {kind} query's {samples} sample(s) are the batch the engine computes, and `batch_sizes` gives {}: leave out `batch_sizes` (the batch then follows the scenario){or_samples}, or exclude the cell",
+        cell.batch_size
+    ))
 }
 
 /// An axis must list something, and nothing twice (it would run the same cell twice).
@@ -958,6 +1412,16 @@ struct Exclusion {
     precision: Option<Precision>,
     /// Values of run-setting axes: a cell with every one of them matches.
     run_settings: Vec<RunSetting>,
+    /// Values of scenario-key axes: likewise.
+    scenario_settings: Vec<ScenarioSetting>,
+}
+
+/// The matrix's axes an exclusion is checked against, beside the file's own lists.
+struct Axes<'a> {
+    image_sizes: &'a [Option<ImageSize>],
+    batch_sizes: &'a [usize],
+    run_settings: &'a [(&'static str, Vec<RunSetting>)],
+    scenario: &'a [(&'static str, Vec<ScenarioSetting>)],
 }
 
 impl Exclusion {
@@ -965,8 +1429,7 @@ impl Exclusion {
         index: usize,
         e: &ExcludeEntry,
         file: &MatrixFile,
-        image_sizes: &[Option<ImageSize>],
-        run_setting_axes: &[(&'static str, Vec<RunSetting>)],
+        axes: Axes,
     ) -> Result<Exclusion, MatrixError> {
         let not_in = |key: &str, value: String, axis: &str| MatrixError::Exclude {
             index,
@@ -992,7 +1455,7 @@ impl Exclusion {
             }
         }
         if let Some(b) = e.batch_size {
-            if !file.batch_sizes.contains(&b) {
+            if !axes.batch_sizes.contains(&b) {
                 return Err(not_in("batch_size", b.to_string(), "batch_sizes"));
             }
         }
@@ -1000,7 +1463,7 @@ impl Exclusion {
             None => None,
             Some(spec) => {
                 let size = spec.resolve("exclude.image_size")?;
-                if !image_sizes.contains(&Some(size)) {
+                if !axes.image_sizes.contains(&Some(size)) {
                     return Err(not_in("image_size", size.to_string(), "image_sizes"));
                 }
                 Some(size)
@@ -1016,22 +1479,36 @@ impl Exclusion {
                 return Err(not_in("precision", p.as_str().to_string(), "precisions"));
             }
         }
-        let run_settings = e.run_settings()?;
-        for setting in &run_settings {
-            let key = setting.key();
-            match run_setting_axes.iter().find(|(axis, _)| *axis == key) {
-                Some((_, values)) if values.contains(setting) => {}
-                Some(_) => return Err(not_in(key, setting.value(), key)),
-                None => {
-                    return Err(MatrixError::Exclude {
-                        index,
-                        message: format!(
-                            "`{key}` is not a list in the matrix, so it is no axis to exclude from"
-                        ),
-                    })
-                }
+        /// Each value must be one of its key's list.
+        fn on_axes<S: PartialEq>(
+            index: usize,
+            named: &[S],
+            axes: &[(&'static str, Vec<S>)],
+            key_value: impl Fn(&S) -> (&'static str, String),
+        ) -> Result<(), MatrixError> {
+            for setting in named {
+                let (key, value) = key_value(setting);
+                let message = match axes.iter().find(|(axis, _)| *axis == key) {
+                    Some((_, values)) if values.contains(setting) => continue,
+                    Some(_) => {
+                        format!("{key} {value} is not in `{key}`, so it would exclude nothing")
+                    }
+                    None => format!(
+                        "`{key}` is not a list in the matrix, so it is no axis to exclude from"
+                    ),
+                };
+                return Err(MatrixError::Exclude { index, message });
             }
+            Ok(())
         }
+        let run_settings = e.run_settings()?;
+        on_axes(index, &run_settings, axes.run_settings, |s| {
+            (s.key(), s.value())
+        })?;
+        let scenario_settings = e.scenario_settings();
+        on_axes(index, &scenario_settings, axes.scenario, |s| {
+            (s.key(), s.value())
+        })?;
         let exclusion = Exclusion {
             model,
             engine: e.engine.clone(),
@@ -1040,6 +1517,7 @@ impl Exclusion {
             mode: e.mode,
             precision: e.precision,
             run_settings,
+            scenario_settings,
         };
         if exclusion.model.is_none()
             && exclusion.engine.is_none()
@@ -1048,10 +1526,11 @@ impl Exclusion {
             && exclusion.mode.is_none()
             && exclusion.precision.is_none()
             && exclusion.run_settings.is_empty()
+            && exclusion.scenario_settings.is_empty()
         {
             return Err(MatrixError::Exclude {
                 index,
-                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode, precision or a run setting the matrix lists".into(),
+                message: "it names no key, so it would exclude every cell; give model, engine, batch_size, image_size, mode, precision, or a run setting or scenario key the matrix lists".into(),
             });
         }
         Ok(exclusion)
@@ -1065,6 +1544,10 @@ impl Exclusion {
             && self.mode.is_none_or(|m| m == c.mode)
             && self.precision.is_none_or(|p| p == c.precision)
             && self.run_settings.iter().all(|s| c.run_settings.contains(s))
+            && self
+                .scenario_settings
+                .iter()
+                .all(|s| c.scenario_settings.contains(s))
     }
 }
 
@@ -1583,6 +2066,343 @@ channels_last = true"#,
                 ("resnet34", vec![RunSetting::Threads(2)]),
             ]
         );
+    }
+
+    /// The scenario and its lists vary fastest, after the run settings, so a file
+    /// without them numbers its cells as before (the documented example's numbering).
+    #[test]
+    fn a_scenario_and_its_lists_are_axes_after_the_run_settings() {
+        let documented = include_str!("../../../docs/src/cluster/matrix.toml").replacen(
+            "modes = [\"train\"]",
+            "modes = [\"infer\"]",
+            1,
+        );
+        let m = Matrix::parse(&documented, ENGINES).unwrap();
+        assert!(m.cells.iter().all(|c| c.scenario.is_none()));
+        let with_axes = Matrix::parse(
+            &documented.replacen(
+                "passes = 10",
+                "passes = 10\nthreads = [1, 2]\nscenario = \"offline\"\nin_flight = [1, 2]\nmin_queries = 64",
+                1,
+            ),
+            ENGINES,
+        )
+        .unwrap();
+        assert_eq!(with_axes.cells.len(), 4 * m.cells.len());
+        for (i, c) in with_axes.cells.iter().enumerate() {
+            let before = &m.cells[i / 4];
+            // Offline keeps the matrix's batch sizes.
+            assert_eq!(
+                (&c.model, &c.engine, c.batch_size),
+                (&before.model, &before.engine, before.batch_size)
+            );
+            let threads = [1, 1, 2, 2][i % 4];
+            let in_flight = [1, 2, 1, 2][i % 4];
+            assert_eq!(c.run_settings, [RunSetting::Threads(threads)]);
+            assert_eq!(c.scenario_settings, [ScenarioSetting::InFlight(in_flight)]);
+            let spec = with_axes.spec(c);
+            let scenario = spec.scenario.expect("the cell's scenario");
+            assert_eq!(
+                scenario,
+                ScenarioSpec {
+                    in_flight,
+                    min_queries: 64,
+                    ..ScenarioSpec::new(ScenarioKind::Offline)
+                }
+            );
+            assert_eq!(spec.threads, Some(threads));
+        }
+        assert!(
+            with_axes.cells[3]
+                .describe()
+                .ends_with("batch 16, f32, threads 2, scenario offline, in_flight 2"),
+            "{}",
+            with_axes.cells[3].describe()
+        );
+    }
+
+    /// Every scenario key reaches the spec of the cells whose scenario takes it; each
+    /// scenario starts from its own defaults, and a query scenario's batch is a query's
+    /// samples when the matrix gives no `batch_sizes`.
+    #[test]
+    fn each_scenario_key_reaches_the_scenarios_that_take_it() {
+        let m = parse(
+            r#"models = ["resnet18"]
+engines = ["burn-flex"]
+modes = ["infer"]
+scenario = ["single-stream", "multi-stream", "server", "offline"]
+samples_per_query = 4
+qps = [10, 20.5]
+latency_bound = [15, 30]
+in_flight = 2
+scenario_time = 0.5
+min_queries = 600
+find_peak = true"#,
+        )
+        .unwrap();
+        // single-stream 1, multi-stream 1, server 2 qps × 2 bounds, offline 1.
+        let kinds: Vec<(ScenarioKind, usize)> = m
+            .cells
+            .iter()
+            .map(|c| (c.scenario.as_ref().unwrap().kind, c.batch_size))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (ScenarioKind::SingleStream, 1),
+                (ScenarioKind::MultiStream, 4),
+                (ScenarioKind::Server, 1),
+                (ScenarioKind::Server, 1),
+                (ScenarioKind::Server, 1),
+                (ScenarioKind::Server, 1),
+                (ScenarioKind::Offline, 16),
+            ]
+        );
+        let common = |kind| ScenarioSpec {
+            min_duration_s: 0.5,
+            min_queries: 600,
+            ..ScenarioSpec::new(kind)
+        };
+        let specs: Vec<ScenarioSpec> = m
+            .cells
+            .iter()
+            .map(|c| m.spec(c).scenario.unwrap())
+            .collect();
+        assert_eq!(specs[0], common(ScenarioKind::SingleStream));
+        assert_eq!(
+            specs[1],
+            ScenarioSpec {
+                samples_per_query: 4,
+                ..common(ScenarioKind::MultiStream)
+            }
+        );
+        let server = |qps, ms| ScenarioSpec {
+            target_qps: Some(qps),
+            latency_bound_ms: Some(ms),
+            find_peak: true,
+            in_flight: 2,
+            ..common(ScenarioKind::Server)
+        };
+        assert_eq!(
+            specs[2..6],
+            [
+                server(10.0, 15.0),
+                server(10.0, 30.0),
+                server(20.5, 15.0),
+                server(20.5, 30.0)
+            ]
+        );
+        assert_eq!(
+            specs[6],
+            ScenarioSpec {
+                in_flight: 2,
+                ..common(ScenarioKind::Offline)
+            }
+        );
+        assert_eq!(
+            m.cells[3].scenario_settings,
+            [
+                ScenarioSetting::Scenario(ScenarioKind::Server),
+                ScenarioSetting::Qps(10.0),
+                ScenarioSetting::LatencyBound(30.0)
+            ]
+        );
+        assert!(
+            m.cells[3]
+                .describe()
+                .ends_with("infer, batch 1, f32, scenario server, qps 10, latency_bound 30"),
+            "{}",
+            m.cells[3].describe()
+        );
+        // The spec is the run's own: the scenario's batch, every other field run's.
+        let spec = m.spec(&m.cells[1]);
+        assert_eq!(spec.batch, Batches::Sizes(vec![4]));
+        assert_eq!(spec.validate(), Ok(()));
+        assert_eq!(m.base.scenario, None);
+    }
+
+    /// A scenario key the matrix cannot use is refused naming it: without `scenario`,
+    /// for no scenario of the matrix, with a mode that is not inference, or a value
+    /// `cnnbench run` would refuse (naming the cell and the matrix's key).
+    #[test]
+    fn scenario_keys_that_cannot_be_run_are_refused_naming_the_key() {
+        let base = "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\n";
+        let infer = format!("{base}modes = [\"infer\"]\n");
+        let server = format!("{infer}scenario = \"server\"\nlatency_bound = 15\n");
+        let e = err(&format!("{infer}qps = 100"));
+        assert!(
+            e.contains("`qps`") && e.contains("the matrix gives no `scenario`"),
+            "{e}"
+        );
+        let e = err(&format!("{infer}scenario = \"offline\"\nqps = [100, 200]"));
+        assert!(
+            e.contains("`qps`: it is a setting of the server scenario")
+                && e.contains("`scenario` is offline: it would reach no cell"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{infer}scenario = [\"single-stream\", \"server\"]\nsamples_per_query = 2\nqps = 1\nlatency_bound = 1"
+        ));
+        assert!(
+            e.contains("`samples_per_query`")
+                && e.contains("multi-stream scenario")
+                && e.contains("single-stream, server"),
+            "{e}"
+        );
+        let e = err(&format!("{base}scenario = \"single-stream\""));
+        assert!(
+            e.contains("`scenario`")
+                && e.contains("modes include train")
+                && e.contains("modes = [\"infer\"]"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{base}modes = [\"infer\", \"step\"]\nscenario = \"offline\""
+        ));
+        assert!(e.contains("modes include step"), "{e}");
+        let e = err(&format!("{infer}scenario = \"server\"\nqps = 100"));
+        assert!(
+            e.contains("cell 0 (")
+                && e.contains("--latency-bound")
+                && e.contains("(in the matrix: `scenario`, `latency_bound`)"),
+            "{e}"
+        );
+        let e = err(&format!("{server}qps = [100, 0]"));
+        assert!(e.contains("cell 1 (") && e.contains("`qps`"), "{e}");
+        let e = err(&format!("{server}qps = 10\nin_flight = 65"));
+        assert!(
+            e.contains("--in-flight 65") && e.contains("`in_flight`"),
+            "{e}"
+        );
+        let e = err(&format!("{server}qps = 10\nscenario_time = -1"));
+        assert!(
+            e.contains("`scenario_time`") && !e.contains("`scenario`,"),
+            "{e}"
+        );
+        let e = err(&format!("{server}find_peak = true\nmin_queries = 10"));
+        assert!(
+            e.contains("`find_peak`") && e.contains("`min_queries`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{infer}scenario = \"multi-stream\"\nsamples_per_query = 0"
+        ));
+        assert!(e.contains("`samples_per_query`"), "{e}");
+        // Given batch sizes are kept, and must be a query's samples.
+        let e = err(&format!("{server}qps = 10\nbatch_sizes = [1, 2]"));
+        assert!(
+            e.contains("cell 1 (")
+                && e.contains("a server query's 1 sample(s)")
+                && e.contains("`batch_sizes` gives 2"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{infer}scenario = \"multi-stream\"\nbatch_sizes = [4]"
+        ));
+        assert!(e.contains("set `samples_per_query`"), "{e}");
+        let m = parse(&format!(
+            "{infer}scenario = \"multi-stream\"\nbatch_sizes = [4]\nsamples_per_query = 4"
+        ))
+        .unwrap();
+        assert_eq!(m.spec(&m.cells[0]).batch, Batches::Sizes(vec![4]));
+        let e = err(&format!("{server}qps = 10\nmin_time = 1.0"));
+        assert!(e.contains("`min_time`"), "{e}");
+        // Lists are axes like the others: not empty, nothing twice, each value typed.
+        let e = err(&format!("{infer}scenario = []"));
+        assert!(e.contains("`scenario` is empty"), "{e}");
+        let e = err(&format!("{infer}scenario = [\"offline\", \"offline\"]"));
+        assert!(e.contains("`scenario` lists offline twice"), "{e}");
+        let e = err(&format!("{server}qps = [5, 5.0]"));
+        assert!(e.contains("`qps` lists 5 twice"), "{e}");
+        let e = err(&format!("{infer}scenario = \"sever\""));
+        assert!(e.contains("sever") && e.contains("scenario"), "{e}");
+        let e = err(&format!("{server}qps = 10\nsamples_per_query = [1, 2]"));
+        assert!(e.contains("samples_per_query"), "{e}");
+    }
+
+    /// `scenario`, `qps`, `latency_bound` and `in_flight` as lists are axes an
+    /// `[[exclude]]` entry can name; a value not listed, or a key that is no list, is
+    /// refused.
+    #[test]
+    fn every_scenario_axis_can_be_excluded_from() {
+        let base = "models = [\"resnet18\", \"resnet34\"]\nengines = [\"burn-flex\"]\nmodes = [\"infer\"]\n";
+        let m = parse(&format!(
+            "{base}scenario = [\"server\", \"offline\"]\nqps = [10, 20]\nlatency_bound = [5, 50]\nin_flight = [1, 2]\n[[exclude]]\nscenario = \"offline\"\nin_flight = 2\n[[exclude]]\nmodel = \"resnet34\"\nqps = 20\n[[exclude]]\nlatency_bound = 5\n"
+        ))
+        .unwrap();
+        // Per model: server 2 × 2 × 2 and offline 2, less offline at 2 in flight, the
+        // bound 5, and for resnet34 20 qps.
+        let left: Vec<(&str, Vec<ScenarioSetting>)> = m
+            .cells
+            .iter()
+            .map(|c| (c.model.as_str(), c.scenario_settings.clone()))
+            .collect();
+        use ScenarioSetting::{InFlight, LatencyBound, Qps, Scenario};
+        let server = Scenario(ScenarioKind::Server);
+        let offline = Scenario(ScenarioKind::Offline);
+        assert_eq!(
+            left,
+            [
+                (
+                    "resnet18",
+                    vec![server.clone(), Qps(10.0), LatencyBound(50.0), InFlight(1)]
+                ),
+                (
+                    "resnet18",
+                    vec![server.clone(), Qps(10.0), LatencyBound(50.0), InFlight(2)]
+                ),
+                (
+                    "resnet18",
+                    vec![server.clone(), Qps(20.0), LatencyBound(50.0), InFlight(1)]
+                ),
+                (
+                    "resnet18",
+                    vec![server.clone(), Qps(20.0), LatencyBound(50.0), InFlight(2)]
+                ),
+                ("resnet18", vec![offline.clone(), InFlight(1)]),
+                (
+                    "resnet34",
+                    vec![server.clone(), Qps(10.0), LatencyBound(50.0), InFlight(1)]
+                ),
+                (
+                    "resnet34",
+                    vec![server, Qps(10.0), LatencyBound(50.0), InFlight(2)]
+                ),
+                ("resnet34", vec![offline, InFlight(1)]),
+            ]
+        );
+        assert!(m.cells.iter().enumerate().all(|(i, c)| c.index == i));
+        let server = format!("{base}scenario = \"server\"\nlatency_bound = 15\n");
+        let e = err(&format!("{server}qps = [10, 20]\n[[exclude]]\nqps = 30"));
+        assert!(
+            e.contains("exclude entry 1") && e.contains("qps 30 is not in `qps`"),
+            "{e}"
+        );
+        let e = err(&format!("{server}qps = 10\n[[exclude]]\nqps = 10"));
+        assert!(e.contains("`qps` is not a list"), "{e}");
+        let e = err(&format!(
+            "{server}qps = [10, 20]\n[[exclude]]\nscenario = \"server\""
+        ));
+        assert!(e.contains("`scenario` is not a list"), "{e}");
+        let e = err(&format!("{server}qps = 10\n[[exclude]]\nscenario_time = 1"));
+        assert!(
+            e.contains("scenario_time") && e.contains("unknown field"),
+            "{e}"
+        );
+    }
+
+    /// A flag is named by its matrix key where it stands as a word.
+    #[test]
+    fn refusals_name_the_matrix_keys_of_the_flags_they_name() {
+        let m = with_matrix_keys("--scenario-time must be a number of seconds".into());
+        assert!(m.ends_with("(in the matrix: `scenario_time`)"), "{m}");
+        let m = with_matrix_keys("-b and --samples-per-query must agree".into());
+        assert!(
+            m.ends_with("(in the matrix: `batch_sizes`, `samples_per_query`)"),
+            "{m}"
+        );
+        let m = with_matrix_keys("--latency-bound must be positive".into());
+        assert!(m.ends_with("(in the matrix: `latency_bound`)"), "{m}");
     }
 
     #[test]

@@ -207,13 +207,14 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
 }
 
 /// The numbered cells, with the result each already has under `output`; the engine's
-/// own settings and the run settings a matrix gives as lists, when it has any.
+/// own settings, the run settings a matrix gives as lists and its scenario, when it
+/// has any.
 fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
     let with_sizes = matrix.cells.iter().any(|c| c.image_size.is_some());
     let with_settings = matrix
         .cells
         .iter()
-        .any(|c| !c.settings.is_empty() || !c.run_settings.is_empty());
+        .any(|c| !c.settings.is_empty() || !c.axis_values().is_empty());
     let mut headers = vec!["Cell", "Model"];
     if with_sizes {
         headers.push("Image");
@@ -243,9 +244,9 @@ fn list(matrix: &Matrix, output: &Path) -> Result<ExitCode> {
         if with_settings {
             let own = c.settings.iter().map(|(k, v)| format!("{k}={v}"));
             let run = c
-                .run_settings
-                .iter()
-                .map(|s| format!("{}={}", s.key(), s.value()));
+                .axis_values()
+                .into_iter()
+                .map(|(key, value)| format!("{key}={value}"));
             row.push(own.chain(run).collect::<Vec<_>>().join(" "));
         }
         row.push(found.map_or("–".into(), |p| {

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 
+use cnnbench_results::scenario::ScenarioKind;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -534,4 +535,70 @@ fn a_matrix_heap_policy_is_the_cells_process_policy() {
         script.contains(" --allocator system run --plan"),
         "{script}"
     );
+}
+
+/// A serving scenario in a matrix: `qps = [..]` is an axis of the server's cells, each
+/// cell's result serves its own load, the listing shows it, and the scenario's flags
+/// are the matrix's, refused beside `--plan`.
+#[test]
+fn a_matrix_sweeps_a_servers_load_one_cell_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_matrix(
+        dir.path(),
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nimage_sizes = [32]\nmodes = [\"infer\"]\nwarmup = 1\nscenario = \"server\"\nqps = [100, 200]\nlatency_bound = 1000\nscenario_time = 0\nmin_queries = 60\n",
+    );
+    let listed = stdout_of(
+        &["plan", m.to_str().unwrap(), "--list", "--output", "results"],
+        dir.path(),
+    );
+    assert!(
+        listed.contains("| scenario=server qps=100 ")
+            && listed.contains("| scenario=server qps=200 ")
+            && listed.contains("2 cells, 0 with a result"),
+        "{listed}"
+    );
+    for (cell, qps) in [(0, 100.0), (1, 200.0)] {
+        let out = dir.path().join(format!("cell{cell}"));
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--plan", m.to_str().unwrap(), "--cell"])
+            .arg(cell.to_string())
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(format!(
+                "cell {cell} of 2: resnet18 32x32 on burn-flex, infer, batch 1, f32, scenario server, qps {qps}"
+            )));
+        let written = results(&out);
+        assert_eq!(written.len(), 1, "cell {cell}");
+        let record = written[0].scenario.as_ref().expect("a scenario record");
+        assert_eq!(record.kind, ScenarioKind::Server);
+        assert_eq!(record.target_qps, Some(qps));
+        assert_eq!(record.queries, 60);
+        assert_eq!(written[0].config.batch_size, 1);
+        let spec = written[0].spec.as_ref().expect("the cell's spec");
+        let scenario = spec.scenario.as_ref().expect("the spec's scenario");
+        assert_eq!(
+            (scenario.target_qps, scenario.latency_bound_ms),
+            (Some(qps), Some(1000.0))
+        );
+    }
+    // The finished cell is found by its spec, scenario included.
+    let again = cnnbench()
+        .current_dir(dir.path())
+        .args(["run", "--plan", m.to_str().unwrap(), "--cell", "1", "-o"])
+        .arg(dir.path().join("cell1"))
+        .assert()
+        .success();
+    again.stderr(predicate::str::contains("already has a result"));
+    cnnbench()
+        .current_dir(dir.path())
+        .args(["run", "--plan", m.to_str().unwrap(), "--cell", "0"])
+        .args(["--scenario", "server", "--qps", "50"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--scenario cannot be used with --plan",
+        ));
 }

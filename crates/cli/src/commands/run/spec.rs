@@ -214,7 +214,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
     SpecOption {
         ids: &["scenario"],
         flag: "--scenario",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| {
             // Another scenario starts from its own defaults; the same one keeps what a
             // rerun recorded.
@@ -237,43 +237,43 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
     SpecOption {
         ids: &["samples_per_query"],
         flag: "--samples-per-query",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.samples_per_query, |sc, n| sc.samples_per_query = n),
     },
     SpecOption {
         ids: &["qps"],
         flag: "--qps",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.qps, |sc, qps| sc.target_qps = Some(qps)),
     },
     SpecOption {
         ids: &["latency_bound"],
         flag: "--latency-bound",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.latency_bound, |sc, ms| sc.latency_bound_ms = Some(ms)),
     },
     SpecOption {
         ids: &["scenario_time"],
         flag: "--scenario-time",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.scenario_time, |sc, t| sc.min_duration_s = t),
     },
     SpecOption {
         ids: &["min_queries"],
         flag: "--min-queries",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.min_queries, |sc, n| sc.min_queries = n),
     },
     SpecOption {
         ids: &["find_peak"],
         flag: "--find-peak",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.find_peak.then_some(true), |sc, on| sc.find_peak = on),
     },
     SpecOption {
         ids: &["in_flight"],
         flag: "--in-flight",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| scenario_setting(s, a.in_flight, |sc, n| sc.in_flight = n),
     },
     SpecOption {

@@ -231,8 +231,6 @@ proptest! {
             sizes.truncate(1);
         }
         spec.data_parallel = None;
-        // A matrix does not set a scenario.
-        spec.scenario = None;
         // A matrix sets the runs of a cell too (any spec's are 1: vary them here).
         spec.repeat = 1 + (spec.seed % 4) as usize;
         spec.engine_options.device = None;
@@ -267,6 +265,27 @@ proptest! {
         ] {
             if let Some(v) = value {
                 text.push_str(&format!("{key} = {v:?}\n"));
+            }
+        }
+        // The scenario's keys, those its kind takes (`any_spec` sets no others).
+        if let Some(sc) = &spec.scenario {
+            text.push_str(&format!(
+                "scenario = \"{}\"\nscenario_time = {:?}\nmin_queries = {}\n",
+                sc.kind, sc.min_duration_s, sc.min_queries
+            ));
+            if sc.kind == ScenarioKind::MultiStream {
+                text.push_str(&format!("samples_per_query = {}\n", sc.samples_per_query));
+            }
+            for (key, value) in [("qps", sc.target_qps), ("latency_bound", sc.latency_bound_ms)] {
+                if let Some(v) = value {
+                    text.push_str(&format!("{key} = {v:?}\n"));
+                }
+            }
+            if sc.find_peak {
+                text.push_str("find_peak = true\n");
+            }
+            if sc.in_flight != 1 {
+                text.push_str(&format!("in_flight = {}\n", sc.in_flight));
             }
         }
         // The engine's own settings, under its name: a table, so last (JSON's string
@@ -505,6 +524,16 @@ fn only_the_options_given_change_a_recorded_spec() {
     let mut spec = recorded.clone();
     let refused = spec::apply_given(&mut spec, &args, &given, |o| o.matrix_sets).unwrap();
     assert_eq!(refused.map(|o| o.flag), Some("--seed"));
+    // A matrix sets the scenario too (`scenario = "server"`, `qps = …`).
+    for flags in [
+        &["--scenario", "server"][..],
+        &["--scenario", "server", "--qps", "5"][..],
+    ] {
+        let (args, given) = parse(&[&["run", "--plan", "m.toml"][..], flags].concat());
+        let mut spec = recorded.clone();
+        let refused = spec::apply_given(&mut spec, &args, &given, |o| o.matrix_sets).unwrap();
+        assert_eq!(refused.map(|o| o.flag), Some("--scenario"));
+    }
     let (args, given) = parse(&["run", "--plan", "m.toml", "--device", "1"]);
     let mut spec = recorded;
     assert!(
