@@ -393,6 +393,7 @@ mod tests {
             cold_start: None,
             hosts: None,
             run_noise_pct: None,
+            scenario: None,
         }
     }
 

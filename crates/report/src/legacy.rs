@@ -214,6 +214,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         cold_start: None,
         hosts: None,
         run_noise_pct: None,
+        scenario: None,
     })
 }
 

@@ -31,6 +31,7 @@ pub mod record;
 pub mod report;
 pub mod runs;
 pub mod scaling;
+pub mod serving;
 pub mod speedup;
 pub mod sweep;
 pub mod table;

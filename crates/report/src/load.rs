@@ -349,6 +349,10 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
         }),
         // A figure no measurement gives (a hand-edited file) is not believed.
         run_noise_pct: r.run_noise.filter(|n| n.check().is_ok()).map(|n| n.pct),
+        scenario: r.scenario.map(|mut s| {
+            s.latencies_s = Vec::new();
+            s
+        }),
     })
 }
 

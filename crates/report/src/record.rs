@@ -160,6 +160,21 @@ impl Record {
         {
             *w = printable(w);
         }
+        if let Some(s) = self.scenario.as_mut() {
+            s.serving = printable(&s.serving);
+            for w in s
+                .invalid_reasons
+                .iter_mut()
+                .chain(s.mlperf_shortfalls.iter_mut())
+                .chain(
+                    s.peak_search
+                        .iter_mut()
+                        .flat_map(|p| p.invalid_reasons.iter_mut()),
+                )
+            {
+                *w = printable(w);
+            }
+        }
     }
 }
 
@@ -208,6 +223,9 @@ pub struct Record {
     pub hosts: Option<usize>,
     /// The machine's run-to-run noise the result recorded (`cnnbench noise`), percent.
     pub run_noise_pct: Option<f64>,
+    /// What a `--scenario` run served, without its per-query latencies (the summary
+    /// and the verdicts are what the report shows; a server run can hold a million).
+    pub scenario: Option<cnnbench_results::scenario::ScenarioRecord>,
 }
 
 /// What a run paid before its first timed pass, in seconds (`report --cold-start`).

@@ -86,6 +86,9 @@ pub struct Report {
     pub conclusions: Option<Conclusions>,
     /// Things the reader should know: pooled runs, skipped pairs.
     pub notes: Vec<String>,
+    /// The scenario runs, load by load: the serving table, the other scenarios'
+    /// headline figures and the latency-against-load charts.
+    pub serving: crate::serving::Serving,
 }
 
 impl Report {
@@ -138,6 +141,13 @@ impl Report {
                 );
             }
         }
+        // Read before grouping: a row pools every load of a configuration.
+        let serving = crate::serving::Serving::build(
+            records
+                .iter()
+                .filter_map(|r| crate::serving::ScenarioRun::of(r, aliases, &catalog))
+                .collect(),
+        );
         let mut notes = Vec::new();
         let entries = group::group(
             records,
@@ -224,6 +234,7 @@ impl Report {
             speedups,
             conclusions,
             notes,
+            serving,
         })
     }
 

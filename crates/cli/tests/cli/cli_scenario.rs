@@ -330,3 +330,50 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
         "--scenario",
     );
 }
+
+/// `report` answers the serving question from server runs at two loads: the serving
+/// table names the highest valid load, and `--charts` draws latency against load.
+#[test]
+fn report_shows_the_highest_valid_load_and_charts_latency_against_load() {
+    let dir = with_tiny_model();
+    for qps in ["1000", "2000"] {
+        scenario_run(
+            dir.path(),
+            "served",
+            &[
+                "--scenario",
+                "server",
+                "--qps",
+                qps,
+                "--latency-bound",
+                "500",
+                "--min-queries",
+                "500",
+                "-q",
+            ],
+        )
+        .success();
+    }
+    assert_eq!(result_files(&dir.path().join("served")).len(), 2);
+    let out = run_ok(cnnbench().current_dir(dir.path()).args([
+        "report", "served", "--format", "markdown", "--charts", "charts",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("## Serving: highest load with p99 within the bound"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("|tiny (32×32)|"))
+        .unwrap_or_else(|| panic!("no serving row in\n{text}"));
+    assert!(row.contains("|500|2000.0|"), "{row}");
+    assert!(row.contains("|2 runs|"), "{row}");
+    for ext in ["svg", "png"] {
+        let chart = dir
+            .path()
+            .join("charts")
+            .join(format!("latency-load-tiny-3x32x32.{ext}"));
+        assert!(chart.is_file(), "{} not written", chart.display());
+    }
+}

@@ -9,6 +9,8 @@
 //! - [`sweep`]: throughput and latency against batch size ([`crate::sweep`]);
 //! - [`scaling`]: data-parallel scaling ([`crate::scaling`]);
 //! - [`profile`]: where a profile's time goes ([`crate::profile`]);
+//! - [`serving`]: latency against offered load of server-scenario runs
+//!   ([`crate::serving`]);
 //! - `pareto`: `cnnbench choose`'s speed against accuracy ([`crate::choose`]).
 //!
 //! [`write_result_charts`] writes every kind a report of results has, so that no path of
@@ -19,6 +21,7 @@ mod pareto;
 mod plot;
 pub mod profile;
 pub mod scaling;
+pub mod serving;
 pub mod sweep;
 
 pub use model::{chart_stem, overview_svg, speedups_svg, spread, table_svg, write_charts};
@@ -29,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 /// Writes every chart of a report of results into `dir` (created if needed) as SVG and
 /// PNG: the tables' charts ([`write_charts`]), then one per batch sweep and one per
-/// data-parallel scaling; returns the files written. Both paths of `cnnbench report`,
+/// data-parallel scaling and one of latency against load per model served; returns the files written. Both paths of `cnnbench report`,
 /// with profiles and without, write their results' charts through this one function.
 pub fn write_result_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = write_charts(report, dir)?;
@@ -41,5 +44,6 @@ pub fn write_result_charts(report: &Report, dir: &Path) -> anyhow::Result<Vec<Pa
         &crate::scaling::scalings(report),
         dir,
     )?);
+    written.extend(serving::write_serving_charts(&report.serving, dir)?);
     Ok(written)
 }

@@ -201,6 +201,32 @@ impl Exporter for HtmlExporter {
             let svg = crate::charts::scaling::scaling_svg(scaling)?;
             writeln!(out, "<figure>{}</figure>\n</section>", inline_svg(&svg))?;
         }
+        use crate::serving::{OTHERS_NOTE, OTHERS_TITLE, SERVER_NOTE, SERVER_TITLE};
+        if !report.serving.server.is_empty() {
+            writeln!(
+                out,
+                "<section id=\"serving\">\n<h2>{}</h2>\n<p class=\"sub\">{}</p>",
+                escape(SERVER_TITLE),
+                escape(SERVER_NOTE)
+            )?;
+            let (head, rows) = report.serving.server_cells();
+            table(&mut out, &head, &rows);
+            for svg in crate::charts::serving::serving_svgs(&report.serving)? {
+                writeln!(out, "<figure>{}</figure>", inline_svg(&svg))?;
+            }
+            out.push_str("</section>\n");
+        }
+        if !report.serving.others.is_empty() {
+            writeln!(
+                out,
+                "<section id=\"scenarios\">\n<h2>{}</h2>\n<p class=\"sub\">{}</p>",
+                escape(OTHERS_TITLE),
+                escape(OTHERS_NOTE)
+            )?;
+            let (head, rows) = report.serving.other_cells();
+            table(&mut out, &head, &rows);
+            out.push_str("</section>\n");
+        }
         if !report.notes.is_empty() {
             out.push_str("<section class=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
             for n in &report.notes {

@@ -69,6 +69,19 @@ impl Exporter for MarkdownExporter {
                 "\nImages per second of all ranks; speed-up and efficiency (throughput per rank against the fewest ranks'); the all-reduce's share of a pass.\n"
             )?;
         }
+        use crate::serving::{OTHERS_NOTE, OTHERS_TITLE, SERVER_NOTE, SERVER_TITLE};
+        if !report.serving.server.is_empty() {
+            let (head, rows) = report.serving.server_cells();
+            writeln!(out, "## {SERVER_TITLE}\n")?;
+            out.push_str(&table(&head, &rows));
+            writeln!(out, "\n{SERVER_NOTE}\n")?;
+        }
+        if !report.serving.others.is_empty() {
+            let (head, rows) = report.serving.other_cells();
+            writeln!(out, "## {OTHERS_TITLE}\n")?;
+            out.push_str(&table(&head, &rows));
+            writeln!(out, "\n{OTHERS_NOTE}\n")?;
+        }
         if report.speedups_requested {
             writeln!(out, "## Speed-ups\n")?;
             if report.speedups.is_empty() {

@@ -77,5 +77,11 @@ pub(crate) fn is_text_column(header: &str) -> bool {
             | "Configuration"
             | "Verdict"
             | "95% CI"
+            | "Precision"
+            | "Scenario"
+            | "Reported"
+            | "Judged from"
+            | "Note"
+            | "Valid"
     )
 }

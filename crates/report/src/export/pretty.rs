@@ -82,6 +82,17 @@ impl Exporter for PrettyExporter {
             )?;
             writeln!(out, "{}\n", table(&head, &rows))?;
         }
+        use crate::serving::{OTHERS_NOTE, OTHERS_TITLE, SERVER_NOTE, SERVER_TITLE};
+        if !report.serving.server.is_empty() {
+            let (head, rows) = report.serving.server_cells();
+            writeln!(out, "{SERVER_TITLE}")?;
+            writeln!(out, "{}\n{SERVER_NOTE}\n", table(&head, &rows))?;
+        }
+        if !report.serving.others.is_empty() {
+            let (head, rows) = report.serving.other_cells();
+            writeln!(out, "{OTHERS_TITLE}")?;
+            writeln!(out, "{}\n{OTHERS_NOTE}\n", table(&head, &rows))?;
+        }
         if report.speedups_requested {
             writeln!(out, "Speed-ups ({} total time)", report.stat.as_str())?;
             if report.speedups.is_empty() {
