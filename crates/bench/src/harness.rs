@@ -238,9 +238,47 @@ pub fn run(
                 other.begin_timed_passes()?;
                 others.push(other);
             }
+            // The dynamic batcher's larger sessions, for each query in flight, each
+            // compiled for its batch size and warmed up as the first was (untimed).
+            let mut larger: Vec<Vec<(usize, Box<dyn Session>)>> = Vec::new();
+            if let Some(batcher) = &scenario.batcher {
+                for _ in 0..scenario.in_flight {
+                    let mut theirs = Vec::new();
+                    for size in batcher.session_batch_sizes().into_iter().skip(1) {
+                        let sized = SessionConfig {
+                            batch_size: size,
+                            ..config.clone()
+                        };
+                        let mut other = engine.prepare(graph, &sized).with_context(|| {
+                            format!(
+                                "{} cannot prepare the dynamic batcher's session of batch {size} for {}",
+                                engine.info().name,
+                                graph.name()
+                            )
+                        })?;
+                        other.compile()?;
+                        for _ in 0..warmup_passes {
+                            check_cancel()?;
+                            one_pass(other.as_mut(), point.mode)?;
+                        }
+                        other.begin_timed_passes()?;
+                        theirs.push((size, other));
+                    }
+                    larger.push(theirs);
+                }
+            }
             let serving = crate::scenario::Serving {
                 sessions: std::iter::once(session.as_mut())
                     .chain(others.iter_mut().map(|s| s.as_mut()))
+                    .collect(),
+                batch_sessions: larger
+                    .iter_mut()
+                    .map(|theirs| {
+                        theirs
+                            .iter_mut()
+                            .map(|(size, s)| (*size, s.as_mut()))
+                            .collect()
+                    })
                     .collect(),
                 description: match (&request.serving, scenario.in_flight) {
                     (_, 1) => crate::scenario::SERVING.to_string(),

@@ -14,12 +14,13 @@ use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_graph::SplitMix64;
 use cnnbench_results::scenario::{
-    early_stopping_bound, fewest_queries_for, LatencySummary, PeakProbe, ScenarioKind,
-    ScenarioRecord, ScenarioSpec, EARLY_STOPPING_CONFIDENCE,
+    early_stopping_bound, fewest_queries_for, BatcherRecord, BatcherSpec, LatencySummary,
+    PeakProbe, ScenarioKind, ScenarioRecord, ScenarioSpec, EARLY_STOPPING_CONFIDENCE,
 };
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
+mod batcher;
 mod concurrent;
 
 /// Queries of a no-op engine timed to measure the issuer's own cost.
@@ -52,6 +53,10 @@ pub type OnQuery<'a> = dyn FnMut(usize, usize, f64) + 'a;
 pub struct Serving<'a> {
     /// One session per query in flight, prepared, compiled and warmed up.
     pub sessions: Vec<&'a mut (dyn Session + 'static)>,
+    /// With the dynamic batcher, for each session above (which computes one query a
+    /// call), its siblings at the batcher's larger batch sizes, ascending
+    /// ([`BatcherSpec::session_batch_sizes`] after the 1); empty without it.
+    pub batch_sessions: Vec<Vec<(usize, &'a mut (dyn Session + 'static))>>,
     /// In words; [`SERVING`] where one session serves one query at a time.
     pub description: String,
 }
@@ -68,12 +73,30 @@ pub fn drive(
     on_query: &mut OnQuery<'_>,
 ) -> Result<Driven> {
     let Serving {
-        mut sessions,
+        sessions,
+        batch_sessions,
         description,
     } = serving;
     if sessions.is_empty() {
         return Err(anyhow!("a scenario needs a session to serve its queries"));
     }
+    if !batch_sessions.is_empty() && batch_sessions.len() != sessions.len() {
+        return Err(anyhow!(
+            "the dynamic batcher needs the larger sessions of every one of the {} in flight, and has those of {}",
+            sessions.len(),
+            batch_sessions.len()
+        ));
+    }
+    // Each query in flight is a worker with its sessions by batch size, ascending.
+    let mut larger = batch_sessions.into_iter();
+    let mut sessions: Vec<batcher::Worker<'_>> = sessions
+        .into_iter()
+        .map(|one| {
+            std::iter::once((1, one))
+                .chain(larger.next().into_iter().flatten())
+                .collect()
+        })
+        .collect();
     let issuer_overhead_s = issuer_overhead();
     let served = ServedBy {
         in_flight: sessions.len(),
@@ -129,6 +152,8 @@ struct Load {
     seed: u64,
     /// Samples the session computes per call.
     batch: usize,
+    /// Server: the dynamic batcher.
+    batcher: Option<BatcherSpec>,
 }
 
 impl Load {
@@ -143,6 +168,7 @@ impl Load {
             target_qps,
             seed,
             batch,
+            batcher: spec.batcher,
         }
     }
 }
@@ -158,18 +184,28 @@ struct Timeline {
     /// Several in flight: the median time a session spent drawing its next input
     /// between queries (one in flight: the schedule pauses while it draws).
     input_draw_s: Option<f64>,
+    /// The dynamic batcher's calls, where it gathered the queries.
+    batcher: Option<BatcherRecord>,
 }
 
 /// Issues the load to the sessions and times it.
 fn issue(
-    sessions: &mut [&mut (dyn Session + 'static)],
+    workers: &mut [batcher::Worker<'_>],
     load: &Load,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
 ) -> Result<Timeline> {
-    match sessions {
+    if let Some(spec) = &load.batcher {
+        return batcher::server(workers, load, spec, check, on_query);
+    }
+    // Without the batcher each worker computes one query a call, on its first session.
+    let mut sessions: Vec<&mut (dyn Session + 'static)> = workers
+        .iter_mut()
+        .filter_map(|worker| worker.first_mut().map(|(_, session)| &mut **session))
+        .collect();
+    match sessions.as_mut_slice() {
         [session] => issue_to_one(&mut **session, load, check, on_query),
-        _ => concurrent::issue(sessions, load, check, on_query),
+        _ => concurrent::issue(&mut sessions, load, check, on_query),
     }
 }
 
@@ -213,6 +249,7 @@ fn issue_to_one(
                 samples: queries * load.batch,
                 duration_s: busy.as_secs_f64(),
                 input_draw_s: None,
+                batcher: None,
             })
         }
         ScenarioKind::Server => {
@@ -244,6 +281,7 @@ fn issue_to_one(
                 samples: queries,
                 duration_s: last_done.as_secs_f64(),
                 input_draw_s: None,
+                batcher: None,
             })
         }
         ScenarioKind::Offline => {
@@ -268,6 +306,7 @@ fn issue_to_one(
                 samples,
                 duration_s: clock.as_secs_f64(),
                 input_draw_s: None,
+                batcher: None,
             })
         }
     }
@@ -452,6 +491,7 @@ fn judge(
         meets_mlperf_rules: mlperf_shortfalls.is_empty(),
         mlperf_shortfalls,
         peak_search,
+        batcher: timeline.batcher.clone(),
     })
 }
 
@@ -464,7 +504,7 @@ fn percentile_name(q: f64) -> String {
 /// from the start while runs are valid (halved while they are not), then bisected
 /// between the highest valid and lowest invalid load, every probe a full run.
 fn find_peak(
-    sessions: &mut [&mut (dyn Session + 'static)],
+    sessions: &mut [batcher::Worker<'_>],
     served: &ServedBy,
     spec: &ScenarioSpec,
     seed: u64,
@@ -472,9 +512,12 @@ fn find_peak(
     on_query: &mut OnQuery<'_>,
     issuer_overhead_s: f64,
 ) -> Result<Driven> {
-    let start_qps = match (spec.target_qps, sessions.first_mut()) {
+    let start_qps = match (
+        spec.target_qps,
+        sessions.first_mut().and_then(|worker| worker.first_mut()),
+    ) {
         (Some(qps), _) => qps,
-        (None, Some(session)) => {
+        (None, Some((_, session))) => {
             // Half of what the sessions could serve back to back.
             session.prepare_batch()?;
             session.sync()?;
@@ -487,7 +530,7 @@ fn find_peak(
     let mut best: Option<(f64, Timeline, Load)> = None;
     let mut lowest_invalid: Option<f64> = None;
     let probe = |qps: f64,
-                 sessions: &mut [&mut (dyn Session + 'static)],
+                 sessions: &mut [batcher::Worker<'_>],
                  on_query: &mut OnQuery<'_>,
                  probes: &mut Vec<PeakProbe>|
      -> Result<(bool, Timeline, Load)> {
@@ -505,6 +548,7 @@ fn find_peak(
             target_qps: qps,
             achieved_qps: record.achieved_qps,
             queries: record.queries,
+            p50_latency_s: Some(record.latency.p50),
             percentile_latency_s: record.percentile_latency_s.unwrap_or(f64::NAN),
             early_stopping_latency_s: record.early_stopping_latency_s,
             valid: record.valid,
@@ -604,6 +648,7 @@ mod tests {
     fn run(session: &mut Fixed, spec: &ScenarioSpec, batch: usize) -> Driven {
         let serving = Serving {
             sessions: vec![session],
+            batch_sessions: Vec::new(),
             description: SERVING.into(),
         };
         drive(serving, spec, 7, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()

@@ -208,7 +208,12 @@ pub fn scenario_line(result: &BenchResult) -> Option<String> {
             },
             r.achieved_qps,
             r.queries
-        ),
+        ) + &r.batcher.as_ref().map_or(String::new(), |b| {
+            format!(
+                " in {} calls of {:.2} on average (batches ≤ {} within {} ms, {} samples of padding)",
+                b.calls, b.mean_batch, b.max_batch, b.timeout_ms, b.padded_samples
+            )
+        }),
         (ScenarioKind::Offline, _) => format!(
             "offline, {} samples {} at a time: {:.1} samples/s",
             r.samples, result.config.batch_size, r.samples_per_s

@@ -8,7 +8,7 @@ use crate::aliases::Aliases;
 use crate::catalog::ModelCatalog;
 use crate::fmt::{ms, natural_cmp};
 use crate::record::Record;
-use cnnbench_results::scenario::{ScenarioKind, ScenarioRecord};
+use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioRecord};
 use cnnbench_results::{printable, Precision};
 use std::cmp::Ordering;
 
@@ -69,7 +69,7 @@ impl ScenarioRun {
 pub struct LoadPoint {
     pub target_qps: f64,
     pub achieved_qps: f64,
-    /// Known for a run's own load (a probe records only its reported percentile).
+    /// The median: a probe records it since p50_latency_s was added (none in older files).
     pub p50_s: Option<f64>,
     pub p99_s: Option<f64>,
     pub valid: bool,
@@ -87,6 +87,8 @@ pub struct ServingSeries {
     pub engine: String,
     pub precision: Precision,
     pub in_flight: usize,
+    /// The dynamic batcher the runs served with (`--max-batch`, `--batch-timeout`).
+    pub batcher: Option<BatcherSpec>,
     /// `None` only for a hand-made file: a server run always records its bound.
     pub bound_ms: Option<f64>,
     /// By offered load, lowest first.
@@ -123,7 +125,18 @@ impl ServingSeries {
         if self.in_flight > 1 {
             s.push_str(&format!(", {} in flight", self.in_flight));
         }
+        if let Some(batcher) = &self.batcher {
+            s.push_str(&format!(", {}", batching(batcher)));
+        }
         s
+    }
+
+    /// The "In flight" cell: the queries computed at once, and how they are batched.
+    fn in_flight_cell(&self) -> String {
+        match &self.batcher {
+            Some(batcher) => format!("{}, {}", self.in_flight, batching(batcher)),
+            None => self.in_flight.to_string(),
+        }
     }
 
     /// Why no load was valid, in the table's words.
@@ -160,6 +173,14 @@ fn seconds(v: f64) -> Option<f64> {
 
 /// The loads of one server run: its probes when it searched for the peak (its own load
 /// is the highest valid probe, whose p50 it adds), else its own load.
+/// The batcher a run served with, as its spec had it.
+fn record_batcher(r: &ScenarioRecord) -> Option<BatcherSpec> {
+    r.batcher.as_ref().map(|b| BatcherSpec {
+        max_batch: b.max_batch,
+        timeout_ms: b.timeout_ms,
+    })
+}
+
 fn load_points(r: &ScenarioRecord) -> Vec<LoadPoint> {
     let own = r.target_qps.map(|target| LoadPoint {
         target_qps: target,
@@ -182,7 +203,7 @@ fn load_points(r: &ScenarioRecord) -> Vec<LoadPoint> {
             let point = LoadPoint {
                 target_qps: p.target_qps,
                 achieved_qps: p.achieved_qps,
-                p50_s: None,
+                p50_s: p.p50_latency_s.and_then(seconds),
                 p99_s: seconds(p.percentile_latency_s),
                 valid: p.valid,
                 invalid_reasons: p.invalid_reasons.clone(),
@@ -239,6 +260,7 @@ impl Serving {
                     && s.engine == run.engine
                     && s.precision == run.precision
                     && s.in_flight == r.in_flight
+                    && s.batcher == record_batcher(r)
                     && s.bound_ms == bound_ms
             });
             let series = match found {
@@ -252,6 +274,7 @@ impl Serving {
                         engine: run.engine.clone(),
                         precision: run.precision,
                         in_flight: r.in_flight,
+                        batcher: record_batcher(r),
                         bound_ms,
                         points: Vec::new(),
                         runs: 0,
@@ -281,6 +304,7 @@ impl Serving {
                 && a.engine == b.engine
                 && a.precision == b.precision
                 && a.in_flight == b.in_flight
+                && a.batcher == b.batcher
         };
         for i in 0..server.len() {
             server[i].bounds_differ =
@@ -383,7 +407,7 @@ impl Serving {
                     s.device.clone(),
                     s.engine.clone(),
                     s.precision.as_str().to_string(),
-                    s.in_flight.to_string(),
+                    s.in_flight_cell(),
                     s.bound_ms.map_or("–".into(), |b| format!("{b}")),
                     target,
                     achieved,
@@ -463,6 +487,14 @@ impl Serving {
     }
 }
 
+/// The dynamic batcher in a few words: "batches ≤ 8 within 2 ms".
+fn batching(batcher: &BatcherSpec) -> String {
+    format!(
+        "batches ≤ {} within {} ms",
+        batcher.max_batch, batcher.timeout_ms
+    )
+}
+
 fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
@@ -521,6 +553,7 @@ mod tests {
             meets_mlperf_rules: false,
             mlperf_shortfalls: Vec::new(),
             peak_search: Vec::new(),
+            batcher: None,
         }
     }
 
@@ -541,6 +574,7 @@ mod tests {
             target_qps: qps,
             achieved_qps: qps * 0.97,
             queries: 500,
+            p50_latency_s: Some(p99_ms / 3e3),
             percentile_latency_s: p99_ms / 1e3,
             early_stopping_latency_s: None,
             valid,

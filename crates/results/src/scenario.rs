@@ -119,6 +119,77 @@ pub struct ScenarioSpec {
     /// session (`--in-flight`); single- and multi-stream have one by definition.
     #[serde(default = "one_in_flight", skip_serializing_if = "is_one")]
     pub in_flight: usize,
+    /// Server: the dynamic batcher (`--max-batch`, `--batch-timeout`), as Triton's
+    /// gathers queries into one call; `None`: every query computed on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batcher: Option<BatcherSpec>,
+}
+
+/// The server's dynamic batcher, as Triton Inference Server's: a free session takes the
+/// oldest waiting query and, with it, the queries waiting behind it, up to `max_batch`;
+/// when fewer are waiting it holds the batch open until the oldest has waited
+/// `timeout_ms` since its arrival (Triton's `max_queue_delay`), then computes what it has.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatcherSpec {
+    pub max_batch: usize,
+    pub timeout_ms: f64,
+}
+
+/// The largest batch `--max-batch` takes: each power of two up to it is a session with
+/// its own copy of the network.
+pub const MAX_DYNAMIC_BATCH: usize = 1024;
+
+/// The longest `--batch-timeout`, milliseconds: a minute, far beyond any latency bound.
+pub const MAX_BATCH_TIMEOUT_MS: f64 = 60_000.0;
+
+impl BatcherSpec {
+    /// The batch sizes the batcher's sessions are compiled for: the powers of two below
+    /// `max_batch`, and `max_batch`. A batch of k queries is computed on the smallest
+    /// that holds it, the rest of it padding (recorded), as a server with a few fixed
+    /// shapes (TensorRT's optimisation profiles) does.
+    pub fn session_batch_sizes(&self) -> Vec<usize> {
+        let mut sizes: Vec<usize> = std::iter::successors(Some(1_usize), |&n| n.checked_mul(2))
+            .take_while(|&n| n < self.max_batch)
+            .collect();
+        sizes.push(self.max_batch);
+        sizes
+    }
+
+    /// What makes the batcher impossible, in the flags' words.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=MAX_DYNAMIC_BATCH).contains(&self.max_batch) {
+            return Err(format!(
+                "--max-batch must be from 2 to {MAX_DYNAMIC_BATCH} (queries gathered into one call), not {}",
+                self.max_batch
+            ));
+        }
+        if !(self.timeout_ms >= 0.0 && self.timeout_ms <= MAX_BATCH_TIMEOUT_MS) {
+            return Err(format!(
+                "--batch-timeout must be from 0 to {MAX_BATCH_TIMEOUT_MS} milliseconds (how long a batch waits for more queries), not {}",
+                self.timeout_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the dynamic batcher did over a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatcherRecord {
+    pub max_batch: usize,
+    pub timeout_ms: f64,
+    /// The batch sizes the sessions were compiled for ([`BatcherSpec::session_batch_sizes`]).
+    pub session_batch_sizes: Vec<usize>,
+    /// Calls made, and the queries they gathered: `gathered[k - 1]` calls of k queries.
+    pub calls: usize,
+    pub gathered: Vec<usize>,
+    /// The mean queries per call.
+    pub mean_batch: f64,
+    /// Samples computed only to fill a session's batch (a gathered batch of 3 on the
+    /// session of 4: one).
+    pub padded_samples: usize,
 }
 
 /// The most queries in flight `--in-flight` takes: each is a session with its own
@@ -145,6 +216,7 @@ impl ScenarioSpec {
             min_queries: kind.default_min_queries(),
             find_peak: false,
             in_flight: 1,
+            batcher: None,
         }
     }
 
@@ -220,6 +292,20 @@ impl ScenarioSpec {
                 | ScenarioKind::Offline,
                 _,
             ) => {}
+        }
+        if let Some(batcher) = &self.batcher {
+            if !server {
+                return Err(format!(
+                    "--max-batch gathers the server scenario's queries into one call; {kind} {}",
+                    match kind {
+                        ScenarioKind::Offline => "computes -b samples a call: use -b",
+                        ScenarioKind::MultiStream => "computes --samples-per-query samples a call",
+                        ScenarioKind::SingleStream | ScenarioKind::Server =>
+                            "has one query of one sample in flight",
+                    }
+                ));
+            }
+            batcher.validate()?;
         }
         if self.find_peak && !server {
             return Err(
@@ -308,6 +394,9 @@ pub struct ScenarioRecord {
     /// valid one is this record's load).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peak_search: Vec<PeakProbe>,
+    /// Server with the dynamic batcher: what it gathered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batcher: Option<BatcherRecord>,
 }
 
 /// Percentiles of the latencies, seconds.
@@ -328,6 +417,9 @@ pub struct PeakProbe {
     pub target_qps: f64,
     pub achieved_qps: f64,
     pub queries: usize,
+    /// The median latency, seconds (absent in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_latency_s: Option<f64>,
     /// The reported percentile of latency, and LoadGen's early-stopping estimate of it.
     pub percentile_latency_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -463,5 +555,44 @@ mod tests {
         let mut offline = ScenarioSpec::new(ScenarioKind::Offline);
         offline.min_duration_s = f64::NAN;
         assert!(offline.validate().unwrap_err().contains("--scenario-time"));
+    }
+
+    #[test]
+    fn the_batcher_is_the_servers_and_its_sizes_are_powers_of_two_and_the_maximum() {
+        let batcher = |max_batch, timeout_ms| BatcherSpec {
+            max_batch,
+            timeout_ms,
+        };
+        assert_eq!(batcher(8, 0.0).session_batch_sizes(), [1, 2, 4, 8]);
+        assert_eq!(batcher(6, 0.0).session_batch_sizes(), [1, 2, 4, 6]);
+        assert_eq!(batcher(2, 0.0).session_batch_sizes(), [1, 2]);
+        let mut server = ScenarioSpec::new(ScenarioKind::Server);
+        server.target_qps = Some(10.0);
+        server.latency_bound_ms = Some(15.0);
+        server.batcher = Some(batcher(4, 2.0));
+        server.validate().unwrap();
+        for (max_batch, timeout_ms, flag) in [
+            (1, 2.0, "--max-batch"),
+            (MAX_DYNAMIC_BATCH + 1, 2.0, "--max-batch"),
+            (4, -1.0, "--batch-timeout"),
+            (4, f64::NAN, "--batch-timeout"),
+            (4, f64::INFINITY, "--batch-timeout"),
+        ] {
+            server.batcher = Some(batcher(max_batch, timeout_ms));
+            let why = server.validate().unwrap_err();
+            assert!(why.contains(flag), "{max_batch} {timeout_ms}: {why}");
+        }
+        for kind in [
+            ScenarioKind::Offline,
+            ScenarioKind::SingleStream,
+            ScenarioKind::MultiStream,
+        ] {
+            let mut other = ScenarioSpec::new(kind);
+            other.batcher = Some(batcher(4, 2.0));
+            assert!(
+                other.validate().unwrap_err().contains("--max-batch"),
+                "{kind}"
+            );
+        }
     }
 }

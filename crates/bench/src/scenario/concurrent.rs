@@ -38,18 +38,18 @@ struct Released {
 
 /// A query as a session served it.
 pub(super) struct Served {
-    index: usize,
+    pub(super) index: usize,
     /// When it arrived (server) or the run started (offline).
-    scheduled: Instant,
-    completed: Instant,
-    compute: Duration,
+    pub(super) scheduled: Instant,
+    pub(super) completed: Instant,
+    pub(super) compute: Duration,
     /// The session's drawing of this query's input, before it took the query.
-    draw: Duration,
+    pub(super) draw: Duration,
 }
 
 /// Readies the session's next input (the one it holds, where it keeps it: a
 /// preloaded sample), untimed by the query's compute clock.
-fn draw(session: &mut dyn Session) -> Result<Duration> {
+pub(super) fn draw(session: &mut dyn Session) -> Result<Duration> {
     let t = Instant::now();
     session.prepare_same_batch()?;
     session.sync()?;
@@ -235,7 +235,7 @@ fn join(
 
 /// The run as the sequential issuer reports it: latencies and compute times in issue
 /// order (offline: in order of completion), the duration to the last completion.
-fn timeline(
+pub(super) fn timeline(
     mut served: Vec<Served>,
     start: Instant,
     batch: usize,
@@ -273,6 +273,7 @@ fn timeline(
         samples: calls * batch,
         duration_s: last.saturating_duration_since(start).as_secs_f64(),
         input_draw_s: Some(draws[draws.len() / 2]),
+        batcher: None,
     })
 }
 
@@ -313,6 +314,7 @@ mod tests {
                 .iter_mut()
                 .map(|s| s as &mut (dyn Session + 'static))
                 .collect(),
+            batch_sessions: Vec::new(),
             description: SERVING.into(),
         };
         drive(serving, spec, 11, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()
@@ -456,6 +458,7 @@ mod tests {
         let mut bad = Failing;
         let serving = Serving {
             sessions: vec![&mut good, &mut bad],
+            batch_sessions: Vec::new(),
             description: SERVING.into(),
         };
         let spec = server(200.0, 50.0, 200);

@@ -155,6 +155,66 @@ fn offline_and_multi_stream_serve_their_samples_as_the_batch() {
 }
 
 #[test]
+fn the_dynamic_batcher_gathers_server_queries_into_calls_and_records_them() {
+    let dir = with_tiny_model();
+    scenario_run(
+        dir.path(),
+        "batched",
+        &[
+            "--scenario",
+            "server",
+            "--qps",
+            "300",
+            "--latency-bound",
+            "500",
+            "--min-queries",
+            "90",
+            "--max-batch",
+            "4",
+            "--batch-timeout",
+            "5",
+        ],
+    )
+    .success()
+    .stdout(predicate::str::contains("batches ≤ 4 within 5 ms"));
+    let batched: BenchResult = read_json(&result_files(&dir.path().join("batched"))[0]);
+    let record = batched.scenario.as_ref().unwrap();
+    let batcher = record.batcher.as_ref().unwrap();
+    assert_eq!(batcher.session_batch_sizes, [1, 2, 4]);
+    let queries: usize = batcher
+        .gathered
+        .iter()
+        .enumerate()
+        .map(|(i, calls)| (i + 1) * calls)
+        .sum();
+    assert_eq!((queries, record.queries), (90, 90));
+    // A call per sample of the result: the engine's compute time per call.
+    assert_eq!(
+        batched.summary[&cnnbench_bench::Quantity::Forward].count,
+        batcher.calls
+    );
+    // 300 queries a second with 5 ms to gather: calls of more than one query.
+    assert!(batcher.mean_batch > 1.0, "{batcher:?}");
+    let spec = batched.spec.as_ref().unwrap().scenario.as_ref().unwrap();
+    assert_eq!(spec.batcher.unwrap().max_batch, 4);
+    // Refused where it has no meaning, in the flag's words.
+    scenario_run(
+        dir.path(),
+        "offline",
+        &[
+            "--scenario",
+            "offline",
+            "--min-queries",
+            "8",
+            "--max-batch",
+            "4",
+        ],
+    )
+    .failure()
+    .stderr(predicate::str::contains("--max-batch"));
+}
+
+#[test]
 fn several_queries_in_flight_are_served_by_sessions_side_by_side() {
     let dir = with_tiny_model();
     scenario_run(

@@ -361,6 +361,7 @@ mod tests {
             engine: engine.into(),
             precision: Precision::F32,
             in_flight: 1,
+            batcher: None,
             bound_ms: Some(15.0),
             points: points
                 .into_iter()

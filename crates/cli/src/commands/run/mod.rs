@@ -184,6 +184,16 @@ pub struct RunArgs {
     /// (engines whose sessions have their own threads divide --threads between them).
     #[arg(long, value_name = "N", requires = "scenario")]
     pub in_flight: Option<usize>,
+    /// Server: the dynamic batcher, as Triton's: a free session takes the oldest query
+    /// and those waiting behind it, up to N, in one call (sessions are compiled for each
+    /// power of two up to N; a batch is padded to the next one, and the padding
+    /// recorded).
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub max_batch: Option<usize>,
+    /// Server with --max-batch: how long a batch waits for more queries, from the
+    /// oldest one's arrival, milliseconds (default 0: it takes what is waiting).
+    #[arg(long, value_name = "MS", requires = "max_batch")]
+    pub batch_timeout: Option<f64>,
     /// int8: measure the activation ranges on N random images (default 8), in f32 on
     /// burn-flex, before quantising; recorded with the result.
     #[arg(long, value_name = "N")]

@@ -6,7 +6,7 @@
 use super::RunArgs;
 use crate::commands::sweep::{BatchSpec, ImageSizes};
 use anyhow::{anyhow, bail, Context, Result};
-use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioSpec};
 use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -275,6 +275,18 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         flag: "--in-flight",
         matrix_sets: true,
         take: |s, a| scenario_setting(s, a.in_flight, |sc, n| sc.in_flight = n),
+    },
+    SpecOption {
+        ids: &["max_batch", "batch_timeout"],
+        flag: "--max-batch / --batch-timeout",
+        matrix_sets: false,
+        take: |s, a| {
+            let batcher = a.max_batch.map(|max_batch| BatcherSpec {
+                max_batch,
+                timeout_ms: a.batch_timeout.unwrap_or(0.0),
+            });
+            scenario_setting(s, batcher, |sc, b| sc.batcher = Some(b))
+        },
     },
     SpecOption {
         ids: &["cudnn_benchmark"],
