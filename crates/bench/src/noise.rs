@@ -29,10 +29,9 @@ pub fn save(dir: &Path, doc: &NoiseDoc) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the noise cache folder {}", dir.display()))?;
     let path = cache_file(dir, &doc.machine);
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_string_pretty(doc)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    let text = serde_json::to_string_pretty(doc)?;
+    // Whole or not at all: a full disk leaves the previous measurement, not a `.tmp` file.
+    cnnbench_graph::write_replacing(&path, |w| w.write_all(text.as_bytes()))?;
     Ok(path)
 }
 
@@ -89,5 +88,28 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&path).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo (coreutils) failed");
         assert_eq!(load(dir.path(), &machine), None);
+    }
+
+    /// A save that cannot be put in place (here a folder holds the name; a full disk
+    /// alike) left a `.tmp-PID` file beside the cache; now it leaves nothing and names the
+    /// file.
+    #[test]
+    fn a_failed_save_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = crate::env::detect_machine();
+        let doc = NoiseDoc {
+            format: NOISE_FORMAT.into(),
+            version: NOISE_VERSION,
+            machine: machine.clone(),
+            noise: RunNoise::of_medians(&[1.0, 1.1, 0.9], "x", chrono::Utc::now()).unwrap(),
+            run_medians_s: vec![1.0, 1.1, 0.9],
+        };
+        let path = cache_file(dir.path(), &machine);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("keep"), "").unwrap();
+        let e = save(dir.path(), &doc).unwrap_err();
+        assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
     }
 }

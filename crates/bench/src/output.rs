@@ -1,9 +1,10 @@
 //! Writing result files: `DIR/<machine-and-engine slug>/<model>_<mode>_b<batch>_<H>x<W>_<UTC time>.json`,
-//! atomically (a temporary file, then a hard link that fails rather than overwrite) so a
+//! atomically (a temporary file, then a rename that fails rather than overwrite) so a
 //! reader never sees half a file and an earlier result is never replaced.
 
 use crate::result::BenchResult;
 use anyhow::{anyhow, Context, Result};
+use cnnbench_graph::WriteProblem;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -81,112 +82,143 @@ pub fn result_file_name(result: &BenchResult) -> String {
 pub fn check_writable(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
-    let probe = tempfile_in(dir)
-        .with_context(|| format!("the output folder {} is not writable", dir.display()))?;
+    let probe = cnnbench_graph::PendingFile::beside(&dir.join("cnnbench-probe"))
+        .map_err(|e| anyhow!("the output folder {} is not writable ({e})", dir.display()))?;
     drop(probe);
     Ok(())
-}
-
-struct TempFile {
-    path: PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        self.file.take();
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn tempfile_in(dir: &Path) -> std::io::Result<TempFile> {
-    for attempt in 0..100u32 {
-        let path = dir.join(format!(".cnnbench-{}-{attempt}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => {
-                return Ok(TempFile {
-                    path,
-                    file: Some(file),
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("could not create a temporary file"))
 }
 
 /// Writes the result under `dir` and returns its path. Never overwrites: if the name is
 /// taken (two runs in the same second), `-2`, `-3`, … is appended. When it cannot be
 /// written there (a read-only or missing folder, a full disk), the measurement is kept in
-/// [`rescue_folder`] and the error says where.
+/// [`rescue_folder`] and the error says where; when that fails too (`TMPDIR` unusable, the
+/// same full disk), the whole result is printed on stderr between [`BEGIN_MARK`] and
+/// [`END_MARK`] lines, so that a measurement is never lost.
 pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf> {
     let json = serde_json::to_string_pretty(result).context("cannot serialise the result")?;
     let name = result_file_name(result);
     let folder = dir.join(result_folder(result));
-    match write_new(&folder, &name, &json) {
-        Ok(path) => Ok(path),
-        Err(e) => {
-            let rescue = rescue_folder();
-            match write_new(&rescue, &name, &json) {
-                Ok(kept) => Err(e.context(format!(
-                    "the result could not be written under {}; the measurement is kept in {} (move it where it belongs)",
-                    dir.display(),
-                    kept.display()
-                ))),
-                Err(second) => Err(e.context(format!(
-                    "the result could not be written under {}, nor kept in {} ({second:#}); it is printed above with --json only",
-                    dir.display(),
-                    rescue.display()
-                ))),
-            }
+    let e = match write_numbered(&folder, &name, &json) {
+        Ok(path) => return Ok(path),
+        Err(e) => e,
+    };
+    let second = match rescue_folder().and_then(|rescue| write_numbered(&rescue, &name, &json)) {
+        Ok(kept) => {
+            return Err(e.context(format!(
+                "the result could not be written under {}; the measurement is kept in {} (move it where it belongs)",
+                dir.display(),
+                kept.display()
+            )))
         }
-    }
+        Err(second) => second,
+    };
+    let printed = print_on_stderr(&name, &json);
+    let fate = match printed {
+        Ok(()) => format!(
+            "the whole result is printed above on stderr, between the lines {BEGIN_MARK}{name} and {END_MARK}{name}: save what is between them as {name}"
+        ),
+        Err(third) => format!(
+            "printing it on stderr failed too ({third}): it is lost unless --json printed it"
+        ),
+    };
+    Err(e.context(format!(
+        "the result could not be written under {}, nor kept in a rescue folder ({second:#}); {fate}",
+        dir.display(),
+    )))
 }
+
+/// The line before a result printed on stderr as the last resort (the file name follows).
+pub const BEGIN_MARK: &str = "-----BEGIN CNNBENCH RESULT ";
+/// The line after it.
+pub const END_MARK: &str = "-----END CNNBENCH RESULT ";
+
+/// The last resort: the result on stderr, in one write, between marker lines.
+fn print_on_stderr(name: &str, json: &str) -> std::io::Result<()> {
+    let block = format!("{BEGIN_MARK}{name}\n{json}\n{END_MARK}{name}\n");
+    let mut err = std::io::stderr().lock();
+    err.write_all(block.as_bytes()).and_then(|()| err.flush())
+}
+
+/// The name of the shared rescue folder in the temporary folder.
+pub const RESCUE_NAME: &str = "cnnbench-rescued";
 
 /// Where a result that could not be written where asked is kept:
-/// `$TMPDIR/cnnbench-rescued` (`/tmp` without TMPDIR).
-pub fn rescue_folder() -> PathBuf {
-    std::env::temp_dir().join("cnnbench-rescued")
+/// `$TMPDIR/cnnbench-rescued` (`/tmp` without TMPDIR), made private (0700). If that name
+/// is taken by something cnnbench must not write into (a link, which could lead anywhere,
+/// a file, or a folder of another user or writable by others), a fresh private folder
+/// `$TMPDIR/cnnbench-rescued-XXXXXX` is made and kept instead.
+pub fn rescue_folder() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    let shared = base.join(RESCUE_NAME);
+    if usable_rescue_folder(&shared) {
+        return Ok(shared);
+    }
+    let mut builder = tempfile::Builder::new();
+    let prefix = format!("{RESCUE_NAME}-");
+    builder.prefix(&prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    let fresh = builder
+        .tempdir_in(&base)
+        .with_context(|| format!("cannot make a folder in {}", base.display()))?;
+    Ok(fresh.keep())
 }
 
-/// Writes `json` as a new file `name` in `folder` (made if missing), never replacing one.
-fn write_new(folder: &Path, name: &str, json: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(folder)
-        .with_context(|| format!("cannot create the folder {}", folder.display()))?;
-    let mut temp =
-        tempfile_in(folder).with_context(|| format!("cannot write in {}", folder.display()))?;
-    {
-        let file = temp
-            .file
-            .as_mut()
-            .ok_or_else(|| anyhow!("temporary file closed"))?;
-        file.write_all(json.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write {}", temp.path.display()))?;
+/// Makes `path` a private folder, or says whether the one there is safe to write into:
+/// a real folder (not a link), of this user, writable by nobody else. Never follows a link.
+fn usable_rescue_folder(path: &Path) -> bool {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(path) {
+        Ok(()) => return true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return false,
     }
-    let stem = name.trim_end_matches(".json").to_string();
-    for n in 1..1000 {
-        let target = if n == 1 {
-            folder.join(name)
-        } else {
-            folder.join(format!("{stem}-{n}.json"))
-        };
-        match std::fs::hard_link(&temp.path, &target) {
-            Ok(()) => return Ok(target),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot write {}", target.display())),
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.file_type().is_dir() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me || meta.mode() & 0o022 != 0 {
+            return false;
         }
     }
-    Err(anyhow!(
-        "too many results named {name} in {}",
-        folder.display()
-    ))
+    true
+}
+
+/// Writes `json` as a new file `name` in `folder` (made if missing), never replacing one:
+/// `name`, then `stem-2.json`, … up to 999. Whole or not at all.
+fn write_numbered(folder: &Path, name: &str, json: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder)
+        .with_context(|| format!("cannot create the folder {}", folder.display()))?;
+    let first = folder.join(name);
+    let mut pending = cnnbench_graph::PendingFile::beside(&first)?;
+    pending.write_with(|w| {
+        w.write_all(json.as_bytes())?;
+        w.write_all(b"\n")
+    })?;
+    let stem = name.trim_end_matches(".json").to_string();
+    let numbered = (2..1000).map(|n| folder.join(format!("{stem}-{n}.json")));
+    pending
+        .persist_first_free(std::iter::once(first).chain(numbered))
+        .map_err(|e| match &e.problem {
+            WriteProblem::Exists => {
+                anyhow!("too many results named {name} in {}", folder.display())
+            }
+            WriteProblem::Folder { .. } | WriteProblem::Write(_) | WriteProblem::Persist(_) => {
+                anyhow!(e)
+            }
+        })
 }
 
 #[cfg(test)]

@@ -352,10 +352,9 @@ pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the peak cache folder {}", dir.display()))?;
     let path = cache_file(dir, &doc.engine, doc.precision);
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_string_pretty(doc)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    let text = serde_json::to_string_pretty(doc)?;
+    // Whole or not at all: a full disk leaves the previous measurement, not a `.tmp` file.
+    cnnbench_graph::write_replacing(&path, |w| w.write_all(text.as_bytes()))?;
     Ok(path)
 }
 

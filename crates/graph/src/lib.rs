@@ -15,6 +15,7 @@ pub mod ops;
 pub mod quant;
 pub mod read;
 mod weights;
+pub mod write;
 
 pub use builder::{GraphBuilder, T};
 /// The workspace's one seeded generator (weights, inputs, labels, bootstrap resamples).
@@ -28,6 +29,7 @@ pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem}
 pub use weights::{
     cosine_similarity, max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights,
 };
+pub use write::{write_new, write_replacing, PendingFile, WriteFileError, WriteProblem};
 
 #[cfg(test)]
 mod tests;

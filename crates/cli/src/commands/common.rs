@@ -200,30 +200,6 @@ pub fn check_fits(need: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Creates a file that must not exist yet (cnnbench never replaces a model or weights
-/// file), with an error that says which of the usual reasons stopped it.
-pub fn create_new_file(path: &Path) -> Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            let shown = path.display();
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            match e.kind() {
-                std::io::ErrorKind::AlreadyExists => exists_already(path, ""),
-                std::io::ErrorKind::NotFound => anyhow!(
-                    "cannot create {shown}: the folder {} does not exist (create it first)",
-                    parent.display()
-                ),
-                _ => anyhow!("cannot create {shown}: {e}"),
-            }
-        })
-}
-
 /// The refusal to replace `path` (`what` says what it was for, e.g. " for the weights"),
 /// for a check made before anything is written as well as for the create itself.
 pub fn exists_already(path: &Path, what: &str) -> anyhow::Error {
@@ -233,13 +209,11 @@ pub fn exists_already(path: &Path, what: &str) -> anyhow::Error {
     )
 }
 
-/// Writes a new file whole (see [`create_new_file`]); a failed write names the file.
+/// Writes a new file whole or not at all (cnnbench never replaces a model or weights
+/// file): a full disk leaves no partial file to block the retry, and the error names the
+/// file and says whether it exists already or its folder does not.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut file = create_new_file(path)?;
-    file.write_all(bytes)
-        .and_then(|()| file.flush())
-        .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))
+    cnnbench_graph::write_new(path, |w| w.write_all(bytes)).map_err(|e| anyhow!(e))
 }
 
 /// Ctrl-C asks the command to stop after the current pass: the flag returned is set, and

@@ -2,7 +2,7 @@
 //! ours and the original cnn-benchmarks suite's. The work is done by the
 //! `cnnbench-report` crate; this file parses the flags and writes the output.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use cnnbench_report::{
     charts, profile, Aliases, Duplicates, FamilyPlace, Format, Layout, ModelCatalog, ModelFacts,
     Report, ReportOptions, SpeedupRequest, Stat,
@@ -222,15 +222,9 @@ pub fn emit(text: &str, output: Option<&Path>) -> anyhow::Result<()> {
                     dir.display()
                 );
             }
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
-            let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-            std::fs::write(&tmp, text)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            // Whole or not at all: a full disk leaves the previous report, no `.tmp` file.
+            cnnbench_graph::write_replacing(path, |w| w.write_all(text.as_bytes()))
+                .map_err(|e| anyhow::anyhow!(e))?;
             eprintln!("wrote {}", path.display());
             Ok(())
         }

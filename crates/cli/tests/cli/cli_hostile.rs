@@ -95,6 +95,235 @@ fn a_result_that_cannot_be_written_is_kept_and_the_run_fails() {
     );
 }
 
+/// The files and folders below `dir`, hidden ones included, as paths relative to it.
+fn everything_below(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(folder) = todo.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if entry.file_type().unwrap().is_dir() {
+                todo.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The result printed on stderr between the last resort's marker lines, parsed.
+fn result_on_stderr(stderr: &str) -> serde_json::Value {
+    let begin = stderr
+        .find(cnnbench_bench::output::BEGIN_MARK)
+        .unwrap_or_else(|| panic!("no result on stderr: {stderr}"));
+    let body = &stderr[begin..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let end = body
+        .find(cnnbench_bench::output::END_MARK)
+        .unwrap_or_else(|| panic!("no end marker: {stderr}"));
+    serde_json::from_str(&body[..end]).unwrap()
+}
+
+/// Neither the output folder nor the rescue folder can be written (`TMPDIR` a file, as
+/// `TMPDIR=/dev/null`): the result was lost unless --json was given. Now the whole
+/// result is printed on stderr between marker lines, the error says so, and the run
+/// fails. And a planted `$TMPDIR/cnnbench-rescued` link (to a folder of the attacker's
+/// choosing) is not followed: a fresh private folder keeps the result.
+#[test]
+fn a_result_that_can_be_kept_nowhere_is_printed_and_a_planted_link_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // The engine's result folder is taken by a file (found by a first run), as in
+    // `a_result_that_cannot_be_written_is_kept_and_the_run_fails`.
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let folder = result_files(&out)[0].parent().unwrap().to_path_buf();
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::write(&folder, "not a folder").unwrap();
+
+    let not_a_folder = dir.path().join("tmp-is-a-file");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let assert = cnnbench()
+        .args(TINY)
+        .arg("-o")
+        .arg(&out)
+        .env("TMPDIR", &not_a_folder)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    let r = result_on_stderr(&stderr);
+    assert_eq!(r["model"]["name"], "resnet18", "{stderr}");
+    assert!(
+        stderr.contains("printed above on stderr") && stderr.contains("could not be written"),
+        "{stderr}"
+    );
+
+    #[cfg(unix)]
+    {
+        let tmp = dir.path().join("tmp");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, tmp.join("cnnbench-rescued")).unwrap();
+        let assert = cnnbench()
+            .args(TINY)
+            .args(["-q", "-o"])
+            .arg(&out)
+            .env("TMPDIR", &tmp)
+            .assert()
+            .failure();
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+        assert_eq!(
+            everything_below(&elsewhere),
+            Vec::<String>::new(),
+            "{stderr}"
+        );
+        let fresh: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !p.is_symlink())
+            .collect();
+        assert_eq!(fresh.len(), 1, "{fresh:?}");
+        assert!(
+            fresh[0]
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("cnnbench-rescued-"),
+            "{fresh:?}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&fresh[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "private");
+        assert!(stderr.contains(&fresh[0].display().to_string()), "{stderr}");
+        assert_eq!(result_files(&fresh[0]).len(), 1);
+    }
+}
+
+/// `cnnbench` with every file it writes limited to `bytes` (RLIMIT_FSIZE, with SIGXFSZ
+/// ignored): a write past the limit fails (EFBIG) as one on a full disk fails (ENOSPC),
+/// for any user, root included, and without a full disk.
+#[cfg(unix)]
+fn with_file_size_limit(bytes: u64) -> assert_cmd::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = crate::common::cnnbench_process();
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    assert_cmd::Command::from_std(cmd)
+}
+
+/// The disk filling up under a run (output and `$TMPDIR` on the same disk): the result
+/// cannot be written nor rescued, and is printed on stderr; no partial or temporary file
+/// is left in either folder.
+#[cfg(unix)]
+#[test]
+fn a_result_on_a_full_disk_is_printed_and_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, tmp) = (dir.path().join("out"), dir.path().join("tmp"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let assert = with_file_size_limit(1024)
+        .args(TINY)
+        .arg("-o")
+        .arg(&out)
+        .env("TMPDIR", &tmp)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert_eq!(result_on_stderr(&stderr)["model"]["name"], "resnet18");
+    for folder in [&out, &tmp] {
+        let files: Vec<_> = everything_below(folder)
+            .into_iter()
+            .filter(|p| folder.join(p).is_file())
+            .collect();
+        assert!(files.is_empty(), "{files:?}\n{stderr}");
+    }
+}
+
+/// A full disk: `convert` and `models --export` left a truncated file that blocked the
+/// retry ("exists already"), `report -o` a `.tmp-PID` file, `report --charts` a cut
+/// chart. Now each file is whole or absent, and the error names it.
+#[cfg(unix)]
+#[test]
+fn a_full_disk_leaves_no_partial_file_to_block_the_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let onnx = dir.path().join("m.onnx");
+    with_file_size_limit(4096)
+        .args(["convert", "resnet18"])
+        .arg(&onnx)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("m.onnx"));
+    assert_eq!(everything_below(dir.path()), Vec::<String>::new());
+    cnnbench()
+        .args(["convert", "resnet18"])
+        .arg(&onnx)
+        .assert()
+        .success();
+
+    let json = dir.path().join("r.json");
+    with_file_size_limit(1024)
+        .args(["models", "resnet18", "--export"])
+        .arg(&json)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("r.json"));
+    assert_eq!(everything_below(dir.path()), ["m.onnx"]);
+
+    let fixtures =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures");
+    let report = dir.path().join("report.md");
+    with_file_size_limit(512)
+        .arg("report")
+        .arg(fixtures.join("ours/base"))
+        .arg("-o")
+        .arg(&report)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("report.md"));
+    assert_eq!(everything_below(dir.path()), ["m.onnx"]);
+
+    let charts = dir.path().join("charts");
+    let assert = with_file_size_limit(4096)
+        .arg("report")
+        .arg(fixtures.join("ours/base"))
+        .arg("--charts")
+        .arg(&charts)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(stderr.contains(&charts.display().to_string()), "{stderr}");
+    for name in everything_below(&charts) {
+        assert!(!name.starts_with('.'), "{name} left");
+        let bytes = std::fs::read(charts.join(&name)).unwrap();
+        let whole = if name.ends_with(".png") {
+            bytes.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82])
+        } else {
+            String::from_utf8_lossy(&bytes)
+                .trim_end()
+                .ends_with("</svg>")
+        };
+        assert!(whole, "{name} is cut short");
+    }
+}
+
 /// A batch past any machine's memory panicked inside burn ("more elements than fit in
 /// usize") and the estimate wrapped; now it is refused before anything runs, even with
 /// --force.

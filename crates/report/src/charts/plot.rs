@@ -75,7 +75,9 @@ pub(crate) fn unique_stem(mut stem: String, taken: &mut Vec<String>) -> String {
 }
 
 /// Writes the chart as `dir/stem.svg` and `dir/stem.png`, adding both to `written`: the
-/// one writer of every chart kind, so their files are named and rendered alike.
+/// one writer of every chart kind, so their files are named and rendered alike. Each file
+/// is whole or absent (an earlier one stays): a full disk leaves no truncated chart, and
+/// the error names the file.
 pub(crate) fn write_svg_and_png(
     chart: &impl Chart,
     dir: &Path,
@@ -83,17 +85,60 @@ pub(crate) fn write_svg_and_png(
     written: &mut Vec<PathBuf>,
 ) -> anyhow::Result<()> {
     let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, svg(chart)?)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", svg_path.display()))?;
+    let text = svg(chart)?;
+    cnnbench_graph::write_replacing(&svg_path, |w| w.write_all(text.as_bytes()))
+        .map_err(|e| anyhow::anyhow!(e))?;
     written.push(svg_path);
     let png = dir.join(format!("{stem}.png"));
-    {
-        ensure_font()?;
-        let root = BitMapBackend::new(&png, chart.size()).into_drawing_area();
-        chart.draw(&root)?;
-    }
+    write_png(chart, &png)?;
     written.push(png);
     Ok(())
+}
+
+/// Draws the chart's PNG into a temporary file beside `png` (with its extension: the
+/// library picks the format from it) and renames it into place once it is complete. The
+/// library writes the file in `present()`, swallows errors in `Drop`, and drops the last
+/// buffered bytes' error too, so `present` is called here and the file's PNG trailer is
+/// checked before it is kept.
+fn write_png(chart: &impl Chart, png: &Path) -> anyhow::Result<()> {
+    ensure_font()?;
+    let pending = cnnbench_graph::PendingFile::beside(png).map_err(|e| anyhow::anyhow!(e))?;
+    let failed = |why: String| {
+        anyhow::anyhow!(
+            "cannot write the chart {}: {why}; nothing was left in its place (free some space or write elsewhere, then try again)",
+            png.display()
+        )
+    };
+    {
+        let root = BitMapBackend::new(pending.path(), chart.size()).into_drawing_area();
+        chart.draw(&root).map_err(|e| failed(format!("{e:#}")))?;
+        root.present().map_err(|e| failed(e.to_string()))?;
+    }
+    png_is_complete(pending.path()).map_err(failed)?;
+    pending.persist_replacing().map_err(|e| anyhow::anyhow!(e))
+}
+
+/// The last 12 bytes of every PNG: an empty IEND chunk and its CRC.
+const PNG_TRAILER: [u8; 12] = [0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82];
+
+/// Whether the file at `path` ends as a PNG ends (a write cut short does not).
+fn png_is_complete(path: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let cut = || "the image was cut short (is the disk full?)".to_string();
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if len < PNG_TRAILER.len() as u64 {
+        return Err(cut());
+    }
+    let mut tail = [0u8; 12];
+    file.seek(SeekFrom::End(-(PNG_TRAILER.len() as i64)))
+        .and_then(|_| file.read_exact(&mut tail))
+        .map_err(|e| e.to_string())?;
+    if tail == PNG_TRAILER {
+        Ok(())
+    } else {
+        Err(cut())
+    }
 }
 
 /// Writes every chart of `charts` into `dir` (created if needed) as SVG and PNG, named
@@ -257,4 +302,61 @@ pub(crate) fn draw_legend_entry<DB: DrawingBackend>(
     draw!(area.draw(&Circle::new((95, y), 4, colour.filled())));
     draw!(area.draw(&Text::new(label.to_string(), (120, y - 7), legend_style())));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A white square: the least a chart draws.
+    struct Blank;
+    impl Chart for Blank {
+        fn size(&self) -> (u32, u32) {
+            (40, 30)
+        }
+        fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
+            draw!(root.fill(&WHITE));
+            Ok(())
+        }
+    }
+
+    /// The PNG was drawn straight to its name: a full disk left a truncated file, and
+    /// the error ("drawing a chart failed") named none. Now it is drawn beside it and
+    /// kept only whole; a failure names the file and leaves nothing.
+    #[test]
+    fn a_chart_is_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut written = Vec::new();
+        write_svg_and_png(&Blank, dir.path(), "c", &mut written).unwrap();
+        assert_eq!(written.len(), 2);
+        png_is_complete(&dir.path().join("c.png")).unwrap();
+        // Written again, replacing both.
+        write_svg_and_png(&Blank, dir.path(), "c", &mut written).unwrap();
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["c.png", "c.svg"]);
+
+        // The PNG's name is taken by a folder: the file cannot be put in place.
+        std::fs::create_dir(dir.path().join("d.png")).unwrap();
+        std::fs::write(dir.path().join("d.png/keep"), "").unwrap();
+        let e = write_svg_and_png(&Blank, dir.path(), "d", &mut written).unwrap_err();
+        assert!(e.to_string().contains("d.png"), "{e}");
+        let hidden: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "{hidden:?}");
+
+        // A PNG cut short is told from a whole one.
+        let whole = std::fs::read(dir.path().join("c.png")).unwrap();
+        let cut = dir.path().join("cut.png");
+        std::fs::write(&cut, &whole[..whole.len() - 5]).unwrap();
+        assert!(png_is_complete(&cut).unwrap_err().contains("cut short"));
+        std::fs::write(&cut, b"").unwrap();
+        assert!(png_is_complete(&cut).is_err());
+    }
 }
