@@ -57,7 +57,8 @@ enum Command {
     /// List the model zoo, or show one model's per-layer summary.
     Models(commands::models::ModelsArgs),
     /// Benchmark models on an engine; prints a table and writes one result JSON per model.
-    Run(commands::run::RunArgs),
+    // Boxed: the run's flags are far larger than any other command's.
+    Run(Box<commands::run::RunArgs>),
     /// Tables, speed-ups, CSV/JSON/HTML and charts from result files (ours and the original suite's).
     Report(commands::report::ReportArgs),
     /// Compare two sets of results: ratios with confidence intervals and verdicts.
@@ -159,7 +160,7 @@ fn run_command() -> ExitCode {
         Command::Models(args) => commands::models::run(args),
         Command::Run(args) => {
             let given = commands::run::Given::of(matches.subcommand_matches("run"));
-            commands::run::run(args, &given)
+            commands::run::run(*args, &given)
         }
         Command::Report(args) => commands::report::run(args),
         Command::Compare(args) => commands::compare::run(args),

@@ -293,7 +293,21 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
             }
         }
     }
-    let variant = r.engine.variant_words();
+    let mut variant = r.engine.variant_words();
+    // How a scenario's queries were served changes the compute time per sample (the
+    // threads split between sessions, a call of several queries): such runs are rows
+    // of their own, never pooled with the engine served one query at a time.
+    if let Some(scenario) = &r.scenario {
+        if scenario.in_flight > 1 {
+            variant.push(format!("{} in flight", scenario.in_flight));
+        }
+        if let Some(batcher) = &scenario.batcher {
+            variant.push(format!(
+                "batches ≤ {} within {} ms",
+                batcher.max_batch, batcher.timeout_ms
+            ));
+        }
+    }
     Ok(Record {
         path: path.to_path_buf(),
         origin: Origin::Cnnbench,

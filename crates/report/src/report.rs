@@ -149,6 +149,23 @@ impl Report {
                 .collect(),
         );
         let mut notes = Vec::new();
+        // A batched server run's samples are compute times per call of several queries,
+        // not per batch of its batch size: it is reported in the serving table only
+        // (unless nothing else is there to report).
+        let (batched, unbatched): (Vec<_>, Vec<_>) = records
+            .into_iter()
+            .partition(|r| r.scenario.as_ref().is_some_and(|s| s.batcher.is_some()));
+        let records = if unbatched.is_empty() {
+            batched
+        } else {
+            if !batched.is_empty() {
+                notes.push(format!(
+                    "{} server run(s) with the dynamic batcher (--max-batch) are in the serving table only: their compute times are per call of several queries",
+                    batched.len()
+                ));
+            }
+            unbatched
+        };
         let entries = group::group(
             records,
             aliases,

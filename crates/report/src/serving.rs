@@ -118,25 +118,13 @@ impl ServingSeries {
             s.push_str(&self.device);
             s.push_str(" · ");
         }
+        // The engine's label carries how the queries were served ("2 in flight",
+        // "batches ≤ 8 within 20 ms"): the loader adds them to its variant words.
         s.push_str(&self.engine);
         if self.precision != Precision::F32 {
             s.push_str(&format!(", {}", self.precision.as_str()));
         }
-        if self.in_flight > 1 {
-            s.push_str(&format!(", {} in flight", self.in_flight));
-        }
-        if let Some(batcher) = &self.batcher {
-            s.push_str(&format!(", {}", batching(batcher)));
-        }
         s
-    }
-
-    /// The "In flight" cell: the queries computed at once, and how they are batched.
-    fn in_flight_cell(&self) -> String {
-        match &self.batcher {
-            Some(batcher) => format!("{}, {}", self.in_flight, batching(batcher)),
-            None => self.in_flight.to_string(),
-        }
     }
 
     /// Why no load was valid, in the table's words.
@@ -407,7 +395,7 @@ impl Serving {
                     s.device.clone(),
                     s.engine.clone(),
                     s.precision.as_str().to_string(),
-                    s.in_flight_cell(),
+                    s.in_flight.to_string(),
                     s.bound_ms.map_or("–".into(), |b| format!("{b}")),
                     target,
                     achieved,
@@ -487,14 +475,6 @@ impl Serving {
     }
 }
 
-/// The dynamic batcher in a few words: "batches ≤ 8 within 2 ms".
-fn batching(batcher: &BatcherSpec) -> String {
-    format!(
-        "batches ≤ {} within {} ms",
-        batcher.max_batch, batcher.timeout_ms
-    )
-}
-
 fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
@@ -505,7 +485,7 @@ fn plural(n: usize, what: &str) -> String {
 
 /// The serving table's heading and the sentence under it.
 pub const SERVER_TITLE: &str = "Serving: highest load with p99 within the bound";
-pub const SERVER_NOTE: &str = "Server scenario: per configuration, the highest offered load (target QPS) whose run was valid — its p99 latency, counted from each query's scheduled arrival, within the bound — judged from every server run and every probe of a --find-peak search; the latencies are at that load (a probe records no p50).";
+pub const SERVER_NOTE: &str = "Server scenario: per configuration, the highest offered load (target QPS) whose run was valid — its p99 latency, counted from each query's scheduled arrival, within the bound — judged from every server run and every probe of a --find-peak search; the latencies are at that load (probes in files written before 2026-12-04 record no p50).";
 pub const OTHERS_TITLE: &str = "Scenarios: headline figures";
 pub const OTHERS_NOTE: &str = "Single-stream reports its p90 latency, multi-stream its p99, offline the samples served per second (LoadGen's definitions).";
 

@@ -197,6 +197,46 @@ fn the_dynamic_batcher_gathers_server_queries_into_calls_and_records_them() {
     assert!(batcher.mean_batch > 1.0, "{batcher:?}");
     let spec = batched.spec.as_ref().unwrap().scenario.as_ref().unwrap();
     assert_eq!(spec.batcher.unwrap().max_batch, 4);
+    // Beside the same load served one query at a time, the report keeps the two apart:
+    // the batched run is a serving row of its own, and out of the per-pass table (its
+    // samples are per call of several queries).
+    scenario_run(
+        dir.path(),
+        "batched",
+        &[
+            "--scenario",
+            "server",
+            "--qps",
+            "300",
+            "--latency-bound",
+            "500",
+            "--min-queries",
+            "90",
+        ],
+    )
+    .success();
+    let report = cnnbench()
+        .current_dir(dir.path())
+        .args(["report", "batched"])
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let text = String::from_utf8_lossy(&report.stdout);
+    let serving_rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('|') && l.contains("|500|"))
+        .collect();
+    assert_eq!(serving_rows.len(), 2, "{text}");
+    assert!(
+        serving_rows
+            .iter()
+            .any(|r| r.contains("batches ≤ 4 within 5 ms")),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 server run(s) with the dynamic batcher"),
+        "{text}"
+    );
     // Refused where it has no meaning, in the flag's words.
     scenario_run(
         dir.path(),
