@@ -218,16 +218,14 @@ pub fn run(
         // A scenario's queries instead of the closed loop (`--scenario`); their compute
         // times are the samples.
         Some(scenario) => {
-            // The other sessions of a scenario with several queries in flight, each
-            // prepared, compiled and warmed up as the first was (untimed).
-            let mut others = Vec::new();
-            for n in 1..scenario.in_flight {
-                let mut other = engine.prepare(graph, &config).with_context(|| {
+            // Another session, prepared, compiled and warmed up as the first was
+            // (untimed); `what` names it in an error.
+            let another = |config: &SessionConfig, what: String| -> Result<Box<dyn Session>> {
+                let mut other = engine.prepare(graph, config).with_context(|| {
                     format!(
-                        "{} cannot prepare session {} of {} for --in-flight",
+                        "{} cannot prepare {what} of {}",
                         engine.info().name,
-                        n + 1,
-                        scenario.in_flight
+                        graph.name()
                     )
                 })?;
                 other.compile()?;
@@ -236,10 +234,23 @@ pub fn run(
                     one_pass(other.as_mut(), point.mode)?;
                 }
                 other.begin_timed_passes()?;
-                others.push(other);
-            }
+                Ok(other)
+            };
+            // The other sessions of a scenario with several queries in flight.
+            let mut others = (1..scenario.in_flight)
+                .map(|n| {
+                    another(
+                        &config,
+                        format!(
+                            "session {} of {} for --in-flight",
+                            n + 1,
+                            scenario.in_flight
+                        ),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
             // The dynamic batcher's larger sessions, for each query in flight, each
-            // compiled for its batch size and warmed up as the first was (untimed).
+            // compiled for its batch size.
             let mut larger: Vec<Vec<(usize, Box<dyn Session>)>> = Vec::new();
             if let Some(batcher) = &scenario.batcher {
                 for _ in 0..scenario.in_flight {
@@ -249,20 +260,8 @@ pub fn run(
                             batch_size: size,
                             ..config.clone()
                         };
-                        let mut other = engine.prepare(graph, &sized).with_context(|| {
-                            format!(
-                                "{} cannot prepare the dynamic batcher's session of batch {size} for {}",
-                                engine.info().name,
-                                graph.name()
-                            )
-                        })?;
-                        other.compile()?;
-                        for _ in 0..warmup_passes {
-                            check_cancel()?;
-                            one_pass(other.as_mut(), point.mode)?;
-                        }
-                        other.begin_timed_passes()?;
-                        theirs.push((size, other));
+                        let what = format!("the dynamic batcher's session of batch {size}");
+                        theirs.push((size, another(&sized, what)?));
                     }
                     larger.push(theirs);
                 }

@@ -10,8 +10,8 @@
 //! Every query of a batch completes when its call does; its latency runs from its
 //! scheduled arrival, so the time it waited for the batch to fill is part of it.
 
-use super::concurrent::{draw, timeline, Served};
-use super::{planned_queries, poisson_arrivals, serve, wait_until, Load, OnQuery, Timeline};
+use super::concurrent::{draw, release_on_schedule, timeline, Released, Served};
+use super::{planned_queries, poisson_arrivals, serve, Load, OnQuery, Timeline};
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_results::scenario::{BatcherRecord, BatcherSpec, ScenarioKind};
@@ -22,12 +22,6 @@ use std::time::{Duration, Instant};
 
 /// One worker's sessions, by the batch each computes per call, ascending from 1.
 pub type Worker<'s> = Vec<(usize, &'s mut (dyn Session + 'static))>;
-
-/// A query released to the workers.
-struct Released {
-    index: usize,
-    scheduled: Instant,
-}
 
 /// One call a worker made: the queries it gathered and the session's batch.
 struct Call {
@@ -109,24 +103,7 @@ pub(super) fn server(
                 })
             })
             .collect();
-        let start = Instant::now();
-        let mut outcome = Ok(());
-        for (index, arrival) in arrivals.iter().enumerate() {
-            if let Err(e) = check() {
-                outcome = Err(e);
-                break;
-            }
-            if failed.load(Ordering::SeqCst) {
-                break;
-            }
-            let scheduled = start + *arrival;
-            wait_until(scheduled);
-            if release.send(Released { index, scheduled }).is_err() {
-                break;
-            }
-            on_query(index + 1, planned, start.elapsed().as_secs_f64());
-        }
-        drop(release);
+        let (start, outcome) = release_on_schedule(&arrivals, release, &failed, check, on_query);
         let mut results = Vec::new();
         for handle in handles {
             results.push(

@@ -31,9 +31,9 @@ use std::time::{Duration, Instant};
 const CHECK_EVERY: Duration = Duration::from_millis(5);
 
 /// A query released to the sessions: its place in the schedule and when it arrived.
-struct Released {
-    index: usize,
-    scheduled: Instant,
+pub(super) struct Released {
+    pub(super) index: usize,
+    pub(super) scheduled: Instant,
 }
 
 /// A query as a session served it.
@@ -129,29 +129,42 @@ fn server(
                 })
             })
             .collect();
-        let start = Instant::now();
-        let mut outcome = Ok(());
-        for (index, arrival) in arrivals.iter().enumerate() {
-            if let Err(e) = check() {
-                outcome = Err(e);
-                break;
-            }
-            if failed.load(Ordering::SeqCst) {
-                break;
-            }
-            let scheduled = start + *arrival;
-            wait_until(scheduled);
-            if release.send(Released { index, scheduled }).is_err() {
-                break;
-            }
-            on_query(index + 1, planned, start.elapsed().as_secs_f64());
-        }
-        // The queue closes: the sessions finish what was released and stop.
-        drop(release);
+        let (start, outcome) = release_on_schedule(&arrivals, release, &failed, check, on_query);
         (start, outcome, join(workers))
     });
     outcome?;
     timeline(served?, start, 1, load.kind)
+}
+
+/// The issuer of the server scenario: releases each query into the queue at its
+/// scheduled arrival (from the start it returns), until the schedule ends, `check`
+/// fails or a worker has failed; then closes the queue, so that the workers finish what
+/// was released and stop.
+pub(super) fn release_on_schedule(
+    arrivals: &[Duration],
+    release: mpsc::Sender<Released>,
+    failed: &AtomicBool,
+    check: &dyn Fn() -> Result<()>,
+    on_query: &mut OnQuery<'_>,
+) -> (Instant, Result<()>) {
+    let start = Instant::now();
+    let mut outcome = Ok(());
+    for (index, arrival) in arrivals.iter().enumerate() {
+        if let Err(e) = check() {
+            outcome = Err(e);
+            break;
+        }
+        if failed.load(Ordering::SeqCst) {
+            break;
+        }
+        let scheduled = start + *arrival;
+        wait_until(scheduled);
+        if release.send(Released { index, scheduled }).is_err() {
+            break;
+        }
+        on_query(index + 1, arrivals.len(), start.elapsed().as_secs_f64());
+    }
+    (start, outcome)
 }
 
 /// Offline: every call there at the start; each session takes the next as it finishes
