@@ -306,6 +306,17 @@ impl ScenarioSpec {
                 ));
             }
             batcher.validate()?;
+            let sessions = self
+                .in_flight
+                .saturating_mul(batcher.session_batch_sizes().len());
+            if sessions > MAX_IN_FLIGHT {
+                return Err(format!(
+                    "--in-flight {} with --max-batch {} is {sessions} sessions (one per batch size {:?} per query in flight), each with its own copy of the network; at most {MAX_IN_FLIGHT}: fewer in flight or a smaller --max-batch",
+                    self.in_flight,
+                    batcher.max_batch,
+                    batcher.session_batch_sizes()
+                ));
+            }
         }
         if self.find_peak && !server {
             return Err(
@@ -582,6 +593,15 @@ mod tests {
             let why = server.validate().unwrap_err();
             assert!(why.contains(flag), "{max_batch} {timeout_ms}: {why}");
         }
+        // Each query in flight holds a session per batch size: their count is bounded.
+        server.batcher = Some(batcher(8, 2.0));
+        server.in_flight = 16;
+        server.validate().unwrap();
+        server.in_flight = 17;
+        assert!(server.validate().unwrap_err().contains("68 sessions"));
+        server.in_flight = 1;
+        server.batcher = Some(batcher(MAX_DYNAMIC_BATCH, 2.0));
+        server.validate().unwrap();
         for kind in [
             ScenarioKind::Offline,
             ScenarioKind::SingleStream,
