@@ -58,9 +58,9 @@ impl Int8Coverage {
         let node = node_named(graph, stack_name);
         let macs = node.map_or(0, |n| n.op.macs(&n.shape));
         if int8 {
-            self.int8_macs += macs;
+            self.int8_macs = self.int8_macs.saturating_add(macs);
         } else {
-            self.float_macs += macs;
+            self.float_macs = self.float_macs.saturating_add(macs);
             self.float_layers
                 .push(node.map_or(stack_name.to_string(), |n| n.name.clone()));
         }
@@ -69,8 +69,9 @@ impl Int8Coverage {
     /// The share of the heavy layers' MACs that ran in int8 (`None` when none were
     /// matched to the network).
     pub fn int8_share(&self) -> Option<f64> {
-        let total = self.int8_macs + self.float_macs;
-        (total > 0).then(|| self.int8_macs as f64 / total as f64)
+        // In f64: each count may be `u64::MAX` (saturated), and their sum would wrap.
+        let total = self.int8_macs as f64 + self.float_macs as f64;
+        (total > 0.0).then(|| self.int8_macs as f64 / total)
     }
 
     /// The result's record: the kernels and the share as settings, and the warning when

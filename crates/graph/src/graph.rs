@@ -265,22 +265,24 @@ impl Graph {
         }
     }
 
-    /// Trainable parameters.
+    /// Trainable parameters (saturating, as each node's count does).
     pub fn params(&self) -> u64 {
-        self.nodes.iter().map(|n| n.op.params()).sum()
+        saturating_sum(self.nodes.iter().map(|n| n.op.params()))
     }
-    /// Non-trainable buffers (batch-norm running statistics).
+    /// Non-trainable buffers (batch-norm running statistics), saturating.
     pub fn buffers(&self) -> u64 {
-        self.nodes.iter().map(|n| n.op.buffers()).sum()
+        saturating_sum(self.nodes.iter().map(|n| n.op.buffers()))
     }
-    /// Multiply-accumulates of one forward pass of one example.
+    /// Multiply-accumulates of one forward pass of one example. Saturates at
+    /// `u64::MAX` like each node's count: a plain sum of a model file's saturated node
+    /// and a 1-MAC node wrapped to 0 MACs.
     pub fn macs(&self) -> u64 {
-        self.nodes.iter().map(|n| n.op.macs(&n.shape)).sum()
+        saturating_sum(self.nodes.iter().map(|n| n.op.macs(&n.shape)))
     }
     /// Output elements of every node for one example (what a forward pass must hold for
-    /// backward in training).
+    /// backward in training), saturating.
     pub fn activation_elements(&self) -> u64 {
-        self.nodes.iter().map(|n| n.shape.elements()).sum()
+        saturating_sum(self.nodes.iter().map(|n| n.shape.elements()))
     }
     /// The largest number of Conv2d/Linear nodes on any path from input to output: the
     /// "Layers" column of the original suite (8 for AlexNet, 50 for ResNet-50).
@@ -402,4 +404,10 @@ fn check_all_reach_output(
         ));
     }
     Ok(())
+}
+
+/// A sum of counts that stops at `u64::MAX`: the per-node counts saturate (dimensions up
+/// to 2²⁰ multiply past it), so their total must too, or it wraps to a small number.
+pub fn saturating_sum(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
 }

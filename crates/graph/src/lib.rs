@@ -22,7 +22,7 @@ pub use builder::{GraphBuilder, T};
 pub use cnnbench_base::SplitMix64;
 pub use error::GraphError;
 pub use geometry::{Hw, Pad2d, Shape};
-pub use graph::{Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
+pub use graph::{saturating_sum, Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::{Activation, Op, OpWeight, WeightInit};
 pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem};

@@ -1086,11 +1086,12 @@ impl Op {
     }
 
     fn weight_elements(&self, trainable: bool) -> u64 {
-        self.weight_specs()
-            .iter()
-            .filter(|w| w.trainable == trainable)
-            .map(|w| product(&w.shape))
-            .sum()
+        crate::graph::saturating_sum(
+            self.weight_specs()
+                .iter()
+                .filter(|w| w.trainable == trainable)
+                .map(|w| product(&w.shape)),
+        )
     }
 
     /// Multiply-accumulates for one example, by the fvcore/torchvision convention:

@@ -195,6 +195,39 @@ fn model_files_round_trip_and_chain_by_default() {
     assert_eq!(again, g);
 }
 
+/// Each node's counts saturate at `u64::MAX` (dimensions up to 2²⁰ multiply past it);
+/// the totals summed them plainly, so a saturated conv and a 1-MAC linear layer came to
+/// 0 MACs, and a saturated weight plus its bias to 2²⁰ − 1 parameters. (Hostile input,
+/// round three.)
+#[test]
+fn counts_of_a_model_of_huge_dimensions_saturate_and_never_wrap() {
+    let text = r#"{"format": "cnnbench-model", "version": 1, "name": "huge",
+        "input": [1048576, 1048576, 1048576],
+        "nodes": [
+          {"name": "conv", "op": "conv2d", "in_channels": 1048576, "out_channels": 1048576, "kernel": 1, "bias": false},
+          {"name": "pool", "op": "adaptive_avg_pool2d", "output": 1},
+          {"name": "one", "op": "slice_channels", "start": 0, "end": 1},
+          {"name": "flat", "op": "flatten"},
+          {"name": "fc", "op": "linear", "in_features": 1, "out_features": 1, "bias": false}
+        ]}"#;
+    let g = Graph::from_json(text).unwrap();
+    assert_eq!(g.nodes()[0].op.macs(&g.nodes()[0].shape), u64::MAX);
+    assert_eq!(g.macs(), u64::MAX);
+    // A kernel of 2²⁰×2²⁰ over 2²⁰ channels: 2⁸⁰ weights, saturated, then a bias.
+    let text = r#"{"format": "cnnbench-model", "version": 1, "name": "wide",
+        "input": [1048576, 1048576, 1048576],
+        "nodes": [
+          {"name": "conv", "op": "conv2d", "in_channels": 1048576, "out_channels": 1048576, "kernel": 1048576},
+          {"name": "conv2", "op": "conv2d", "in_channels": 1048576, "out_channels": 1048576, "kernel": 1}
+        ]}"#;
+    let g = Graph::from_json(text).unwrap();
+    assert_eq!(g.nodes()[0].op.params(), u64::MAX);
+    assert_eq!(g.params(), u64::MAX);
+    assert_eq!(g.macs(), u64::MAX);
+    assert_eq!(saturating_sum([u64::MAX, u64::MAX, 1]), u64::MAX);
+    assert_eq!(saturating_sum([2, 3]), 5);
+}
+
 #[test]
 fn model_file_errors_are_specific() {
     let cases = [

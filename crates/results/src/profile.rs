@@ -167,7 +167,12 @@ impl ProfileDoc {
     /// The per-op-type summary, by descending share of time.
     pub fn by_category(&self) -> Vec<CategoryShare> {
         let total_time: f64 = self.nodes.iter().map(NodeProfile::total_median).sum();
-        let total_macs: u64 = self.nodes.iter().map(|n| n.macs).sum();
+        // Saturating: a node's count may be `u64::MAX` (a model of huge dimensions).
+        let total_macs = self
+            .nodes
+            .iter()
+            .map(|n| n.macs)
+            .fold(0, u64::saturating_add);
         let mut rows: Vec<CategoryShare> = Vec::new();
         let mut flops: Vec<f64> = Vec::new();
         for n in &self.nodes {
@@ -194,7 +199,7 @@ impl ProfileDoc {
             r.forward += n.forward.median;
             r.backward += n.backward.as_ref().map_or(0.0, |b| b.median);
             r.total += n.total_median();
-            r.macs += n.macs;
+            r.macs = r.macs.saturating_add(n.macs);
             flops[i] += n.forward_flops + n.backward_flops.unwrap_or(0.0);
         }
         for (r, f) in rows.iter_mut().zip(flops) {

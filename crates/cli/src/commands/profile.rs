@@ -251,7 +251,8 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
         doc.config.passes
     );
     let total_time: f64 = doc.nodes.iter().map(NodeProfile::total_median).sum();
-    let total_macs: u64 = doc.nodes.iter().map(|n| n.macs).sum();
+    // Saturating, as the nodes' counts are: a plain sum wrapped past `u64::MAX`.
+    let total_macs = cnnbench_graph::saturating_sum(doc.nodes.iter().map(|n| n.macs));
     let mut headers = vec!["#", "Node", "Op", "Input", "Forward ms"];
     if train {
         headers.push("Backward ms");

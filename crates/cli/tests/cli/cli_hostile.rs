@@ -1006,6 +1006,42 @@ fn again_refuses_a_version_or_format_this_build_does_not_read() {
     run_again(&file, dir.path()).success();
 }
 
+/// A result whose spec lists 10⁵ models (3 MB of the 256 MiB a result may be) built
+/// every graph before anything ran: 2.4 GB and 20 s. Refused at once, naming the limit
+/// and what to do; model files in such a list are refused before any is hashed.
+/// (Hostile input, round three.)
+#[test]
+fn a_spec_of_more_models_than_a_run_takes_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, mut result) = a_result_to_edit(dir.path());
+    let zoo = result["spec"]["models"][0].clone();
+    let missing = |i: usize| serde_json::json!({"file": {"path": format!("/nonexistent/m{i}.json"), "sha256": "00"}});
+    for (models, says) in [
+        (
+            vec![zoo; 100_000],
+            "100000 models in one run, more than 1000",
+        ),
+        (
+            (0..1001).map(missing).collect(),
+            "1001 models in one run, more than 1000",
+        ),
+    ] {
+        result["spec"]["models"] = serde_json::Value::Array(models);
+        std::fs::write(&file, result.to_string()).unwrap();
+        let started = std::time::Instant::now();
+        let output = run_again(&file, dir.path()).failure();
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(
+            stderr.contains("split them into several runs") && stderr.contains("cnnbench plan"),
+            "{stderr}"
+        );
+        assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+        assert!(!dir.path().join("again").exists(), "it ran");
+    }
+}
+
 /// A `SLURM_JOB_NODELIST` of `a]b[c` with `--distributed` panicked (a slice taken
 /// backwards): every node list is a host or an error that says to set MASTER_ADDR.
 #[test]

@@ -81,6 +81,43 @@ fn exports_and_reloads_model_files_without_overwriting() {
     );
 }
 
+/// A conv over 2²⁰ channels of 2²⁰×2²⁰ saturates its MACs at `u64::MAX`; a 1-MAC
+/// linear layer after it wrapped the total to 0 ("0.000 GMACs"). The total saturates
+/// too, in the table and in `--json`. (Hostile input, round three.)
+#[test]
+fn total_macs_saturate_instead_of_wrapping_to_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.json");
+    std::fs::write(
+        &file,
+        r#"{"format": "cnnbench-model", "version": 1, "name": "huge",
+          "input": [1048576, 1048576, 1048576],
+          "nodes": [
+            {"name": "conv", "op": "conv2d", "in_channels": 1048576, "out_channels": 1048576, "kernel": 1, "bias": false},
+            {"name": "pool", "op": "adaptive_avg_pool2d", "output": 1},
+            {"name": "one", "op": "slice_channels", "start": 0, "end": 1},
+            {"name": "flat", "op": "flatten"},
+            {"name": "fc", "op": "linear", "in_features": 1, "out_features": 1, "bias": false}
+          ]}"#,
+    )
+    .unwrap();
+    let output = cnnbench()
+        .args(["models", "--file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let total = stdout
+        .lines()
+        .find(|l| l.starts_with("| Total"))
+        .unwrap_or_else(|| panic!("no total row in\n{stdout}"));
+    assert!(total.ends_with("| 18,446,744,073,709,551,615 |"), "{total}");
+    assert!(!stdout.contains(" 0.000 GMACs"), "{stdout}");
+    let row: Value = json_stdout(cnnbench().args(["models", "--json", "--file"]).arg(&file));
+    assert_eq!(row["macs"], u64::MAX);
+}
+
 #[test]
 fn invalid_model_files_are_explained() {
     let dir = tempfile::tempdir().unwrap();

@@ -202,6 +202,64 @@ fn the_kubernetes_job_parses_as_an_indexed_job_with_one_completion_per_cell() {
     );
 }
 
+/// Every mapping key of a YAML value, at any depth.
+fn yaml_keys(value: &serde_yaml::Value, keys: &mut Vec<String>) {
+    match value {
+        serde_yaml::Value::Mapping(map) => {
+            for (k, v) in map {
+                keys.push(k.as_str().unwrap_or("(not a string)").to_string());
+                yaml_keys(v, keys);
+            }
+        }
+        serde_yaml::Value::Sequence(items) => items.iter().for_each(|v| yaml_keys(v, keys)),
+        serde_yaml::Value::Tagged(tagged) => yaml_keys(&tagged.value, keys),
+        serde_yaml::Value::Null
+        | serde_yaml::Value::Bool(_)
+        | serde_yaml::Value::Number(_)
+        | serde_yaml::Value::String(_) => {}
+    }
+}
+
+/// A matrix file whose name holds U+2028 (or U+2029, NEL: line breaks to YAML 1.1)
+/// started a new line of `plan --k8s`'s YAML and injected a key. The YAML parses to the
+/// same keys as for a plain name, with no such character raw. (Hostile input, round
+/// three.)
+#[test]
+fn a_line_separator_in_the_matrix_name_injects_no_key_into_the_kubernetes_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys_of = |name: &str| {
+        let m = dir.path().join(name);
+        std::fs::write(&m, MATRIX).unwrap();
+        let yaml = stdout_of(
+            &[
+                "plan",
+                m.to_str().unwrap(),
+                "--k8s",
+                "--image",
+                "img",
+                "--volume-claim",
+                "results",
+            ],
+            dir.path(),
+        );
+        let mut keys = Vec::new();
+        for doc in serde_yaml::Deserializer::from_str(&yaml) {
+            let value: serde_yaml::Value = serde::Deserialize::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{name:?}: {e}\n{yaml}"));
+            yaml_keys(&value, &mut keys);
+        }
+        (keys, yaml)
+    };
+    let (plain, _) = keys_of("m.toml");
+    for c in ['\u{2028}', '\u{2029}', '\u{85}'] {
+        let name = format!("m{c}evil: injected{c}.toml");
+        let (keys, yaml) = keys_of(&name);
+        assert!(!yaml.contains(c), "{c:?} raw in\n{yaml}");
+        assert!(!keys.iter().any(|k| k.contains("evil")), "{c:?}: {keys:?}");
+        assert_eq!(keys, plain, "{c:?}\n{yaml}");
+    }
+}
+
 #[test]
 fn run_plan_runs_the_right_cell_and_skips_a_finished_one() {
     let dir = tempfile::tempdir().unwrap();

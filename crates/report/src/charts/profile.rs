@@ -53,7 +53,8 @@ fn op_type_bars(doc: &ProfileDoc) -> Vec<Bar> {
 
 fn node_bars(doc: &ProfileDoc, top: usize) -> Vec<Bar> {
     let total: f64 = doc.nodes.iter().map(|n| n.total_median()).sum();
-    let macs: u64 = doc.nodes.iter().map(|n| n.macs).sum();
+    // Saturating, as the nodes' counts are: a plain sum wrapped past `u64::MAX`.
+    let macs = cnnbench_graph::saturating_sum(doc.nodes.iter().map(|n| n.macs));
     doc.nodes_by_time()
         .into_iter()
         .take(top)

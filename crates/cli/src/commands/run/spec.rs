@@ -502,6 +502,9 @@ pub fn again(path: &Path, args: &RunArgs, given: &Given) -> Result<(RunSpec, Opt
         ));
     }
     spec.allocator = now;
+    // Before each model file is hashed: the count is validated again with the rest.
+    cnnbench_results::spec::check_model_count(spec.models.len())
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     for model in &spec.models {
         if let ModelRef::File { path: file, sha256 } = model {
             let now = file_sha256(file).with_context(|| {
@@ -591,6 +594,9 @@ fn models_of(args: &RunArgs) -> Result<Vec<ModelRef>> {
             .map(|name| ModelRef::Zoo { name: name.into() })
             .collect());
     }
+    // Before the files are hashed; validated again with the rest of the spec.
+    cnnbench_results::spec::check_model_count(args.models.len() + args.model_file.len())
+        .map_err(|e| anyhow!(e))?;
     let mut models: Vec<ModelRef> = args
         .models
         .iter()

@@ -569,6 +569,34 @@ fn a_job_that_is_not_ours_is_refused_with_what_to_do() {
         .contains("--passes must be at least 1"));
 }
 
+/// A spec of 10⁵ models built every graph before the first measurement; the count is
+/// refused however the spec arrives: a job, or the command line (before the model
+/// files are hashed). (Hostile input, round three.)
+#[test]
+fn more_models_than_a_run_takes_are_refused_before_anything_is_read() {
+    let (args, _) = parse(&["run", "resnet18"]);
+    let mut spec = spec::from_args(&args).unwrap();
+    spec.models = vec![spec.models[0].clone(); 1001];
+    let text = job::encode(&job::Job {
+        spec,
+        role: Role::Main,
+        delivery: delivery(),
+    })
+    .unwrap();
+    let e = job::decode(&text).unwrap_err().to_string();
+    assert!(e.contains("1001 models in one run, more than 1000"), "{e}");
+    // Files that do not exist: the count is refused before any is hashed.
+    let mut argv = vec!["run".to_string()];
+    for i in 0..1001 {
+        argv.push("--model-file".into());
+        argv.push(format!("/nonexistent/m{i}.json"));
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (args, _) = parse(&argv);
+    let e = spec::from_args(&args).unwrap_err().to_string();
+    assert!(e.contains("1001 models in one run"), "{e}");
+}
+
 #[test]
 fn tf32_is_a_precision_and_the_older_flag_spells_it() {
     let spec_of = |argv: &[&str]| spec::from_args(&parse(argv).0).unwrap();
