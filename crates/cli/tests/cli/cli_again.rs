@@ -110,9 +110,27 @@ fn again_reruns_the_recorded_spec_changes_what_is_given_and_refuses_a_changed_mo
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "the model file tiny.json has changed since",
+            "the model file tiny.json (recorded as a relative path, read from the working folder",
         ))
+        .stderr(predicate::str::contains("has changed since"))
         .stderr(predicate::str::contains("without --again"));
+    assert!(!fourth.exists());
+
+    // From another folder the recorded relative path finds nothing: the message says
+    // where it was looked for.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    cnnbench()
+        .current_dir(&elsewhere)
+        .args(["run", "--again"])
+        .arg(&first_file)
+        .args(["-q", "-o"])
+        .arg(&fourth)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("read from the working folder"))
+        .stderr(predicate::str::contains("elsewhere"))
+        .stderr(predicate::str::contains("cannot be read now"));
     assert!(!fourth.exists());
 
     // A result from before specs were recorded says so, and what it held.

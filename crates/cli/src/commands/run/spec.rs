@@ -7,7 +7,7 @@ use super::RunArgs;
 use crate::commands::sweep::{BatchSpec, ImageSizes};
 use anyhow::{anyhow, bail, Context, Result};
 use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioSpec};
-use cnnbench_results::{Batches, BenchResult, DataParallel, ModelRef, RunSpec};
+use cnnbench_results::{printable, Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -507,17 +507,26 @@ pub fn again(path: &Path, args: &RunArgs, given: &Given) -> Result<(RunSpec, Opt
         .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     for model in &spec.models {
         if let ModelRef::File { path: file, sha256 } = model {
+            // A relative path recorded in the file is read from the working folder, as
+            // when it was measured: said, since a rerun from elsewhere finds another file.
+            let shown = printable(&file.display().to_string());
+            let from = if file.is_relative() {
+                let here = std::env::current_dir()
+                    .map(|d| printable(&d.display().to_string()))
+                    .unwrap_or_else(|_| "(the working folder cannot be read)".into());
+                format!(" (recorded as a relative path, read from the working folder {here}: rerun from the folder the run was made in)")
+            } else {
+                String::new()
+            };
             let now = file_sha256(file).with_context(|| {
                 format!(
-                    "{} was measured on the model file {}, which cannot be read now",
+                    "{} was measured on the model file {shown}{from}, which cannot be read now",
                     path.display(),
-                    file.display()
                 )
             })?;
             if &now != sha256 {
                 return Err(anyhow!(
-                    "the model file {} has changed since {} was measured (SHA-256 {} then, {} now): restore it, or run the file anew without --again",
-                    file.display(),
+                    "the model file {shown}{from} has changed since {} was measured (SHA-256 {} then, {} now): restore it, or run the file anew without --again",
                     path.display(),
                     short(sha256),
                     short(&now)
