@@ -14,8 +14,23 @@ fn fake_python(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
-/// Starts a worker on `path` as `--python` would.
+/// Starts a worker on `path` as `--python` would. A stand-in just written can be
+/// "busy" (ETXTBSY, os error 26) for a moment: another test's fork may still hold the
+/// file open for writing until its exec; that race is the tests', so they retry.
 fn launch(path: PathBuf, threads: Option<usize>) -> anyhow::Result<Worker> {
+    let mut tries = 0;
+    loop {
+        match launch_once(path.clone(), threads) {
+            Err(e) if tries < 50 && format!("{e:#}").contains("os error 26") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+fn launch_once(path: PathBuf, threads: Option<usize>) -> anyhow::Result<Worker> {
     let interpreter = Interpreter {
         path,
         chosen_by: "--python",
