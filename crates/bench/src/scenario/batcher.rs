@@ -23,10 +23,12 @@ use std::time::{Duration, Instant};
 /// One worker's sessions, by the batch each computes per call, ascending from 1.
 pub type Worker<'s> = Vec<(usize, &'s mut (dyn Session + 'static))>;
 
-/// One call a worker made: the queries it gathered and the session's batch.
+/// One call a worker made: the queries it gathered, the session's batch, and the
+/// engine's compute time.
 struct Call {
     gathered: usize,
     session_batch: usize,
+    compute_s: f64,
 }
 
 /// The queries the worker takes: the oldest waiting (waiting for one if none is), then
@@ -117,22 +119,20 @@ pub(super) fn server(
     outcome?;
     let mut served = Vec::new();
     let mut calls = Vec::new();
-    let mut compute_s = Vec::new();
     for result in results {
-        let (their_served, their_calls, their_compute) = result??;
+        let (their_served, their_calls) = result??;
         served.extend(their_served);
         calls.extend(their_calls);
-        compute_s.extend(their_compute);
     }
     let mut timeline = timeline(served, start, 1, ScenarioKind::Server)?;
     // The engine's compute time per call, as the result's samples.
-    timeline.compute_s = compute_s;
+    timeline.compute_s = calls.iter().map(|call| call.compute_s).collect();
     timeline.batcher = Some(record(batcher, &sizes, &calls));
     Ok(timeline)
 }
 
-/// What one worker served: every query, every call, and each call's compute time.
-type WorkDone = (Vec<Served>, Vec<Call>, Vec<f64>);
+/// What one worker served: every query, and every call.
+type WorkDone = (Vec<Served>, Vec<Call>);
 
 /// A worker's loop: draw the inputs, gather a batch, compute it on the session that
 /// holds it, until the queue closes.
@@ -144,7 +144,6 @@ fn work(
 ) -> Result<WorkDone> {
     let mut served = Vec::new();
     let mut calls = Vec::new();
-    let mut compute_s = Vec::new();
     let mut drawn = Duration::ZERO;
     for (_, session) in worker.iter_mut() {
         drawn += draw(&mut **session)?;
@@ -166,8 +165,8 @@ fn work(
         calls.push(Call {
             gathered: batch.len(),
             session_batch: *session_batch,
+            compute_s: compute.as_secs_f64(),
         });
-        compute_s.push(compute.as_secs_f64());
         for query in batch {
             served.push(Served {
                 index: query.index,
@@ -179,7 +178,7 @@ fn work(
         }
         drawn = draw(&mut **session)?;
     }
-    Ok((served, calls, compute_s))
+    Ok((served, calls))
 }
 
 /// The batcher's record of the calls made.
