@@ -1,6 +1,10 @@
 //! Records the git commit cnnbench is built from, for result files; with the `torch`
 //! feature, makes the binary find libtorch where it was built (tch's own rpath reaches
 //! only tch's targets) and keeps libtorch_cuda linked so CUDA is found at run time.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a build script talks to cargo on stdout"
+)]
 
 use std::path::Path;
 

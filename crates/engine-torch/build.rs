@@ -3,6 +3,10 @@
 //! CUDA is available at run time, and compile the c10d shim (`shim/c10d_shim.cpp`,
 //! data-parallel training on PyTorch's own process groups) against the same libtorch,
 //! the way torch-sys compiles its own glue.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a build script talks to cargo on stdout"
+)]
 
 use std::path::{Path, PathBuf};
 

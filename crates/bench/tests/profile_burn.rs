@@ -1,5 +1,9 @@
 //! `profile` and `peak` on burn-flex with tiny networks: every node is reported once,
 //! the nodes add up to the whole, the heavy layer comes first, peak's JSON reads back.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's ratio for whoever reads the test log"
+)]
 
 use cnnbench_bench::peak::{self, PeakRequest};
 use cnnbench_bench::profile::{profile, ProfileRequest};

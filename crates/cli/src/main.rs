@@ -13,6 +13,14 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics and prints inert text: see `commands::out`.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::commands::out::print_on_stderr(format_args!($($arg)*))
+    };
+}
+
 /// `print!` that never panics: see `commands::out`.
 #[macro_export]
 macro_rules! out {
@@ -118,7 +126,7 @@ fn main() -> ExitCode {
     match commands::out::failure() {
         None => code,
         Some(e) => {
-            eprintln!(
+            errln!(
                 "error: cannot write to standard output ({e}); the results written to files are kept: \
                  send the output elsewhere (a file on a disk with room, or a pipe)"
             );
@@ -131,7 +139,7 @@ fn main() -> ExitCode {
 fn run_command() -> ExitCode {
     // clap would blame `--allocator` for a bad CNNBENCH_ALLOCATOR the user never typed.
     if let Err(e) = check_allocator_variable() {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return ExitCode::from(2);
     }
     let matches = command().get_matches();
@@ -141,7 +149,7 @@ fn run_command() -> ExitCode {
     };
     take_engine_setting_flags(&matches, &mut cli.command);
     if let Err(e) = set_heap_policy(cli.allocator) {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         return ExitCode::FAILURE;
     }
     // rayon starts that many threads in every pool it makes: refused like --threads.
@@ -151,7 +159,7 @@ fn run_command() -> ExitCode {
         .filter(|&n| n > 0)
     {
         if let Err(e) = commands::common::check_thread_count(n, "RAYON_NUM_THREADS") {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::FAILURE;
         }
     }
@@ -179,7 +187,7 @@ fn run_command() -> ExitCode {
             let message = error_message(&e);
             // A rank of a data-parallel job tells the others before it goes.
             commands::distributed::announce_failure(&message);
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             ExitCode::FAILURE
         }
     }

@@ -2,6 +2,10 @@
 //! GPU) it runs on Mesa's Vulkan CPU renderer, allowed explicitly: the GPU code path —
 //! burn's wgpu runtime, SPIR-V kernels, fusion, device sync — on a CPU. Needs a Vulkan
 //! driver: `apt-get install mesa-vulkan-drivers libvulkan1` where there is no GPU.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's progress for whoever reads the test log"
+)]
 
 use super::*;
 use cnnbench_engine::{Mode, SessionConfig};

@@ -7,6 +7,10 @@
 //! each phase, first pass dropped).
 //!
 //! `cargo run --release -p cnnbench-engine-burn --example ir_overhead -- [BATCH] [PASSES] [SIZE]`
+#![allow(
+    clippy::disallowed_macros,
+    reason = "an example that prints its own figures"
+)]
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};

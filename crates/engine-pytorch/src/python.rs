@@ -120,10 +120,10 @@ pub fn choose_for_this_process(given: Option<&Path>) -> Interpreter {
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     for skipped in &chosen.skipped {
         if !said.contains(skipped) {
-            eprintln!(
+            cnnbench_engine::warn_on_stderr(&format!(
                 "warning: the pytorch engines' Python: skipped {}",
                 cnnbench_engine::printable(skipped)
-            );
+            ));
             said.push(skipped.clone());
         }
     }

@@ -236,6 +236,7 @@ impl Engine for PytorchEngine {
                 config.mode
             ));
         }
+        cnnbench_engine::refuse_batch_norm_on_one_value(&self.info().name, graph, config)?;
         let id = {
             let mut next = self.next_session.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;

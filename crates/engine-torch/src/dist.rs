@@ -293,10 +293,10 @@ impl FailureWatch {
                         if flag.load(Ordering::Relaxed) {
                             return;
                         }
-                        eprintln!(
+                        cnnbench_engine::warn_on_stderr(&format!(
                             "error: rank {} of {} could not join the job: rank {other} failed: {message}",
                             r.rank, r.world_size
-                        );
+                        ));
                         // SAFETY: ends the process at once: the main thread is inside
                         // c10d's join, which cannot be interrupted, and exit handlers
                         // would tear libtorch down under it.
@@ -406,7 +406,7 @@ impl TorchProcessGroup {
             )
         };
         if let Some(warning) = network::loopback_warning(master_addr, master_port, world_size) {
-            eprintln!("warning: {warning}");
+            cnnbench_engine::warn_on_stderr(&format!("warning: {warning}"));
         }
         let store = Store::connect(rendezvous, true).with_context(failed_to_join)?;
         let watch = FailureWatch::start(rendezvous);
@@ -596,7 +596,9 @@ impl Drop for TorchProcessGroup {
             let g = std::mem::replace(&mut guard.0, std::ptr::null_mut());
             // SAFETY: destroyed once; null is accepted.
             if let Err(e) = check(unsafe { cnb_group_destroy(g) }) {
-                eprintln!("warning: tearing down the process group: {e:#}");
+                cnnbench_engine::warn_on_stderr(&format!(
+                    "warning: tearing down the process group: {e:#}"
+                ));
             }
         }
     }
@@ -647,7 +649,13 @@ mod watch_tests {
         announced.expect("the failure is in the store");
         std::thread::sleep(WATCH_EVERY * 6);
         drop(watch);
-        println!("{which}: the process lives on");
+        #[allow(
+            clippy::disallowed_macros,
+            reason = "the parent test reads this line from the child's stdout"
+        )]
+        {
+            println!("{which}: the process lives on");
+        }
     }
 
     fn run_case(which: &str) -> std::process::Output {

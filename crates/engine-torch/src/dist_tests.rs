@@ -1,6 +1,10 @@
 //! Data-parallel training on c10d/Gloo: two ranks in one process (a thread each, a real
 //! TCPStore and Gloo over TCP on localhost). The averaged gradients must be what
 //! DistributedDataParallel computes.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's note for whoever reads the test log"
+)]
 
 use crate::dist::{Collectives, TorchProcessGroup};
 use crate::*;

@@ -26,6 +26,17 @@ pub use cnnbench_results::engine_types::{EngineInfo, Mode, Phase, Precision};
 #[doc(hidden)]
 pub use cnnbench_results::printable;
 
+/// A warning from an engine with no caller to hand it to (a thread watching other
+/// ranks, a teardown), on stderr as one inert line (its text may quote a file, a
+/// peer or a library) that never panics, as the CLI's own messages (clippy.toml).
+pub fn warn_on_stderr(line: &str) {
+    use std::io::Write;
+    let line = format!("{}\n", cnnbench_results::inert_for_terminal(line));
+    if std::io::stderr().lock().write_all(line.as_bytes()).is_err() {
+        // Nowhere else to say it.
+    }
+}
+
 /// How a session is set up. The engine must honour every field or refuse.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionConfig {
@@ -181,6 +192,37 @@ impl Capabilities {
     pub fn precisions_text(&self) -> String {
         let names: Vec<&str> = self.precisions.iter().map(|p| p.as_str()).collect();
         names.join(", ")
+    }
+}
+
+/// PyTorch's batch norm, libtorch's and Python's alike, refuses to train on a single
+/// value per channel ("Expected more than 1 value per channel when training"), where
+/// burn-flex and candle train on it (a variance of 0). The PyTorch engines refuse such a
+/// run before the stack does, naming the layer and the way out: the first batch-norm
+/// node that would see batch × height × width = 1 in a training mode, if any.
+pub fn refuse_batch_norm_on_one_value(
+    engine: &str,
+    graph: &Graph,
+    config: &SessionConfig,
+) -> anyhow::Result<()> {
+    let trains = match config.mode {
+        Mode::Train | Mode::Step => true,
+        Mode::Infer => false,
+    };
+    if !trains {
+        return Ok(());
+    }
+    let lone = graph.nodes().iter().find(|node| {
+        matches!(node.op, cnnbench_graph::Op::BatchNorm2d(_))
+            && config.batch_size * node.shape.0.iter().skip(1).product::<usize>() == 1
+    });
+    match lone {
+        None => Ok(()),
+        Some(node) => Err(anyhow::anyhow!(
+            "{engine} cannot train this: PyTorch's batch norm needs more than one value per channel in training, and layer '{}' sees a 1×1 map at batch {} (batch × height × width = 1); give -b 2 or more, or a larger --image-size (burn-flex trains on it, with a variance of 0)",
+            printable(&node.name),
+            config.batch_size
+        )),
     }
 }
 
@@ -574,5 +616,49 @@ mod capability_tests {
         };
         let e = gpu.check("x", Mode::Infer, Precision::Tf32).unwrap_err();
         assert!(!e.to_string().contains("tensor cores"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod batch_norm_tests {
+    use super::*;
+    use cnnbench_graph::ops::Conv2d;
+    use cnnbench_graph::GraphBuilder;
+
+    /// A conv to a 1×1 map of 4 channels, then batch norm.
+    fn one_by_one_batch_norm() -> Graph {
+        let mut b = GraphBuilder::new("lone", [3, 8, 8]);
+        let x = b.input();
+        let c = b.conv("conv", &x, Conv2d::new(4, 8));
+        let n = b.batch_norm("bn\u{1b}", &c);
+        b.finish(&n).unwrap()
+    }
+
+    fn config(mode: Mode, batch_size: usize) -> SessionConfig {
+        SessionConfig {
+            mode,
+            batch_size,
+            seed: 0,
+            precision: Precision::F32,
+            deterministic: true,
+            calibration: None,
+        }
+    }
+
+    #[test]
+    fn training_batch_norm_on_one_value_a_channel_is_refused_with_the_way_out() {
+        let graph = one_by_one_batch_norm();
+        for mode in [Mode::Train, Mode::Step] {
+            let e = refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(mode, 1))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("layer 'bn\\u{1b}' sees a 1×1 map at batch 1"),
+                "{e}"
+            );
+            assert!(e.contains("-b 2 or more"), "{e}");
+            refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(mode, 2)).unwrap();
+        }
+        refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(Mode::Infer, 1)).unwrap();
     }
 }

@@ -4,10 +4,11 @@
 //! entries, numbered from 0 in a fixed order so that a scheduler's array index names
 //! one cell. This crate reads and checks the file, tells which cells already have a
 //! result, and writes the jobs that run the cells: a Slurm job array, a Kubernetes
-//! Indexed Job, or a shell script. It knows nothing of the command line; the CLI turns a
-//! cell into a `run`.
+//! Indexed Job, or a shell script; and what one `run` process does, a [`job::Job`]. It
+//! knows nothing of the command line; the CLI turns a cell into a `run`.
 
 pub mod finished;
+pub mod job;
 pub mod matrix;
 pub mod scripts;
 

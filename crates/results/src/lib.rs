@@ -65,6 +65,29 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
+/// Text on its way to a terminal, whole lines of it (everything cnnbench prints passes
+/// through here): every character that acts on the text except the newline and the tab
+/// is written as JSON's `\uXXXX` escape, so a name from a file cannot move the cursor,
+/// retitle the window, rewrite a line or reorder it, and a JSON text printed this way
+/// still reads as the same JSON (its own escapes are plain characters). Borrowed when
+/// there is nothing to escape.
+pub fn inert_for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| c != '\n' && c != '\t' && acts_on_the_text(c);
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut inert = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if acts(c) {
+            // Every character that acts on the text is in the Basic Multilingual Plane.
+            inert.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            inert.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(inert)
+}
+
 /// Whether `c` moves, breaks or reorders text rather than being a character of it: a
 /// control character, a line or paragraph separator, or a bidirectional control.
 pub fn acts_on_the_text(c: char) -> bool {
@@ -84,6 +107,28 @@ pub fn acts_on_the_text(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::printable;
+
+    /// ESC, BEL, CR, a C1 control and a bidi override from a file reach the terminal as
+    /// text; the newline and tab of the lines themselves are kept; JSON stays the same JSON.
+    #[test]
+    fn text_for_the_terminal_keeps_lines_and_escapes_what_acts() {
+        let hostile = "a\u{1b}]0;title\u{7}b\rc\u{9b}d\u{202e}e\u{7f}\tf\ng";
+        let shown = super::inert_for_terminal(hostile);
+        assert_eq!(
+            shown,
+            "a\\u001b]0;title\\u0007b\\u000dc\\u009bd\\u202ee\\u007f\tf\ng"
+        );
+        assert!(matches!(
+            super::inert_for_terminal("résumé\tok\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let json =
+            serde_json::to_string(&serde_json::json!({ "name": "x\u{9b}\u{2028}\u{202e}y" }))
+                .unwrap();
+        let read: serde_json::Value =
+            serde_json::from_str(&super::inert_for_terminal(&json)).unwrap();
+        assert_eq!(read["name"], "x\u{9b}\u{2028}\u{202e}y");
+    }
 
     /// U+2028 in a matrix file's name started a new line of `plan --k8s`'s YAML (a YAML
     /// 1.1 line break) and a key with it; bidi overrides made a name read backwards.

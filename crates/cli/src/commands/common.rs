@@ -60,7 +60,7 @@ pub fn file_model_and_weights(
 ) -> Result<(Graph, Option<Weights>)> {
     let imported = file_model_with_weights(path)?;
     for note in &imported.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     let graph = resize(imported.graph, size)?;
     let weights = imported.weights;
@@ -68,7 +68,7 @@ pub fn file_model_and_weights(
         return Ok((graph, None));
     }
     if let Err(e) = weights.check(&graph, false) {
-        eprintln!(
+        errln!(
             "note: the weights in {} do not fit this network ({e}); using random weights",
             path.display()
         );
@@ -76,7 +76,7 @@ pub fn file_model_and_weights(
     }
     let total = graph.weight_specs().len();
     if weights.len() < total {
-        eprintln!(
+        errln!(
             "note: {} carries {} of the network's {total} weight tensors (partial); using random weights",
             path.display(),
             weights.len()
@@ -126,10 +126,11 @@ pub fn align_right(table: &mut Table, columns: &[usize]) {
     }
 }
 
-/// 25557032 → "25,557,032".
+/// 25557032 → "25,557,032". A count at `u64::MAX` has saturated (a model file's
+/// layers whose MACs or parameters do not fit in 64 bits): it is shown as at least that.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
-    let mut out = String::new();
+    let mut out = String::from(saturated_prefix(n));
     for (i, ch) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
@@ -137,6 +138,15 @@ pub fn thousands(n: u64) -> String {
         out.push(ch);
     }
     out
+}
+
+/// "≥ " before a count that has saturated at `u64::MAX`, else nothing.
+pub fn saturated_prefix(n: u64) -> &'static str {
+    if n == u64::MAX {
+        "≥ "
+    } else {
+        ""
+    }
 }
 
 pub use cnnbench_results::bytes;
@@ -227,12 +237,12 @@ pub fn stop_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     // Only one handler per process (a second call fails, as in tests): the first stays.
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) {
-            eprintln!("\ninterrupted again: stopping now; finished results are kept");
+            errln!("\ninterrupted again: stopping now; finished results are kept");
             // SAFETY: `_exit` ends the process without running atexit handlers, which
             // (libtorch's among them) may wait on threads that are mid-pass.
             unsafe { libc::_exit(130) };
         }
-        eprintln!("\ninterrupting after the current pass (Ctrl-C again to stop now)");
+        errln!("\ninterrupting after the current pass (Ctrl-C again to stop now)");
     });
     cancel
 }

@@ -168,7 +168,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let cmp: Comparison = cnnbench_report::compare::compare(&sides[0], &sides[1], &opts);
     for w in &cmp.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let format = match args.format {
         Some(f) => f,
@@ -186,7 +186,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     if cmp.failed() {
         let n = cmp.pairs.iter().filter(|p| p.regression).count();
-        eprintln!(
+        errln!(
             "error: {n} result(s) slower than BASE by more than {}% with 95% confidence (--fail-on-regression)",
             args.fail_on_regression.unwrap_or(0.0)
         );
@@ -194,7 +194,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let undecided = cmp.undecided();
     if undecided > 0 && args.fail_on_regression.is_some() {
-        eprintln!(
+        errln!(
             "error: {undecided} pair(s) could not be judged (a side measured on a disturbed machine, holding one run, or holding times no pass could take): --fail-on-regression cannot pass on them; rerun them on a quiet machine, each side in several processes (run --repeat N)"
         );
         return Ok(ExitCode::from(super::run::REQUIRE_CLEAN_FAILED));

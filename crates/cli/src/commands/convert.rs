@@ -98,7 +98,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     if let (Some(path), Some(bytes)) = (&weights_path, &encoded) {
         write_new_file(path, bytes)?;
     }
-    eprintln!(
+    errln!(
         "converted {} → {}: {} nodes, {} params, {:.3} GMACs at {}",
         args.input.display(),
         args.output.display(),
@@ -112,7 +112,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     );
     if let Some(path) = &weights_path {
         let total = graph.weight_specs().len();
-        eprintln!(
+        errln!(
             "weights → {}: {} tensors, {} values ({})",
             path.display(),
             weights.len(),
@@ -125,7 +125,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         );
     }
     for note in &notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     Ok(ExitCode::SUCCESS)
 }

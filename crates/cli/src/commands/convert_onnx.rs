@@ -96,7 +96,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     .with_context(|| format!("cannot write {} as ONNX", graph.name()))?;
     write_new_file(&args.output, &bytes)?;
     let [c, h, w] = graph.input_shape();
-    eprintln!(
+    errln!(
         "converted {} → {}: ONNX opset {EXPORT_OPSET}, {} nodes, {} params, {:.3} GMACs at {c}×{h}×{w}, batch dimension free",
         args.input.display(),
         args.output.display(),
@@ -104,7 +104,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         thousands(graph.params()),
         graph.macs() as f64 / 1e9,
     );
-    eprintln!(
+    errln!(
         "weights: {} tensors, {} values, {source}; {} bytes",
         weights.len(),
         thousands(weights.elements() as u64),
@@ -112,7 +112,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     );
     if let Some(calibration) = &calibration {
         let record = &calibration.record;
-        eprintln!(
+        errln!(
             "int8: {QDQ_SCHEME}; activation ranges {} on {} in f32 ({}; accuracy on real data not measured)",
             record.method, record.engine, record.data
         );

@@ -212,7 +212,7 @@ pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     let engine = provider.create(options)?;
     // An engine's caveat about its numbers (a GPU engine on a CPU renderer) is said now.
     if let Some(warning) = engine.info().settings.get("warning") {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     Ok(engine)
 }

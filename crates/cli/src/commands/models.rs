@@ -1,6 +1,8 @@
 //! `cnnbench models`: the zoo at a glance, one model's layers, model files.
 
-use super::common::{align_right, file_model, new_table, thousands, zoo_model, ImageSize};
+use super::common::{
+    align_right, file_model, new_table, saturated_prefix, thousands, zoo_model, ImageSize,
+};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_graph::Graph;
 use serde::Serialize;
@@ -74,7 +76,7 @@ pub fn run(args: ModelsArgs) -> Result<ExitCode> {
     };
     if let Some(path) = &args.export {
         write_new(path, &graph.to_json())?;
-        eprintln!("wrote {} ({} nodes)", path.display(), graph.nodes().len());
+        errln!("wrote {} ({} nodes)", path.display(), graph.nodes().len());
         return Ok(ExitCode::SUCCESS);
     }
     if args.json {
@@ -139,7 +141,7 @@ fn list_zoo(args: &ModelsArgs) -> Result<ExitCode> {
             r.aliases.join(", "),
             r.depth.to_string(),
             thousands(r.params),
-            format!("{:.3}", r.macs as f64 / 1e9),
+            format!("{}{:.3}", saturated_prefix(r.macs), r.macs as f64 / 1e9),
             format!("{}×{}×{}", r.input[0], r.input[1], r.input[2]),
             errors,
             r.citation.clone().unwrap_or_default(),
@@ -184,9 +186,10 @@ fn print_layers(graph: &Graph) {
     align_right(&mut table, &[4, 5]);
     outln!("{table}");
     outln!(
-        "params {} ({:.1} MiB as f32), {:.3} GMACs per image, {} activation values per image",
+        "params {} ({:.1} MiB as f32), {}{:.3} GMACs per image, {} activation values per image",
         thousands(graph.params()),
         graph.params() as f64 * 4.0 / (1024.0 * 1024.0),
+        saturated_prefix(graph.macs()),
         graph.macs() as f64 / 1e9,
         thousands(graph.activation_elements()),
     );

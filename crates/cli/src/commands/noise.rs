@@ -58,7 +58,7 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
         args.engine
     );
     if !args.json {
-        eprintln!(
+        errln!(
             "{} fresh processes of {configuration}; results in {}",
             args.runs,
             runs_dir.display()
@@ -93,7 +93,7 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
         print_summary(&doc);
     }
     if disturbed > 0 {
-        eprintln!(
+        errln!(
             "not cached: {disturbed} of {} runs were measured on a disturbed machine (their files say why); run it again on a quiet machine",
             results.len()
         );
@@ -112,9 +112,9 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
                 );
             }
         }
-        None => eprintln!(
-            "warning: no cache folder (neither XDG_CACHE_HOME nor HOME is set); not cached"
-        ),
+        None => {
+            errln!("warning: no cache folder (neither XDG_CACHE_HOME nor HOME is set); not cached")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,30 +10,55 @@
 //!   still measures and writes its results), and `main` reports it once at the end with
 //!   a failing status ([`failure`]).
 //!
+//! Whatever is printed, on stdout or (through [`errln!`](crate::errln)) on stderr, is
+//! made inert on the way: a name read from a file cannot act on the terminal, wherever
+//! a message happens to quote it. `clippy.toml` disallows `println!` and `eprintln!`
+//! so that no message goes around this.
+//!
 //! SIGPIPE itself stays ignored (Rust's default): a write to a worker or a rank that has
 //! died is then an error that is shown, not a silent death of cnnbench.
 
+use cnnbench_results::inert_for_terminal;
 use std::io::Write;
 use std::sync::Mutex;
 
 /// The first write to stdout that failed, other than a closed pipe.
 static FAILURE: Mutex<Option<std::io::Error>> = Mutex::new(None);
 
-/// Writes `args` (and a newline when `newline`) to stdout; used by the macros.
+/// Writes `args` (and a newline when `newline`) to stdout, inert
+/// ([`inert_for_terminal`]); used by the macros.
 pub fn print(args: std::fmt::Arguments, newline: bool) {
     let mut failure = FAILURE.lock().unwrap_or_else(|e| e.into_inner());
     if failure.is_some() {
         return;
     }
+    let text = args.to_string();
     let mut stdout = std::io::stdout().lock();
-    let written = stdout.write_fmt(args).and_then(|()| {
-        if newline {
-            stdout.write_all(b"\n")?;
-        }
-        Ok(())
-    });
+    let written = stdout
+        .write_all(inert_for_terminal(&text).as_bytes())
+        .and_then(|()| {
+            if newline {
+                stdout.write_all(b"\n")?;
+            }
+            Ok(())
+        });
     if let Err(e) = written {
         gone_or_kept(e, &mut failure);
+    }
+}
+
+/// Writes `args` and a newline to stderr, inert ([`inert_for_terminal`]); used by
+/// [`errln!`](crate::errln). A stderr that cannot be written is left unsaid: there is
+/// nowhere else to say it (`eprintln!` would panic).
+pub fn print_on_stderr(args: std::fmt::Arguments) {
+    let mut text = args.to_string();
+    text.push('\n');
+    let mut stderr = std::io::stderr().lock();
+    if stderr
+        .write_all(inert_for_terminal(&text).as_bytes())
+        .is_err()
+    {
+        // Nothing to do: the message had nowhere to go.
     }
 }
 

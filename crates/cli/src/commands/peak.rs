@@ -114,7 +114,7 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
     let doc = match peak::measure(engine.as_ref(), &request, &cancel) {
         Ok(doc) => doc,
         Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
-            eprintln!("interrupted: nothing measured");
+            errln!("interrupted: nothing measured");
             return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(e),
@@ -123,9 +123,9 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
         match peak::default_cache_dir() {
             Some(dir) => {
                 let path = peak::save(&dir, &doc)?;
-                eprintln!("cached for `run` and `profile`: {}", path.display());
+                errln!("cached for `run` and `profile`: {}", path.display());
             }
-            None => eprintln!(
+            None => errln!(
                 "warning: no cache folder (neither XDG_CACHE_HOME nor HOME is set); not cached"
             ),
         }

@@ -145,13 +145,13 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
     let outcome = profile::profile(engine.as_ref(), &graph, &request, &cancel, &mut |p| {
         bar.set_length(p.of as u64);
         bar.set_position(p.done as u64);
-        bar.set_message(p.next);
+        bar.set_message(cnnbench_results::printable(&p.next));
     });
     bar.finish_and_clear();
     let doc = match outcome {
         Ok(doc) => doc,
         Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
-            eprintln!("interrupted: no profile written");
+            errln!("interrupted: no profile written");
             return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(e),
@@ -160,7 +160,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
     if let Some(path) = &args.output {
         std::fs::write(path, &json).with_context(|| format!("cannot write {}", path.display()))?;
         if !args.quiet {
-            eprintln!("wrote {}", path.display());
+            errln!("wrote {}", path.display());
         }
     }
     if args.json {
@@ -169,7 +169,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         print_profile(&doc, args.top);
     }
     for w in &doc.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -185,7 +185,7 @@ fn progress_bar(quiet: bool, model: &str) -> ProgressBar {
     .unwrap_or_else(|_| ProgressStyle::default_bar())
     .progress_chars("=> ");
     bar.set_style(style);
-    bar.set_prefix(format!("profiling {model}"));
+    bar.set_prefix(format!("profiling {}", cnnbench_results::printable(model)));
     bar
 }
 

@@ -181,7 +181,7 @@ pub fn load(
 ) -> anyhow::Result<Vec<cnnbench_report::record::Record>> {
     let loaded = cnnbench_report::load_paths(paths, strict)?;
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if loaded.records.is_empty() {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -225,7 +225,7 @@ pub fn emit(text: &str, output: Option<&Path>) -> anyhow::Result<()> {
             // Whole or not at all: a full disk leaves the previous report, no `.tmp` file.
             cnnbench_graph::write_replacing(path, |w| w.write_all(text.as_bytes()))
                 .map_err(|e| anyhow::anyhow!(e))?;
-            eprintln!("wrote {}", path.display());
+            errln!("wrote {}", path.display());
             Ok(())
         }
         None => {
@@ -283,7 +283,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // Profiles (`cnnbench profile --json`) are drawn beside the results.
     let (profiles, profile_warnings) = profile::load_profiles(&args.paths);
     for w in &profile_warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if !profiles.is_empty() {
         return report_with_profiles(&args, format, speedups, &aliases, &profiles);
@@ -293,7 +293,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let report = Report::build(records, &aliases, &ZooCatalog, &opts)?;
     if let Some(dir) = &args.charts {
         let written = charts::write_result_charts(&report, dir)?;
-        eprintln!("wrote {} charts to {}", written.len(), dir.display());
+        errln!("wrote {} charts to {}", written.len(), dir.display());
     }
     let text = format.exporter().render(&report)?;
     emit(&text, args.output.as_deref())?;
@@ -317,11 +317,11 @@ fn report_with_profiles(
             let why = w.strip_prefix("skipping ").unwrap_or(w.as_str());
             bail!("{why} (drop --strict to skip such files with a warning)");
         }
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if let Some(dir) = &args.charts {
         let written = charts::profile::write_profile_charts(profiles, dir)?;
-        eprintln!(
+        errln!(
             "wrote {} profile charts to {}",
             written.len(),
             dir.display()
@@ -334,7 +334,7 @@ fn report_with_profiles(
         let report = Report::build(loaded.records, aliases, &ZooCatalog, &opts)?;
         if let Some(dir) = &args.charts {
             let written = charts::write_result_charts(&report, dir)?;
-            eprintln!("wrote {} charts to {}", written.len(), dir.display());
+            errln!("wrote {} charts to {}", written.len(), dir.display());
         }
         Some(report)
     };

@@ -2,6 +2,10 @@
 //! launcher's variables, and under torchrun): what a job writes, how it ends when a rank
 //! dies, and what it refuses. The runs need `--features torch` (torch-cpu on Gloo); the
 //! refusals run in every build.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's diagnostics for whoever reads the test log"
+)]
 
 use crate::common::{cnnbench, fails_saying};
 use predicates::prelude::*;

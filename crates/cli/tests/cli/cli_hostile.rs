@@ -1113,3 +1113,85 @@ fn a_model_file_that_is_no_file_is_refused_before_it_is_hashed() {
         }
     }
 }
+
+/// Names from files and from the command line reached the terminal raw: in the run
+/// table, the "wrote …" line, `models --file`, and error messages (an unknown model).
+/// Everything cnnbench prints passes through one sink that shows them escaped, so every
+/// spelling of the attack is caught, whichever message quotes it.
+#[test]
+fn nothing_a_file_or_a_name_holds_acts_on_the_terminal() {
+    const ACTING: [char; 7] = [
+        '\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}', '\u{2028}', '\u{8}',
+    ];
+    let hostile = "x\u{1b}]0;owned\u{7}\r\u{9b}2J\u{202e}\u{2028}\u{8}y";
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model.json");
+    let name = serde_json::to_string(&format!("tiny{hostile}")).unwrap();
+    let node = serde_json::to_string(&format!("conv{hostile}")).unwrap();
+    std::fs::write(
+        &model,
+        format!(
+            r#"{{"format": "cnnbench-model", "version": 1, "name": {name},
+              "input": [3, 32, 32],
+              "nodes": [
+                {{"name": {node}, "op": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": 3, "bias": false}},
+                {{"name": "pool", "op": "adaptive_avg_pool2d", "output": 1}},
+                {{"name": "flat", "op": "flatten"}},
+                {{"name": "fc", "op": "linear", "in_features": 4, "out_features": 2, "bias": false}}
+              ]}}"#
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join(format!("out{hostile}"));
+    let runs = [
+        cnnbench()
+            .args([
+                "run",
+                "--passes",
+                "1",
+                "--warmup",
+                "0",
+                "-b",
+                "1",
+                "--model-file",
+            ])
+            .arg(&model)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap(),
+        cnnbench()
+            .args(["models", "--file"])
+            .arg(&model)
+            .output()
+            .unwrap(),
+        cnnbench()
+            .args(["run", &format!("resnet{hostile}"), "-o"])
+            .arg(&out)
+            .output()
+            .unwrap(),
+    ];
+    for (i, output) in runs.iter().enumerate() {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for c in ACTING {
+            assert!(!said.contains(c), "command {i} printed {c:?} raw:\n{said}");
+        }
+        assert!(
+            said.contains("x\\u001b]0;owned\\u0007"),
+            "command {i}:\n{said}"
+        );
+    }
+    assert!(runs[0].status.success(), "{:?}", runs[0]);
+    assert!(runs[1].status.success(), "{:?}", runs[1]);
+    assert!(!runs[2].status.success(), "{:?}", runs[2]);
+    // The names themselves are kept whole in the result file.
+    let files = result_files(&out);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(r["model"]["name"], format!("tiny{hostile}").as_str());
+}

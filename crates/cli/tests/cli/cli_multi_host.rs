@@ -4,7 +4,10 @@
 //! its own pair on its own /24 of 10.231.0.0/16, uses no other address, and removes the
 //! namespaces (and with them the veth pair) whatever happens. Needs root and iproute2's
 //! `ip`; without root it says so and passes (CI runs as root).
-
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's note for whoever reads the test log"
+)]
 #![cfg(feature = "torch")]
 
 use crate::common::result_files;

@@ -3,6 +3,10 @@
 //! (.ci/run sets it), the `onnx` checker accepts every export and ONNX Runtime computes
 //! what burn-flex computes with the same weights. An int8 export (QDQ) reads back as the
 //! float network it approximates, and runs.
+#![allow(
+    clippy::disallowed_macros,
+    reason = "a test's measurements for whoever reads the test log"
+)]
 
 use crate::common::cnnbench;
 use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};

@@ -273,3 +273,27 @@ fn output_comparisons(report: &serde_json::Value) -> Vec<&serde_json::Value> {
     assert_eq!(outputs.len(), 2, "{report}");
     outputs
 }
+
+/// PyTorch's batch norm refuses to train on one value per channel; the run said so in
+/// PyTorch's raw ValueError from the worker. It is refused before the worker computes,
+/// naming the layer and the way out, for the eager and the compiled engine alike.
+/// (Hostile input, round three.)
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn training_batch_norm_on_one_value_is_refused_with_the_way_out() {
+    for (engine, mode) in [("pytorch", "train"), ("pytorch-compile", "step")] {
+        let dir = tempfile::tempdir().unwrap();
+        cnnbench()
+            .args(["run", "resnet18", "--engine", engine, "--mode", mode])
+            .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q", "-o"])
+            .arg(dir.path())
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(
+                "cannot train this: PyTorch's batch norm needs more than one value per channel in training, and layer 'layer4.",
+            ))
+            .stderr(predicate::str::contains("sees a 1×1 map at batch 1"))
+            .stderr(predicate::str::contains("give -b 2 or more"))
+            .stderr(predicate::str::contains("ValueError").not());
+    }
+}

@@ -273,3 +273,34 @@ fn localize_compares_torch_with_burn_node_by_node() {
         assert!(error <= 1e-4 || error <= 10.0 * floor, "{n}");
     }
 }
+
+/// libtorch's batch norm refuses to train on one value per channel, as PyTorch's does:
+/// refused before the session is built, naming the layer and the way out, where
+/// inference at the same size runs. (Hostile input, round three.)
+#[test]
+fn training_batch_norm_on_one_value_is_refused_with_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    cnnbench()
+        .args(["run", "resnet18", "--engine", "torch-cpu", "--mode", "train"])
+        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q", "-o"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "torch-cpu cannot train this: PyTorch's batch norm needs more than one value per channel in training, and layer 'layer4.",
+        ))
+        .stderr(predicate::str::contains("give -b 2 or more"));
+    cnnbench()
+        .args([
+            "run",
+            "resnet18",
+            "--engine",
+            "torch-cpu",
+            "--mode",
+            "infer",
+        ])
+        .args(["--image-size", "32", "-b", "1", "--passes", "1", "-q", "-o"])
+        .arg(dir.path())
+        .assert()
+        .success();
+}

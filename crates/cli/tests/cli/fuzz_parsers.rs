@@ -1,6 +1,7 @@
 //! A fuzz harness for every parser a user's file reaches: model JSON, ONNX (with its
 //! weights), Caffe prototxt, safetensors weights, result files (ours and the original
-//! suite's), a result's run spec (`run --again`'s input), matrix TOML and aliases TOML. Valid files are mutated — bits flipped, cut
+//! suite's), a result's run spec (`run --again`'s input), a job (`run --job -`'s input, a
+//! child's whole work), matrix TOML and aliases TOML. Valid files are mutated — bits flipped, cut
 //! short, a piece copied elsewhere (deeper nesting, repeated keys), hostile tokens
 //! inserted (huge and negative numbers, NaN, open brackets) — and each parse must return,
 //! without a panic, within a time bound. It runs on stable Rust inside the test suite
@@ -181,6 +182,30 @@ fn spec_json() -> &'static str {
     })
 }
 
+/// A job as a data-parallel rank reads it on standard input: [`spec_json`]'s spec, a role
+/// and where its results go.
+fn job_json() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        use cnnbench_plan::job::{encode, Delivery, Job, Role};
+        encode(&Job {
+            spec: serde_json::from_str(spec_json()).expect("the spec reads back"),
+            role: Role::Rank,
+            delivery: Delivery {
+                output: "results".into(),
+                label: Some("host-1".into()),
+                json: false,
+                quiet: true,
+                force: false,
+                require_clean: false,
+                retries: 2,
+                round: None,
+            },
+        })
+        .expect("a job encodes")
+    })
+}
+
 fn model_json() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| tiny().0.to_json())
@@ -199,6 +224,9 @@ fn the_valid_files_parse() {
     assert!(cnnbench_report::Aliases::parse(ALIASES).is_ok());
     let spec: cnnbench_results::RunSpec = serde_json::from_str(spec_json()).unwrap();
     assert_eq!(spec.validate(), Ok(()));
+    if let Err(e) = cnnbench_plan::job::decode(job_json()) {
+        panic!("{e:#}");
+    }
     for (name, text) in [("result.json", RESULT), ("legacy.json", LEGACY_RESULT)] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
@@ -254,6 +282,13 @@ proptest! {
         let _ = bounded("run spec", || {
             serde_json::from_str::<cnnbench_results::RunSpec>(&input).map(|spec| spec.validate())
         });
+    }
+
+    /// `run --job -`'s input, decoded and checked as a child process does.
+    #[test]
+    fn mutated_jobs_never_panic(m in mutations()) {
+        let input = text(&mutate(job_json().as_bytes(), &m));
+        let _ = bounded("job", || cnnbench_plan::job::decode(&input));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub fn run_cell(
         if let Some(path) =
             finished_result(&delivery.output, index, &spec, delivery.label.as_deref())?
         {
-            eprintln!(
+            errln!(
                 "cell {index} of {n} ({}) already has a result: {}; skipped (--rerun runs it again)",
                 cell.describe(),
                 path.display()
@@ -78,7 +78,7 @@ pub fn run_cell(
     // Results from many hosts must stay apart in the report: label them with the host.
     delivery.label = delivery.label.or_else(cnnbench_host::host_name);
     if !delivery.quiet {
-        eprintln!("cell {index} of {n}: {}", cell.describe());
+        errln!("cell {index} of {n}: {}", cell.describe());
     }
     super::start(spec, delivery)
 }

@@ -248,7 +248,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
         if !delivery.json {
             print_table(results);
         }
-        eprintln!(
+        errln!(
             "interrupted: kept {} finished result(s); not run: {left}",
             results.len()
         );
@@ -304,7 +304,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
                     Ok(mut result) => match retry_record(&result) {
                         Some(attempt) if retried.len() < delivery.retries => {
                             bar.suspend(|| {
-                                eprintln!(
+                                errln!(
                                     "{}: attempt {} was disturbed ({}); running it again",
                                     p.graph.name(),
                                     retried.len() + 1,
@@ -344,19 +344,19 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
                     let path = match output::write_result(&delivery.output, &result) {
                         Ok(path) => {
                             if !delivery.quiet {
-                                eprintln!("{}: wrote {}", p.graph.name(), path.display());
+                                errln!("{}: wrote {}", p.graph.name(), path.display());
                             }
                             path
                         }
                         Err(e) => {
-                            bar.suspend(|| eprintln!("error: {}: {e:#}", p.graph.name()));
+                            bar.suspend(|| errln!("error: {}: {e:#}", p.graph.name()));
                             unwritten += 1;
                             PathBuf::new()
                         }
                     };
                     if !delivery.quiet {
                         for w in &result.warnings {
-                            eprintln!("warning: {}: {w}", p.graph.name());
+                            errln!("warning: {}: {w}", p.graph.name());
                         }
                     }
                     if delivery.json {
@@ -384,7 +384,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     if rank == 0 {
         print_validity(&results, delivery.quiet && !delivery.json);
         if unwritten > 0 {
-            eprintln!(
+            errln!(
                 "error: {unwritten} of {} result(s) could not be written under {} (where each was kept is said above)",
                 results.len(),
                 delivery.output.display()
@@ -410,7 +410,7 @@ pub fn require_clean_failure(
         .filter(|(r, _)| r.validity.as_ref().is_some_and(|v| v.is_disturbed()))
         .count();
     (require_clean && disturbed > 0).then(|| {
-        eprintln!(
+        errln!(
             "error: {disturbed} of {} result(s) were measured on a disturbed machine (--require-clean); their files are kept, marked disturbed",
             results.len()
         );

@@ -221,9 +221,6 @@ impl From<ScenarioArg> for cnnbench_results::scenario::ScenarioKind {
     }
 }
 
-/// The largest `--retries`: past it, the machine is not going to be quiet.
-pub const MAX_RETRIES: usize = 20;
-
 /// The exit status of `run --require-clean` when a result came out disturbed.
 pub const REQUIRE_CLEAN_FAILED: u8 = 3;
 
@@ -233,13 +230,8 @@ pub fn run(args: RunArgs, given: &Given) -> Result<ExitCode> {
     if let Some(source) = &args.job {
         return execute::execute(job::read(source)?);
     }
-    let mut delivery = Delivery::of(&args);
-    if delivery.retries > MAX_RETRIES {
-        return Err(anyhow!(
-            "--retries {} is more than {MAX_RETRIES}: a machine that is still busy after that many attempts needs the neighbour found (`top`, /proc/pressure/cpu), not more retries",
-            delivery.retries
-        ));
-    }
+    let mut delivery = job::delivery_of(&args);
+    delivery.validate()?;
     if let Some(matrix) = &args.plan {
         return cell::run_cell(matrix, &args, given, delivery);
     }

@@ -66,14 +66,14 @@ pub fn find_max_batch(
     }
     let estimated = memory::largest_batch_that_fits(&p.graph, job.spec.mode, available);
     if !quiet {
-        eprintln!(
+        errln!(
             "{}: finding the largest batch that fits in {} ({from}); the estimate says {estimated}",
             p.graph.name(),
             bytes(available)
         );
         if cnnbench_host::allocator::current().policy == cnnbench_host::allocator::HeapPolicy::Keep
         {
-            eprintln!(
+            errln!(
                 "note: the heap keeps freed memory (--allocator keep), so peaks vary between processes by a tenth or so; --allocator system gives a reproducible answer"
             );
         }
@@ -93,7 +93,7 @@ pub fn find_max_batch(
         }
         let probe = probe?;
         if !quiet {
-            eprintln!(
+            errln!(
                 "  batch {}",
                 batch_search::describe(std::slice::from_ref(&probe))
             );
@@ -108,7 +108,7 @@ pub fn find_max_batch(
         }
     })?;
     if !quiet {
-        eprintln!(
+        errln!(
             "{}: batch {} is the largest that fits ({} probes)",
             p.graph.name(),
             search.chosen,

@@ -47,7 +47,7 @@ pub fn launch(spec: RunSpec, delivery: Delivery, nproc: usize) -> Result<ExitCod
     let quiet = delivery.quiet;
     let job = rank_job(spec, delivery, nproc);
     if !share_given && !quiet {
-        eprintln!(
+        errln!(
             "starting {nproc} ranks with --threads {} each (their share of this machine's cores; give --threads to choose)",
             job.spec.threads.unwrap_or(1)
         );
@@ -66,7 +66,7 @@ pub fn launch(spec: RunSpec, delivery: Delivery, nproc: usize) -> Result<ExitCod
     )? {
         distributed::Outcome::Success => Ok(ExitCode::SUCCESS),
         distributed::Outcome::Interrupted => {
-            eprintln!("interrupted: stopped the {nproc} ranks; finished results are kept");
+            errln!("interrupted: stopped the {nproc} ranks; finished results are kept");
             Ok(ExitCode::from(130))
         }
     }

@@ -129,13 +129,13 @@ pub fn run_configurations(
     let cancel = crate::commands::common::stop_on_ctrl_c();
     let order = interleaved(configurations.len(), runs);
     if !delivery.quiet && runs > 1 {
-        eprintln!(
+        errln!(
             "{} configuration(s) × {runs} runs: {} processes, interleaved (each round reverses the last's order)",
             configurations.len(),
             order.len()
         );
     } else if !delivery.quiet {
-        eprintln!(
+        errln!(
             "{} configurations: one process each, one after the other",
             configurations.len()
         );
@@ -161,7 +161,7 @@ pub fn run_configurations(
             Ended::Interrupted => return Ok(stopped(done, order.len())),
             Ended::Failed { status, stderr } => {
                 for line in stderr.lines() {
-                    eprintln!("{}", output::terminal_safe(line));
+                    errln!("{}", output::terminal_safe(line));
                 }
                 return Err(anyhow!(
                     "run {} of {runs} of {what} failed ({}); the runs before it are kept in {}",
@@ -184,7 +184,7 @@ pub fn run_configurations(
                             .summary
                             .get(&cnnbench_results::Quantity::Total)
                             .map_or("-".to_string(), |s| format!("{:.2} ms", s.median * 1000.0));
-                        eprintln!("run {} of {runs}: {what}: median total {total}", round + 1);
+                        errln!("run {} of {runs}: {what}: median total {total}", round + 1);
                     }
                 }
                 results.extend(measured.into_iter().map(|r| (r, PathBuf::new())));
@@ -203,7 +203,7 @@ pub fn run_configurations(
     // it ran. Said, so that the user can look before comparing.
     for (c, runs) in medians.iter().enumerate() {
         for (round, off_pct) in drifted(runs) {
-            eprintln!(
+            errln!(
                 "DRIFT: run {} of {runs_n} of {}: its median is {off_pct:+.1}% from its siblings' median, beyond their spread; the machine changed while it ran (compare pools it with the others; rerun if it stays apart)",
                 round + 1,
                 configurations[c].name,
@@ -212,7 +212,7 @@ pub fn run_configurations(
         }
     }
     if !delivery.quiet {
-        eprintln!(
+        errln!(
             "results of every run in {}: `cnnbench compare` and `cnnbench report` judge them by run",
             delivery.output.display()
         );
@@ -274,7 +274,7 @@ pub fn drifted(medians: &[f64]) -> Vec<(usize, f64)> {
 }
 
 fn stopped(done: usize, of: usize) -> ExitCode {
-    eprintln!(
+    errln!(
         "interrupted: {done} of {of} runs finished (their results are kept); {} not run",
         of - done
     );

@@ -20,7 +20,7 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         let [h, w] = r.config.image_size;
         let name = format!("{} ({h}×{w}, batch {})", r.model.name, r.config.batch_size);
         if v.is_disturbed() {
-            eprintln!(
+            errln!(
                 "DISTURBED: {}: {}; the times may be inflated: {}",
                 output::terminal_safe(&name),
                 v.reasons.join("; "),
@@ -30,7 +30,7 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
             clean += 1;
         }
         if !v.retried.is_empty() && !brief {
-            eprintln!(
+            errln!(
                 "{}: {} disturbed attempt(s) ran before this one (recorded in the result)",
                 output::terminal_safe(&name),
                 v.retried.len()
@@ -48,7 +48,7 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         None => "run-to-run noise here not measured (cnnbench noise)".to_string(),
     };
     if clean == 0 && !brief && !results.is_empty() {
-        eprintln!("machine: {noise}");
+        errln!("machine: {noise}");
     }
     if clean > 0 && !brief {
         let worst = |f: fn(&cnnbench_results::Signals) -> Option<f64>| {
@@ -76,7 +76,7 @@ pub fn print_validity(results: &[(BenchResult, PathBuf)], brief: bool) {
         } else {
             format!(" (at most {})", parts.join(", "))
         };
-        eprintln!("machine: quiet during {all} {clean} run(s){detail}; {noise}");
+        errln!("machine: quiet during {all} {clean} run(s){detail}; {noise}");
     }
 }
 
@@ -109,7 +109,11 @@ pub fn progress_bar(
     .unwrap_or_else(|_| ProgressStyle::default_bar())
     .progress_chars("=> ");
     bar.set_style(style);
-    bar.set_prefix(format!("[{}/{count}] {}", index + 1, graph.name()));
+    bar.set_prefix(format!(
+        "[{}/{count}] {}",
+        index + 1,
+        output::terminal_safe(graph.name())
+    ));
     bar
 }
 
@@ -134,7 +138,7 @@ pub fn print_table(results: &[(BenchResult, PathBuf)]) {
         outln!("{}", output::terminal_safe(&line));
     }
     for warning in &table.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
 }
 
