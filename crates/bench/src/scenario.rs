@@ -512,22 +512,33 @@ fn find_peak(
     on_query: &mut OnQuery<'_>,
     issuer_overhead_s: f64,
 ) -> Result<Driven> {
-    let start_qps = match (
-        spec.target_qps,
-        sessions.first_mut().and_then(|worker| worker.first_mut()),
-    ) {
-        (Some(qps), _) => qps,
-        (None, Some((_, session))) => {
-            // Half of what the sessions could serve back to back.
-            session.prepare_batch()?;
-            session.sync()?;
-            let took = serve(&mut **session)?.as_secs_f64().max(1e-6);
-            0.5 * sessions.len() as f64 / took
-        }
-        (None, None) => return Err(anyhow!("a scenario needs a session to serve its queries")),
+    let Some((_, session)) = sessions.first_mut().and_then(|worker| worker.first_mut()) else {
+        return Err(anyhow!("a scenario needs a session to serve its queries"));
     };
+    // One query's compute time, the fastest of a few: what the bound must at least allow.
+    let mut one_query_s = f64::INFINITY;
+    for _ in 0..3 {
+        // A session's forward may consume its input (candle's does).
+        session.prepare_batch()?;
+        session.sync()?;
+        one_query_s = one_query_s.min(serve(&mut **session)?.as_secs_f64().max(1e-6));
+    }
+    if let Some(bound_ms) = spec.latency_bound_ms {
+        if one_query_s * 1e3 > bound_ms {
+            return Err(anyhow!(
+                "--find-peak: one query computes in {:.1} ms on this engine (the fastest of 3), above the latency bound of {bound_ms} ms, so no load can meet it; raise --latency-bound, or choose a faster engine, precision or smaller input",
+                one_query_s * 1e3
+            ));
+        }
+    }
+    // Unless given, half of what the sessions could serve back to back.
+    let start_qps = spec
+        .target_qps
+        .unwrap_or(0.5 * sessions.len() as f64 / one_query_s);
     let mut probes: Vec<PeakProbe> = Vec::new();
     let mut best: Option<(f64, Timeline, Load)> = None;
+    // While no load has been valid, the lightest probe: the result if none ever is.
+    let mut lightest: Option<(Timeline, Load)> = None;
     let mut lowest_invalid: Option<f64> = None;
     let probe = |qps: f64,
                  sessions: &mut [batcher::Worker<'_>],
@@ -574,6 +585,7 @@ fn find_peak(
             let mut compute = timeline.compute_s.clone();
             compute.sort_by(f64::total_cmp);
             let median_compute = compute.get(compute.len() / 2).copied().unwrap_or(0.0);
+            lightest = Some((timeline, load));
             qps /= 2.0;
             if qps * median_compute < LIGHTEST_UTILISATION {
                 break;
@@ -594,18 +606,22 @@ fn find_peak(
             lowest_invalid = Some(middle);
         }
     }
-    let Some((_, timeline, load)) = best else {
-        return Err(anyhow!(
-            "--find-peak found no valid load: even {:.3} queries per second, under {:.0}% of what the engine computes back to back, broke the bound ({}); the bound may be below one query's compute time",
-            probes.last().map_or(start_qps, |p| p.target_qps),
-            LIGHTEST_UTILISATION * 100.0 * 2.0,
-            probes
-                .last()
-                .map(|p| p.invalid_reasons.join("; "))
-                .unwrap_or_default()
-        ));
+    // No valid load: the lightest probe is the result, INVALID with the reason, so that
+    // the probes (measurements) are written and the report can say it.
+    let (timeline, load, found) = match (best, lightest) {
+        (Some((_, timeline, load)), _) => (timeline, load, true),
+        (None, Some((timeline, load))) => (timeline, load, false),
+        (None, None) => return Err(anyhow!("--find-peak ran no probe")),
     };
-    let record = judge(spec, &load, &timeline, served, issuer_overhead_s, probes)?;
+    let lightest_qps = probes.last().map_or(start_qps, |p| p.target_qps);
+    let mut record = judge(spec, &load, &timeline, served, issuer_overhead_s, probes)?;
+    if !found {
+        record.valid = false;
+        record.invalid_reasons.push(format!(
+            "--find-peak found no valid load: even {lightest_qps:.3} queries per second, under {:.0}% of what the engine computes back to back, broke the bound (this run is that lightest probe); the slowest queries, not the load, break it",
+            LIGHTEST_UTILISATION * 100.0 * 2.0,
+        ));
+    }
     Ok(Driven {
         compute_s: timeline.compute_s,
         record,
@@ -616,17 +632,23 @@ fn find_peak(
 mod tests {
     use super::*;
 
-    /// A session whose every forward takes a fixed time.
+    /// A session whose every forward takes a fixed time, and consumes the input that
+    /// `prepare_batch` drew, as candle's does.
     struct Fixed {
         took: Duration,
         calls: usize,
+        prepared: bool,
     }
 
     impl Session for Fixed {
         fn prepare_batch(&mut self) -> Result<()> {
+            self.prepared = true;
             Ok(())
         }
         fn forward(&mut self) -> Result<()> {
+            if !std::mem::replace(&mut self.prepared, false) {
+                return Err(anyhow!("forward called before prepare_batch"));
+            }
             self.calls += 1;
             let until = Instant::now() + self.took;
             wait_until(until);
@@ -659,6 +681,7 @@ mod tests {
         let mut session = Fixed {
             took: Duration::from_millis(2),
             calls: 0,
+            prepared: false,
         };
         let driven = run(&mut session, &spec(ScenarioKind::SingleStream), 1);
         let r = &driven.record;
@@ -681,6 +704,7 @@ mod tests {
         let mut session = Fixed {
             took: Duration::from_micros(100),
             calls: 0,
+            prepared: false,
         };
         let driven = run(&mut session, &spec(ScenarioKind::MultiStream), 8);
         let r = &driven.record;
@@ -702,6 +726,7 @@ mod tests {
         let mut session = Fixed {
             took: Duration::from_millis(5),
             calls: 0,
+            prepared: false,
         };
         let overloaded = ScenarioSpec {
             target_qps: Some(400.0),
@@ -745,6 +770,7 @@ mod tests {
         let mut session = Fixed {
             took: Duration::from_millis(1),
             calls: 0,
+            prepared: false,
         };
         let r = run(&mut session, &spec(ScenarioKind::Offline), 4).record;
         // 50 samples, 4 at a time: 13 calls, 52 samples.
@@ -755,6 +781,72 @@ mod tests {
         assert!(r.valid);
     }
 
+    /// Too few queries to bound a p99 make every probe invalid, at any load: the search
+    /// halves down to a light load and then writes the lightest probe as the result,
+    /// INVALID with the reason and every probe recorded (it was an error, and the probes
+    /// were lost).
+    #[test]
+    fn find_peak_without_a_valid_load_records_the_lightest_probe() {
+        let mut session = Fixed {
+            took: Duration::from_millis(1),
+            calls: 0,
+            prepared: false,
+        };
+        let search = ScenarioSpec {
+            latency_bound_ms: Some(50.0),
+            min_queries: 50,
+            find_peak: true,
+            ..spec(ScenarioKind::Server)
+        };
+        let r = run(&mut session, &search, 1).record;
+        assert!(!r.valid);
+        let probes = &r.peak_search;
+        assert!(
+            probes.len() >= 2 && probes.iter().all(|p| !p.valid),
+            "{probes:?}"
+        );
+        assert!(probes.windows(2).all(|w| w[1].target_qps < w[0].target_qps));
+        assert_eq!(r.target_qps, probes.last().map(|p| p.target_qps));
+        assert!(
+            r.invalid_reasons
+                .iter()
+                .any(|w| w.contains("--find-peak found no valid load")),
+            "{:?}",
+            r.invalid_reasons
+        );
+    }
+
+    #[test]
+    fn find_peak_refuses_at_once_a_bound_below_one_querys_compute_time() {
+        // 30 ms a query under a 10 ms bound: no load can be valid, and the search says
+        // so after timing a few queries, not after probes of hundreds.
+        let mut session = Fixed {
+            took: Duration::from_millis(30),
+            calls: 0,
+            prepared: false,
+        };
+        let search = ScenarioSpec {
+            latency_bound_ms: Some(10.0),
+            min_queries: fewest_queries_for(0.99),
+            find_peak: true,
+            ..spec(ScenarioKind::Server)
+        };
+        let serving = Serving {
+            sessions: vec![&mut session],
+            batch_sessions: Vec::new(),
+            description: SERVING.into(),
+        };
+        let error = drive(serving, &search, 7, 1, &|| Ok(()), &mut |_, _, _| {})
+            .err()
+            .expect("a bound below the compute time is refused");
+        let message = error.to_string();
+        assert!(
+            message.contains("above the latency bound of 10 ms"),
+            "{message}"
+        );
+        assert!(session.calls <= 3, "{}", session.calls);
+    }
+
     #[test]
     fn find_peak_brackets_and_bisects_to_the_highest_valid_load() {
         // 1 ms a query: about 1000 per second back to back. Above that the queue grows
@@ -762,6 +854,7 @@ mod tests {
         let mut session = Fixed {
             took: Duration::from_millis(1),
             calls: 0,
+            prepared: false,
         };
         let search = ScenarioSpec {
             target_qps: Some(200.0),

@@ -201,10 +201,10 @@ pub fn scenario_line(result: &BenchResult) -> Option<String> {
     let load = match (r.kind, r.target_qps) {
         (ScenarioKind::Server, Some(qps)) => format!(
             "server at {qps:.1} QPS{} (achieved {:.1}), {} queries",
-            if r.peak_search.is_empty() {
-                String::new()
-            } else {
-                format!(", the highest valid of {} probes", r.peak_search.len())
+            match (r.peak_search.len(), r.valid) {
+                (0, _) => String::new(),
+                (probes, true) => format!(", the highest valid of {probes} probes"),
+                (probes, false) => format!(", the lightest of {probes} probes, none valid"),
             },
             r.achieved_qps,
             r.queries

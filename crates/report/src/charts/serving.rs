@@ -11,6 +11,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
 const WIDTH: u32 = 1000;
@@ -136,14 +137,6 @@ impl LoadChart<'_> {
                 vec![(x.start, b), (x.end, b)],
                 BOUND_GREY.stroke_width(2),
             ))));
-            draw!(chart.draw_series(std::iter::once(
-                EmptyElement::at((x.start, b))
-                    + Text::new(
-                        format!("bound {} ms", number(b)),
-                        (6, -18),
-                        (FONT_NAME, 13).into_font().color(&BOUND_GREY),
-                    )
-            )));
         }
         let crowded = self.series.iter().map(|s| s.points.len()).sum::<usize>() > 60;
         let dot = if crowded { 2 } else { 4 };
@@ -151,6 +144,22 @@ impl LoadChart<'_> {
             let colour = line_colour(i);
             let d = drawn(s);
             draw_on(&mut chart, &d, colour, dot)?;
+        }
+        // The bounds' labels last, at the right end above their lines: the loads there
+        // are the heaviest, whose latencies are far above any bound, so the label is
+        // clear of the lines (at the left it sat among the slow engines' points).
+        for b in self.bounds() {
+            draw!(chart.draw_series(std::iter::once(
+                EmptyElement::at((x.end, b))
+                    + Text::new(
+                        format!("bound {} ms", number(b)),
+                        (-6, -4),
+                        (FONT_NAME, 13)
+                            .into_font()
+                            .color(&BOUND_GREY)
+                            .pos(Pos::new(HPos::Right, VPos::Bottom)),
+                    )
+            )));
         }
         Ok(())
     }
@@ -360,6 +369,8 @@ mod tests {
             device: "cpu".into(),
             engine: engine.into(),
             precision: Precision::F32,
+            engine_name: engine.into(),
+            variant: Vec::new(),
             in_flight: 1,
             batcher: None,
             bound_ms: Some(15.0),
