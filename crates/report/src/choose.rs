@@ -10,6 +10,7 @@
 
 use crate::compare::{judge, CompareOptions, Verdict};
 use crate::group::{Entry, Stat};
+use crate::serving::ServingSeries;
 use cnnbench_results::engine_types::Precision;
 use cnnbench_results::Quantity;
 use serde::{Deserialize, Serialize};
@@ -180,21 +181,50 @@ pub fn choose(
 /// The configurations no other beats on both latency (lower) and error (lower), among
 /// those with both numbers.
 fn pareto_front<'a>(rows: impl Iterator<Item = &'a Ranked> + Clone) -> Vec<String> {
-    let point = |r: &Ranked| Some((r.latency_ms?, r.accuracy.as_ref()?.max_relative_error?));
-    let mut front = Vec::new();
-    for r in rows.clone() {
-        let Some((latency, error)) = point(r) else {
-            continue;
-        };
-        let beaten = rows
-            .clone()
-            .filter_map(point)
-            .any(|(l, e)| l <= latency && e <= error && (l < latency || e < error));
-        if !beaten {
-            front.push(r.config.clone());
-        }
+    front(rows.filter_map(|r| {
+        Some((
+            r.config.clone(),
+            r.latency_ms?,
+            r.accuracy.as_ref()?.max_relative_error?,
+        ))
+    }))
+}
+
+/// The names of the points no other beats on both costs (each lower is better): `(name,
+/// cost, error)`.
+fn front(points: impl Iterator<Item = (String, f64, f64)>) -> Vec<String> {
+    let points: Vec<(String, f64, f64)> = points.collect();
+    points
+        .iter()
+        .filter(|(_, cost, error)| {
+            !points
+                .iter()
+                .any(|(_, c, e)| c <= cost && e <= error && (c < cost || e < error))
+        })
+        .map(|(name, _, _)| name.clone())
+        .collect()
+}
+
+/// A configuration's accuracy cost in a conclusion's words, after a semicolon.
+fn cost_words(accuracy: Option<&AccuracyCost>) -> String {
+    match accuracy {
+        Some(AccuracyCost {
+            max_relative_error: Some(error),
+            cosine_similarity: Some(cosine),
+            ..
+        }) if *error == 0.0 => format!(
+            "; its outputs equal f32's here (cosine {cosine:.5}: on random weights a deep network's output can be its last layer's bias alone)"
+        ),
+        Some(AccuracyCost {
+            max_relative_error: Some(error),
+            cosine_similarity: Some(cosine),
+            ..
+        }) => format!("; its outputs are within {error:.1e} of f32's (cosine {cosine:.5})"),
+        Some(AccuracyCost {
+            error: Some(why), ..
+        }) => format!("; its accuracy cost was not measured: {why}"),
+        Some(_) | None => "; its accuracy cost was not measured".to_string(),
     }
-    front
 }
 
 /// The sentences: the fastest configuration at each batch against the fastest that
@@ -252,24 +282,7 @@ fn conclusions(
                 || "; no interval: fewer than two runs a side (--repeat)".to_string(),
                 |[lo, hi]| format!(" (95% CI {:.2}–{:.2}×)", 1.0 / hi, 1.0 / lo),
             );
-        let cost = match best.accuracy.as_ref() {
-            Some(AccuracyCost {
-                max_relative_error: Some(error),
-                cosine_similarity: Some(cosine),
-                ..
-            }) if *error == 0.0 => format!(
-                "; its outputs equal f32's here (cosine {cosine:.5}: on random weights a deep network's output can be its last layer's bias alone)"
-            ),
-            Some(AccuracyCost {
-                max_relative_error: Some(error),
-                cosine_similarity: Some(cosine),
-                ..
-            }) => format!("; its outputs are within {error:.1e} of f32's (cosine {cosine:.5})"),
-            Some(AccuracyCost {
-                error: Some(why), ..
-            }) => format!("; its accuracy cost was not measured: {why}"),
-            Some(_) | None => "; its accuracy cost was not measured".to_string(),
-        };
+        let cost = cost_words(best.accuracy.as_ref());
         let flagged = if best.not_as_asked.is_empty() {
             String::new()
         } else {
@@ -281,6 +294,131 @@ fn conclusions(
         ));
     }
     out
+}
+
+/// `choose --scenario server`'s answer: each stack and precision ranked by the highest
+/// load it serves (queries a second, one image each, arriving as a Poisson process) with
+/// its p99 latency within the bound, as `run --find-peak` found it; the accuracy cost
+/// beside each.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServingChoice {
+    pub model: String,
+    pub device: String,
+    pub bound_ms: f64,
+    /// Highest peak first; those that met the bound at no load last.
+    pub ranked: Vec<ServingRanked>,
+    /// The configurations no other beats on both peak load (higher) and error (lower).
+    pub pareto: Vec<String>,
+    pub conclusions: Vec<String>,
+}
+
+/// One configuration's row of [`ServingChoice`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ServingRanked {
+    /// `openvino-cpu 2026.4.1, int8`.
+    pub config: String,
+    pub engine: String,
+    pub precision: Precision,
+    /// The highest offered load whose run was valid; `None`: no load was.
+    pub peak_qps: Option<f64>,
+    /// The median and p99 latency at the peak, milliseconds.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Why no load was valid, in the serving table's words.
+    pub no_valid_load: Option<String>,
+    pub accuracy: Option<AccuracyCost>,
+    /// Server runs and peak-search probes it was judged from.
+    pub probes: usize,
+}
+
+/// The server scenario's series of one model under one bound (the serving table's rows,
+/// highest peak first), each with its accuracy cost, ranked.
+pub fn choose_serving(
+    series: &[ServingSeries],
+    costs: &[AccuracyCost],
+    bound_ms: f64,
+) -> ServingChoice {
+    let mut ranked: Vec<ServingRanked> = series
+        .iter()
+        .filter(|s| s.bound_ms == Some(bound_ms))
+        .map(|s| {
+            let peak = s.peak();
+            ServingRanked {
+                config: format!("{}, {}", s.engine, s.precision.as_str()),
+                engine: s.engine_name.clone(),
+                precision: s.precision,
+                peak_qps: peak.map(|p| p.target_qps),
+                p50_ms: peak.and_then(|p| p.p50_s).map(|v| v * 1e3),
+                p99_ms: peak.and_then(|p| p.p99_s).map(|v| v * 1e3),
+                no_valid_load: peak.is_none().then(|| s.no_valid_load()),
+                accuracy: costs
+                    .iter()
+                    .find(|c| {
+                        c.engine == s.engine_name
+                            && c.precision == s.precision
+                            && c.variant == s.variant
+                    })
+                    .cloned(),
+                probes: s.runs + s.probes,
+            }
+        })
+        .collect();
+    // Highest peak first, then those with none, in the order given.
+    ranked.sort_by(|a, b| match (a.peak_qps, b.peak_qps) {
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    // Higher is better for the load: its negative is the cost.
+    let pareto = front(ranked.iter().filter_map(|r| {
+        Some((
+            r.config.clone(),
+            -r.peak_qps?,
+            r.accuracy.as_ref()?.max_relative_error?,
+        ))
+    }));
+    let conclusions = serving_conclusions(&ranked, bound_ms);
+    ServingChoice {
+        model: series.first().map(|s| s.model.clone()).unwrap_or_default(),
+        device: series.first().map(|s| s.device.clone()).unwrap_or_default(),
+        bound_ms,
+        ranked,
+        pareto,
+        conclusions,
+    }
+}
+
+/// The sentence: the configuration serving the highest load against the best in f32.
+/// One peak search a configuration gives no interval, and the sentence says so.
+fn serving_conclusions(ranked: &[ServingRanked], bound_ms: f64) -> Vec<String> {
+    let served = |r: &&ServingRanked| r.peak_qps.is_some();
+    let Some(best) = ranked.iter().find(served) else {
+        return vec![format!(
+            "No configuration held its p99 latency within {bound_ms} ms at any load: raise --latency-bound."
+        )];
+    };
+    let base = ranked
+        .iter()
+        .filter(served)
+        .find(|r| r.precision == Precision::F32 && r.config != best.config);
+    let cost = cost_words(best.accuracy.as_ref());
+    let peak = best.peak_qps.unwrap_or(0.0);
+    vec![match base {
+        None => format!(
+            "Under p99 ≤ {bound_ms} ms, {} serves the most, {peak:.1} queries a second; no other configuration in f32 held the bound to compare it with{cost}.",
+            best.config
+        ),
+        Some(base) => {
+            let base_peak = base.peak_qps.unwrap_or(0.0);
+            format!(
+                "Under p99 ≤ {bound_ms} ms, {} serves {peak:.1} queries a second, {:.2}× the {base_peak:.1} of {} (one peak search each, known to the search's 2% resolution and the probes' own spread: no interval){cost}.",
+                best.config,
+                peak / base_peak,
+                base.config
+            )
+        }
+    }]
 }
 
 #[cfg(test)]
@@ -308,6 +446,104 @@ mod tests {
             disturbed: Vec::new(),
             runs: [1, 0],
         }
+    }
+
+    fn series(engine: &str, precision: Precision, peak: Option<f64>) -> ServingSeries {
+        use crate::serving::LoadPoint;
+        let point = |qps: f64, valid: bool| LoadPoint {
+            target_qps: qps,
+            achieved_qps: qps,
+            p50_s: Some(0.01),
+            p99_s: Some(if valid { 0.04 } else { 0.2 }),
+            valid,
+            invalid_reasons: Vec::new(),
+        };
+        ServingSeries {
+            model: "resnet50".into(),
+            input: [3, 224, 224],
+            batch_size: 1,
+            device: "cpu".into(),
+            engine: format!("{engine} 1.0"),
+            precision,
+            engine_name: engine.into(),
+            variant: Vec::new(),
+            in_flight: 1,
+            batcher: None,
+            bound_ms: Some(50.0),
+            points: match peak {
+                Some(qps) => vec![point(qps, true), point(qps * 1.02, false)],
+                None => vec![point(1.0, false)],
+            },
+            runs: 0,
+            probes: 2,
+            bounds_differ: false,
+        }
+    }
+
+    fn cost(engine: &str, precision: Precision, error: f64) -> AccuracyCost {
+        AccuracyCost {
+            engine: engine.into(),
+            precision,
+            variant: Vec::new(),
+            weights: "random, seed 0".into(),
+            max_relative_error: Some(error),
+            cosine_similarity: Some(0.999),
+            passed: Some(true),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_serving_choice_ranks_by_peak_and_joins_each_cost() {
+        let served = [
+            series("ort", Precision::F32, Some(36.0)),
+            series("slow", Precision::F32, None),
+            series("ov", Precision::F32, Some(40.0)),
+            series("ov", Precision::Int8, Some(120.0)),
+        ];
+        let costs = [
+            cost("ov", Precision::Int8, 2e-2),
+            cost("ov", Precision::F32, 1e-7),
+            cost("ort", Precision::F32, 1e-6),
+        ];
+        let choice = choose_serving(&served, &costs, 50.0);
+        let configs: Vec<&str> = choice.ranked.iter().map(|r| r.config.as_str()).collect();
+        assert_eq!(
+            configs,
+            [
+                "ov 1.0, int8",
+                "ov 1.0, f32",
+                "ort 1.0, f32",
+                "slow 1.0, f32"
+            ]
+        );
+        assert_eq!(choice.ranked[0].peak_qps, Some(120.0));
+        assert_eq!(choice.ranked[0].p99_ms, Some(40.0));
+        assert_eq!(
+            choice.ranked[2]
+                .accuracy
+                .as_ref()
+                .and_then(|c| c.max_relative_error),
+            Some(1e-6)
+        );
+        let none = &choice.ranked[3];
+        assert_eq!(none.peak_qps, None);
+        assert!(
+            none.no_valid_load
+                .as_deref()
+                .is_some_and(|w| w.starts_with("no valid load")),
+            "{none:?}"
+        );
+        // ort serves less and is less exact than ov f32: off the front.
+        assert_eq!(choice.pareto, ["ov 1.0, int8", "ov 1.0, f32"]);
+        let said = &choice.conclusions[0];
+        assert!(
+            said.starts_with("Under p99 ≤ 50 ms, ov 1.0, int8 serves 120.0 queries a second, 3.00× the 40.0 of ov 1.0, f32"),
+            "{said}"
+        );
+        assert!(said.contains("within 2.0e-2 of f32's"), "{said}");
+        // Another bound's series are not this choice's.
+        assert!(choose_serving(&served, &costs, 100.0).ranked.is_empty());
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub struct ScenarioRun {
     /// The engine's label without its precision, which has a column of its own.
     pub engine: String,
     pub precision: Precision,
+    /// The engine's name and the words its settings add (`["throughput hint"]`), to join
+    /// what else is known of the configuration (`choose`'s accuracy costs).
+    pub engine_name: String,
+    pub variant: Vec<String>,
     pub record: ScenarioRecord,
 }
 
@@ -52,6 +56,8 @@ impl ScenarioRun {
             device: printable(&device),
             engine: printable(&engine.label()),
             precision: r.engine.precision,
+            engine_name: r.engine.name.clone(),
+            variant: r.engine.variant.clone(),
             record,
         })
     }
@@ -86,6 +92,9 @@ pub struct ServingSeries {
     pub device: String,
     pub engine: String,
     pub precision: Precision,
+    /// As [`ScenarioRun::engine_name`] and [`ScenarioRun::variant`].
+    pub engine_name: String,
+    pub variant: Vec<String>,
     pub in_flight: usize,
     /// The dynamic batcher the runs served with (`--max-batch`, `--batch-timeout`).
     pub batcher: Option<BatcherSpec>,
@@ -128,7 +137,7 @@ impl ServingSeries {
     }
 
     /// Why no load was valid, in the table's words.
-    fn no_valid_load(&self) -> String {
+    pub fn no_valid_load(&self) -> String {
         let Some(lowest) = self.points.first() else {
             return "no load recorded".into();
         };
@@ -261,6 +270,8 @@ impl Serving {
                         device: run.device.clone(),
                         engine: run.engine.clone(),
                         precision: run.precision,
+                        engine_name: run.engine_name.clone(),
+                        variant: run.variant.clone(),
                         in_flight: r.in_flight,
                         batcher: record_batcher(r),
                         bound_ms,
@@ -545,6 +556,8 @@ mod tests {
             device: "cpu".into(),
             engine: engine.into(),
             precision: Precision::F32,
+            engine_name: engine.into(),
+            variant: Vec::new(),
             record,
         }
     }

@@ -4,7 +4,9 @@
 //! process, through `run --plan`, so an interrupted choice resumes where it stopped and
 //! `--budget` bounds it); each engine and precision is verified against burn-flex in f32
 //! on the same weights and inputs; the report ranks them (`cnnbench_report::choose`),
-//! draws the Pareto front of speed against error and says the conclusion.
+//! draws the Pareto front of speed against error and says the conclusion. With
+//! `--scenario server --latency-bound MS` each cell is a `--find-peak` server run instead
+//! of the two batches, and the ranking is by the highest load held within the bound.
 
 use super::common::{align_right, new_table, zoo_model, ImageSize};
 use super::engines;
@@ -15,8 +17,11 @@ use cnnbench_engine::provider::EngineOptions;
 use cnnbench_engine::settings::SettingsMap;
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_report::catalog::Cached;
-use cnnbench_report::choose::{choose, AccuracyCost, Choice, ACCURACY_FILE};
+use cnnbench_report::choose::{
+    choose, choose_serving, AccuracyCost, Choice, ServingChoice, ACCURACY_FILE,
+};
 use cnnbench_report::group::{self, Duplicates, Stat};
+use cnnbench_report::serving::{ScenarioRun, Serving};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -79,6 +84,62 @@ pub struct ChooseArgs {
     /// chart (default: results/choose-MODEL).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Rank by a serving scenario instead of the two batches: `server`, the highest load
+    /// (queries a second of one image each, arriving as a Poisson process) each stack
+    /// serves with its p99 latency within --latency-bound, found by `run --find-peak`.
+    #[arg(long, value_enum, requires = "latency_bound")]
+    pub scenario: Option<ChooseScenario>,
+    /// The server's p99 latency bound in milliseconds (with --scenario server).
+    #[arg(long, value_name = "MS", requires = "scenario")]
+    pub latency_bound: Option<f64>,
+    /// Queries of each probe of the peak search (with --scenario server; default 459,
+    /// the fewest that bound a p99 at 99% confidence).
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub min_queries: Option<usize>,
+    /// Seconds each probe issues queries for at least (with --scenario server; default
+    /// `run`'s, 10).
+    #[arg(long, value_name = "SECONDS", requires = "scenario")]
+    pub scenario_time: Option<f64>,
+}
+
+/// The serving scenarios `choose` ranks by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChooseScenario {
+    // MLPerf's server scenario: the highest load that holds the p99 bound. (A doc comment
+    // here would turn `choose --help` into its long form.)
+    Server,
+}
+
+/// `--scenario server`'s settings, checked.
+#[derive(Clone, Copy, Debug)]
+struct ServerRanking {
+    bound_ms: f64,
+    min_queries: usize,
+    scenario_time: Option<f64>,
+}
+
+/// The fewest queries that bound a p99 at 99% confidence (LoadGen's early stopping).
+const FEWEST_FOR_P99: usize = 459;
+
+impl ServerRanking {
+    fn of(args: &ChooseArgs) -> Result<Option<ServerRanking>> {
+        let Some(ChooseScenario::Server) = args.scenario else {
+            return Ok(None);
+        };
+        let bound_ms = args
+            .latency_bound
+            .ok_or_else(|| anyhow!("--scenario server needs --latency-bound MS"))?;
+        if !(bound_ms.is_finite() && bound_ms > 0.0) {
+            return Err(anyhow!(
+                "--latency-bound must be a positive number of milliseconds, not {bound_ms}"
+            ));
+        }
+        Ok(Some(ServerRanking {
+            bound_ms,
+            min_queries: args.min_queries.unwrap_or(FEWEST_FOR_P99),
+            scenario_time: args.scenario_time,
+        }))
+    }
 }
 
 /// The label of `choose`'s runs.
@@ -139,6 +200,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             ));
         }
     }
+    let server = ServerRanking::of(&args)?;
     let graph = zoo_model(&args.model, args.image_size)?;
     let output = args
         .output
@@ -159,7 +221,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
     }
     let started = Instant::now();
     let budget = args.budget.map(Duration::from_secs_f64);
-    let matrix_path = write_matrix(&args, &graph, &candidates, &output, [small, large])?;
+    let matrix_path = write_matrix(&args, &graph, &candidates, &output, [small, large], server)?;
     let matrix = super::plan::load(&matrix_path)?;
     let program = std::env::current_exe().context("cannot find this program's path")?;
     // The runs' result files apart from the matrix, the accuracy costs and the chart.
@@ -171,7 +233,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
         if let Some(path) =
             cnnbench_plan::finished_result(&runs, cell.index, &matrix.spec(cell), Some(LABEL))?
         {
-            eprintln!(
+            errln!(
                 "choose: cell {} of {} ({}) already has a result: {}",
                 cell.index,
                 matrix.cells.len(),
@@ -187,7 +249,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             continue;
         }
         started_runs += 1;
-        eprintln!(
+        errln!(
             "choose: cell {} of {}: {}",
             cell.index,
             matrix.cells.len(),
@@ -209,16 +271,25 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             .status()
             .with_context(|| format!("cannot start {}", program.display()))?;
         if !status.success() {
-            eprintln!(
+            errln!(
                 "choose: {} did not run ({status}); it is left out of the ranking",
                 cell.describe()
             );
         }
     }
     let costs = accuracy_costs(&args, &graph, &candidates, &output, budget, started)?;
-    let choice = rank(&runs, &costs, &graph, [small, large])?;
-    print_choice(&choice, args.weights.is_none());
-    let chart = cnnbench_report::charts::write_pareto_chart(&choice, &output)?;
+    let chart = match server {
+        None => {
+            let choice = rank(&runs, &costs, &graph, [small, large])?;
+            print_choice(&choice, args.weights.is_none());
+            cnnbench_report::charts::write_pareto_chart(&choice, &output)?
+        }
+        Some(server) => {
+            let choice = rank_serving(&runs, &costs, &graph, server.bound_ms)?;
+            print_serving_choice(&choice, args.weights.is_none());
+            cnnbench_report::charts::write_serving_pareto_chart(&choice, &output)?
+        }
+    };
     for path in chart {
         outln!("chart: {}", path.display());
     }
@@ -262,7 +333,7 @@ fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candida
         let capabilities = match engines::create(status.name, &options) {
             Ok(engine) => engine.capabilities(),
             Err(e) => {
-                eprintln!("choose: {} left out: {e:#}", status.name);
+                errln!("choose: {} left out: {e:#}", status.name);
                 continue;
             }
         };
@@ -294,6 +365,7 @@ fn write_matrix(
     candidates: &[Candidate],
     output: &Path,
     [small, large]: [usize; 2],
+    server: Option<ServerRanking>,
 ) -> Result<PathBuf> {
     let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let mut engines: Vec<&str> = Vec::new();
@@ -309,7 +381,7 @@ fn write_matrix(
     let list = |items: Vec<String>| items.join(", ");
     let [_, h, w] = graph.input_shape();
     let mut text = format!(
-        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nbatch_sizes = [{small}, {large}]\nmodes = [\"infer\"]\nprecisions = [{}]\npasses = {}\nwarmup = {}\nseed = {}\nrepeat = {}\n",
+        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nmodes = [\"infer\"]\nprecisions = [{}]\npasses = {}\nwarmup = {}\nseed = {}\nrepeat = {}\n",
         args.model,
         quoted(&args.model),
         list(engines.iter().map(|e| quoted(e)).collect()),
@@ -319,6 +391,19 @@ fn write_matrix(
         args.seed,
         args.repeat,
     );
+    match server {
+        // A server query is one image: the batch is the query's.
+        Some(server) => {
+            text.push_str(&format!(
+                "scenario = \"server\"\nfind_peak = true\nlatency_bound = {}\nmin_queries = {}\n",
+                server.bound_ms, server.min_queries
+            ));
+            if let Some(seconds) = server.scenario_time {
+                text.push_str(&format!("scenario_time = {seconds}\n"));
+            }
+        }
+        None => text.push_str(&format!("batch_sizes = [{small}, {large}]\n")),
+    }
     if let Some(threads) = args.threads {
         text.push_str(&format!("threads = {threads}\n"));
     }
@@ -404,7 +489,7 @@ fn accuracy_costs(
         let engine = match engines::create(&c.engine, &options) {
             Ok(engine) => engine,
             Err(e) => {
-                eprintln!("choose: {} left out of the accuracy costs: {e:#}", c.engine);
+                errln!("choose: {} left out of the accuracy costs: {e:#}", c.engine);
                 continue;
             }
         };
@@ -420,7 +505,7 @@ fn accuracy_costs(
         } else {
             format!(" ({})", variant.join(", "))
         };
-        eprintln!(
+        errln!(
             "choose: accuracy of {} {}{words} against burn-flex f32",
             c.engine,
             c.precision.as_str()
@@ -500,6 +585,109 @@ fn rank(
     Ok(choose(&entries, costs, batches[0], batches[1]))
 }
 
+/// The server runs in the folder for this model and size under the bound, ranked by
+/// their peak.
+fn rank_serving(
+    runs: &Path,
+    costs: &[AccuracyCost],
+    graph: &cnnbench_graph::Graph,
+    bound_ms: f64,
+) -> Result<ServingChoice> {
+    let records = load(&[runs.to_path_buf()], false)?;
+    let input = graph.input_shape();
+    let aliases = aliases(None)?;
+    let catalog = Cached::new(&ZooCatalog);
+    let scenario_runs = records
+        .into_iter()
+        .filter(|r| r.mode == Mode::Infer && r.input == input)
+        // Every run carries choose's label: the device is the machine's alone.
+        .map(|r| cnnbench_report::record::Record { label: None, ..r })
+        .filter_map(|r| ScenarioRun::of(&r, &aliases, &catalog))
+        .collect();
+    let serving = Serving::build(scenario_runs);
+    Ok(choose_serving(&serving.server, costs, bound_ms))
+}
+
+/// The ranking by peak load, its notes and the conclusion.
+fn print_serving_choice(choice: &ServingChoice, random_weights: bool) {
+    let bound = choice.bound_ms;
+    outln!(
+        "{} on {}: each stack and precision that ran, by the highest load it serves with p99 ≤ {bound} ms",
+        choice.model,
+        choice.device
+    );
+    let mut table = new_table(&[
+        "Configuration",
+        "Peak QPS",
+        "p50 (ms)",
+        "p99 (ms)",
+        "Error vs f32",
+        "Cosine",
+        "Verified",
+        "Pareto",
+        "Probes",
+    ]);
+    for r in &choice.ranked {
+        let cost = r.accuracy.as_ref();
+        let ms = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
+        let mut row = vec![
+            r.config.clone(),
+            r.peak_qps.map_or("none".into(), |q| format!("{q:.1}")),
+            ms(r.p50_ms),
+            ms(r.p99_ms),
+        ];
+        row.extend(cost_cells(cost, choice.pareto.contains(&r.config)));
+        row.push(r.probes.to_string());
+        table.add_row(row);
+    }
+    align_right(&mut table, &[1, 2, 3, 4, 5, 8]);
+    outln!("{table}");
+    outln!(
+        "peak: the highest offered load (queries a second, one image each, Poisson arrivals) whose run kept its p99 latency, counted from each query's scheduled arrival, within {bound} ms; error as in `choose` without --scenario ({})",
+        if random_weights {
+            "random weights: give --weights FILE for a trained network's"
+        } else {
+            "the given weights"
+        }
+    );
+    for r in &choice.ranked {
+        if let Some(why) = &r.no_valid_load {
+            outln!("{}: {why}", r.config);
+        }
+    }
+    for sentence in &choice.conclusions {
+        outln!("{sentence}");
+    }
+}
+
+/// An accuracy cost's cells of the rankings: error, cosine, verdict, and whether the row
+/// is on the Pareto front.
+fn cost_cells(cost: Option<&AccuracyCost>, on_front: bool) -> [String; 4] {
+    [
+        cost.and_then(|c| c.max_relative_error)
+            .map_or("–".into(), |e| format!("{e:.1e}")),
+        cost.and_then(|c| c.cosine_similarity)
+            .map_or("–".into(), |c| format!("{c:.5}")),
+        verified(cost),
+        if on_front {
+            "yes".into()
+        } else {
+            String::new()
+        },
+    ]
+}
+
+/// The verify verdict of an accuracy cost, in a table cell.
+fn verified(cost: Option<&AccuracyCost>) -> String {
+    match cost.and_then(|c| c.passed) {
+        Some(true) => "PASS".into(),
+        Some(false) => "FAIL".into(),
+        None => cost
+            .and_then(|c| c.error.as_ref())
+            .map_or("–".into(), |_| "error".into()),
+    }
+}
+
 fn print_choice(choice: &Choice, random_weights: bool) {
     let (small, large) = (choice.small_batch, choice.large_batch);
     outln!(
@@ -521,26 +709,13 @@ fn print_choice(choice: &Choice, random_weights: bool) {
     ]);
     for r in &choice.ranked {
         let cost = r.accuracy.as_ref();
-        table.add_row(vec![
+        let mut row = vec![
             r.config.clone(),
             r.latency_ms.map_or("–".into(), |v| format!("{v:.2}")),
             r.images_per_s.map_or("–".into(), |v| format!("{v:.1}")),
-            cost.and_then(|c| c.max_relative_error)
-                .map_or("–".into(), |e| format!("{e:.1e}")),
-            cost.and_then(|c| c.cosine_similarity)
-                .map_or("–".into(), |c| format!("{c:.5}")),
-            match cost.and_then(|c| c.passed) {
-                Some(true) => "PASS".into(),
-                Some(false) => "FAIL".into(),
-                None => cost
-                    .and_then(|c| c.error.as_ref())
-                    .map_or("–".into(), |_| "error".into()),
-            },
-            if choice.pareto.contains(&r.config) {
-                "yes".into()
-            } else {
-                String::new()
-            },
+        ];
+        row.extend(cost_cells(cost, choice.pareto.contains(&r.config)));
+        row.push(
             [
                 (!r.not_as_asked.is_empty()).then_some("not as asked"),
                 (!r.disturbed.is_empty()).then_some("disturbed"),
@@ -549,7 +724,8 @@ fn print_choice(choice: &Choice, random_weights: bool) {
             .flatten()
             .collect::<Vec<_>>()
             .join(", "),
-        ]);
+        );
+        table.add_row(row);
     }
     align_right(&mut table, &[1, 2, 3, 4]);
     outln!("{table}");

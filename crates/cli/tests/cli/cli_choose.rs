@@ -88,3 +88,77 @@ fn batch_sizes_and_engines_are_checked_before_anything_runs() {
         "no engine here runs inference in int8",
     );
 }
+
+/// `--scenario server --latency-bound MS`: each cell is a `--find-peak` server run of
+/// one-image queries, and the ranking is by the highest load held within the bound,
+/// the accuracy cost beside it, with its own chart.
+#[test]
+fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    let mut cmd = cnnbench();
+    cmd.args([
+        "choose",
+        "mobilenet-v2",
+        "--image-size",
+        "32",
+        "--engines",
+        "burn-flex",
+        "--warmup",
+        "0",
+        "--scenario",
+        "server",
+        "--latency-bound",
+        "100",
+        "--scenario-time",
+        "0",
+        "-o",
+    ])
+    .arg(&out);
+    let output = run_ok(&mut cmd);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("by the highest load it serves with p99 ≤ 100 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Peak QPS") && text.contains("| burn-flex 0.22.1, f32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Under p99 ≤ 100 ms, burn-flex 0.22.1, f32 serves the most"),
+        "{text}"
+    );
+    let matrix = std::fs::read_to_string(out.join("choose.toml")).unwrap();
+    assert!(
+        matrix.contains(
+            "scenario = \"server\"\nfind_peak = true\nlatency_bound = 100\nmin_queries = 459"
+        ),
+        "{matrix}"
+    );
+    assert!(!matrix.contains("batch_sizes"), "{matrix}");
+    assert!(out.join("choose-server-pareto.png").is_file());
+    let runs = result_files(&out.join("runs"));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let r: serde_json::Value = read_json(&runs[0]);
+    assert_eq!(r["scenario"]["kind"], "server", "{r}");
+    assert!(r["scenario"]["peak_search"]
+        .as_array()
+        .is_some_and(|p| p.len() >= 2));
+
+    fails_saying(
+        cnnbench().args(["choose", "resnet18", "--scenario", "server"]),
+        "--latency-bound",
+    );
+    fails_saying(
+        cnnbench().args([
+            "choose",
+            "resnet18",
+            "--scenario",
+            "server",
+            "--latency-bound",
+            "0",
+        ]),
+        "--latency-bound must be a positive number of milliseconds",
+    );
+}

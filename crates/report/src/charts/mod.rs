@@ -25,7 +25,7 @@ pub mod serving;
 pub mod sweep;
 
 pub use model::{chart_stem, overview_svg, speedups_svg, spread, table_svg, write_charts};
-pub use pareto::write_pareto_chart;
+pub use pareto::{write_pareto_chart, write_serving_pareto_chart};
 
 use crate::report::Report;
 use std::path::{Path, PathBuf};

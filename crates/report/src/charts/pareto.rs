@@ -7,7 +7,7 @@
 use super::plot::{
     draw, draw_legend_entry, ensure_font, line_colour, write_svg_and_png, Chart, FONT_NAME,
 };
-use crate::choose::Choice;
+use crate::choose::{Choice, ServingChoice};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -35,15 +35,20 @@ fn colour(i: usize) -> RGBColor {
     }
 }
 
-struct Pareto<'a> {
-    choice: &'a Choice,
-    /// (label, error as measured, latency ms, on the front); drawn at the error or at
+struct Pareto {
+    title: String,
+    /// The speed axis: its description and the unit in the legend (`ms`, `QPS`).
+    speed_desc: String,
+    speed_unit: &'static str,
+    /// (label, error as measured, speed, on the front); drawn at the error or at
     /// [`ERROR_FLOOR`], whichever is larger.
     points: Vec<(String, f64, f64, bool)>,
     unplaced: Vec<String>,
+    /// Why a configuration has no point, in the line that lists them.
+    unplaced_why: &'static str,
 }
 
-impl Chart for Pareto<'_> {
+impl Chart for Pareto {
     fn size(&self) -> (u32, u32) {
         let rows = self.points.len() + usize::from(!self.unplaced.is_empty());
         (WIDTH, PLOT_HEIGHT + 24 + LEGEND_ROW * rows as u32)
@@ -52,10 +57,7 @@ impl Chart for Pareto<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         draw!(root.fill(&WHITE));
         let (plot, legend) = root.split_vertically(PLOT_HEIGHT);
-        let title = format!(
-            "{} on {}: latency at batch {} against error vs f32",
-            self.choice.model, self.choice.device, self.choice.small_batch
-        );
+        let title = self.title.clone();
         let errors = self.points.iter().map(|p| p.1.max(ERROR_FLOOR));
         let latencies = self.points.iter().map(|p| p.2);
         let (e_lo, e_hi) = errors.fold((f64::INFINITY, 0.0f64), |(lo, hi), e| {
@@ -85,7 +87,7 @@ impl Chart for Pareto<'_> {
         draw!(chart
             .configure_mesh()
             .x_desc("largest error of the output vs f32, relative to its largest magnitude")
-            .y_desc(format!("latency at batch {} (ms)", self.choice.small_batch))
+            .y_desc(self.speed_desc.clone())
             .x_label_formatter(&|x| format!("{x:.0e}"))
             .y_labels(6)
             .y_label_formatter(&|y| {
@@ -138,8 +140,9 @@ impl Chart for Pareto<'_> {
                 i,
                 colour(i),
                 &format!(
-                    "{}. {label}: {latency:.2} ms, error {}{front}",
+                    "{}. {label}: {latency:.2} {}, error {}{front}",
                     i + 1,
+                    self.speed_unit,
                     if *error < ERROR_FLOOR {
                         format!("{error:.1e} (drawn at {ERROR_FLOOR:.0e})")
                     } else {
@@ -151,7 +154,8 @@ impl Chart for Pareto<'_> {
         if !self.unplaced.is_empty() {
             draw!(legend.draw(&Text::new(
                 format!(
-                    "not placed (no accuracy cost): {}",
+                    "not placed ({}): {}",
+                    self.unplaced_why,
                     self.unplaced.join(", ")
                 ),
                 (80, 8 + (LEGEND_ROW * self.points.len() as u32) as i32),
@@ -162,33 +166,90 @@ impl Chart for Pareto<'_> {
     }
 }
 
+/// The configurations `(name, speed, error)` as the chart's points (with whether each is
+/// on `front`), and the names of those without both numbers.
+type Placed = (Vec<(String, f64, f64, bool)>, Vec<String>);
+
+fn placed<'a>(
+    rows: impl Iterator<Item = (&'a String, Option<f64>, Option<f64>)>,
+    front: &[String],
+) -> Placed {
+    let mut points = Vec::new();
+    let mut unplaced = Vec::new();
+    for (config, speed, error) in rows {
+        match (speed, error) {
+            (Some(speed), Some(error)) if error.is_finite() => {
+                points.push((config.clone(), error, speed, front.contains(config)))
+            }
+            (Some(_), _) | (None, _) => unplaced.push(config.clone()),
+        }
+    }
+    (points, unplaced)
+}
+
 /// Writes `choose-pareto.svg` and `.png` into `dir`; returns the files (none when no
 /// configuration has both a latency and an error).
 pub fn write_pareto_chart(choice: &Choice, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     ensure_font()?;
-    let mut points = Vec::new();
-    let mut unplaced = Vec::new();
-    for r in &choice.ranked {
-        let error = r.accuracy.as_ref().and_then(|a| a.max_relative_error);
-        match (r.latency_ms, error) {
-            (Some(latency), Some(error)) if error.is_finite() => points.push((
-                r.config.clone(),
-                error,
-                latency,
-                choice.pareto.contains(&r.config),
-            )),
-            (Some(_), _) | (None, _) => unplaced.push(r.config.clone()),
-        }
-    }
+    let (points, unplaced) = placed(
+        choice.ranked.iter().map(|r| {
+            let error = r.accuracy.as_ref().and_then(|a| a.max_relative_error);
+            (&r.config, r.latency_ms, error)
+        }),
+        &choice.pareto,
+    );
     if points.is_empty() {
         return Ok(Vec::new());
     }
     let chart = Pareto {
-        choice,
+        title: format!(
+            "{} on {}: latency at batch {} against error vs f32",
+            choice.model, choice.device, choice.small_batch
+        ),
+        speed_desc: format!("latency at batch {} (ms)", choice.small_batch),
+        speed_unit: "ms",
         points,
         unplaced,
+        unplaced_why: "no accuracy cost",
     };
     let mut written = Vec::new();
     write_svg_and_png(&chart, dir, "choose-pareto", &mut written)?;
+    Ok(written)
+}
+
+/// `choose --scenario server`'s chart: each configuration's peak load (up: higher
+/// serves more) against its error; `choose-server-pareto.svg` and `.png` in `dir`
+/// (none when no configuration has both a peak and an error).
+pub fn write_serving_pareto_chart(
+    choice: &ServingChoice,
+    dir: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    ensure_font()?;
+    let (points, unplaced) = placed(
+        choice.ranked.iter().map(|r| {
+            let error = r.accuracy.as_ref().and_then(|a| a.max_relative_error);
+            (&r.config, r.peak_qps, error)
+        }),
+        &choice.pareto,
+    );
+    if points.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chart = Pareto {
+        title: format!(
+            "{} on {}: highest load with p99 ≤ {} ms against error vs f32",
+            choice.model, choice.device, choice.bound_ms
+        ),
+        speed_desc: format!(
+            "queries per second served with p99 ≤ {} ms",
+            choice.bound_ms
+        ),
+        speed_unit: "QPS",
+        points,
+        unplaced,
+        unplaced_why: "no accuracy cost, or no load met the bound",
+    };
+    let mut written = Vec::new();
+    write_svg_and_png(&chart, dir, "choose-server-pareto", &mut written)?;
     Ok(written)
 }
