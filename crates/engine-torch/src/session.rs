@@ -150,7 +150,6 @@ impl Engine for TorchEngine {
     }
 
     fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        cnnbench_engine::refuse_batch_norm_on_one_value(&self.info().name, graph, config)?;
         self.prepare_session(graph, config)
     }
 }

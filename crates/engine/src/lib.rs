@@ -195,11 +195,12 @@ impl Capabilities {
     }
 }
 
-/// PyTorch's batch norm, libtorch's and Python's alike, refuses to train on a single
-/// value per channel ("Expected more than 1 value per channel when training"), where
-/// burn-flex and candle train on it (a variance of 0). The PyTorch engines refuse such a
-/// run before the stack does, naming the layer and the way out: the first batch-norm
-/// node that would see batch × height × width = 1 in a training mode, if any.
+/// PyTorch's Python batch norm (`torch.nn.functional.batch_norm`) refuses to train on a
+/// single value per channel ("Expected more than 1 value per channel when training"),
+/// where burn-flex, candle and libtorch's C++ op (torch-cpu) train on it, with a
+/// variance of 0. The pytorch engines refuse such a run before the worker does, naming
+/// the layer and the way out: the first batch-norm node that would see batch × height
+/// × width = 1 in a training mode, if any.
 pub fn refuse_batch_norm_on_one_value(
     engine: &str,
     graph: &Graph,
@@ -219,7 +220,7 @@ pub fn refuse_batch_norm_on_one_value(
     match lone {
         None => Ok(()),
         Some(node) => Err(anyhow::anyhow!(
-            "{engine} cannot train this: PyTorch's batch norm needs more than one value per channel in training, and layer '{}' sees a 1×1 map at batch {} (batch × height × width = 1); give -b 2 or more, or a larger --image-size (burn-flex trains on it, with a variance of 0)",
+            "{engine} cannot train this: PyTorch's batch norm (torch.nn.functional) needs more than one value per channel in training, and layer '{}' sees a 1×1 map at batch {} (batch × height × width = 1); give -b 2 or more, or a larger --image-size (burn-flex and torch-cpu train on it, with a variance of 0)",
             printable(&node.name),
             config.batch_size
         )),
@@ -649,7 +650,7 @@ mod batch_norm_tests {
     fn training_batch_norm_on_one_value_a_channel_is_refused_with_the_way_out() {
         let graph = one_by_one_batch_norm();
         for mode in [Mode::Train, Mode::Step] {
-            let e = refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(mode, 1))
+            let e = refuse_batch_norm_on_one_value("pytorch", &graph, &config(mode, 1))
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -657,8 +658,8 @@ mod batch_norm_tests {
                 "{e}"
             );
             assert!(e.contains("-b 2 or more"), "{e}");
-            refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(mode, 2)).unwrap();
+            refuse_batch_norm_on_one_value("pytorch", &graph, &config(mode, 2)).unwrap();
         }
-        refuse_batch_norm_on_one_value("torch-cpu", &graph, &config(Mode::Infer, 1)).unwrap();
+        refuse_batch_norm_on_one_value("pytorch", &graph, &config(Mode::Infer, 1)).unwrap();
     }
 }

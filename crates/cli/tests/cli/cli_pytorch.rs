@@ -290,7 +290,7 @@ fn training_batch_norm_on_one_value_is_refused_with_the_way_out() {
             .assert()
             .failure()
             .stderr(predicate::str::contains(
-                "cannot train this: PyTorch's batch norm needs more than one value per channel in training, and layer 'layer4.",
+                "cannot train this: PyTorch's batch norm (torch.nn.functional) needs more than one value per channel in training, and layer 'layer4.",
             ))
             .stderr(predicate::str::contains("sees a 1×1 map at batch 1"))
             .stderr(predicate::str::contains("give -b 2 or more"))
