@@ -644,11 +644,7 @@ fn print_serving_choice(choice: &ServingChoice, random_weights: bool) {
     outln!("{table}");
     outln!(
         "peak: the highest offered load (queries a second, one image each, Poisson arrivals) whose run kept its p99 latency, counted from each query's scheduled arrival, within {bound} ms; error as in `choose` without --scenario ({})",
-        if random_weights {
-            "random weights: give --weights FILE for a trained network's"
-        } else {
-            "the given weights"
-        }
+        weights_words(random_weights)
     );
     for r in &choice.ranked {
         if let Some(why) = &r.no_valid_load {
@@ -657,6 +653,15 @@ fn print_serving_choice(choice: &ServingChoice, random_weights: bool) {
     }
     for sentence in &choice.conclusions {
         outln!("{sentence}");
+    }
+}
+
+/// Which weights the accuracy costs were measured with, in the rankings' notes.
+fn weights_words(random_weights: bool) -> &'static str {
+    if random_weights {
+        "random weights: give --weights FILE for a trained network's"
+    } else {
+        "the given weights"
     }
 }
 
@@ -731,11 +736,7 @@ fn print_choice(choice: &Choice, random_weights: bool) {
     outln!("{table}");
     outln!(
         "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2, {}); Pareto: no other configuration is both faster at batch {small} and closer to f32",
-        if random_weights {
-            "random weights: give --weights FILE for a trained network's"
-        } else {
-            "the given weights"
-        }
+        weights_words(random_weights)
     );
     for r in &choice.ranked {
         for why in &r.not_as_asked {
