@@ -16,6 +16,8 @@
 use cnnbench_engine::{Capabilities, Precision};
 
 pub mod library;
+#[cfg(feature = "openvino")]
+mod profiling;
 mod provider;
 #[cfg(feature = "openvino")]
 mod session;

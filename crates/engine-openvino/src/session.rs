@@ -3,12 +3,13 @@
 //! with the run's hints; inputs and outputs as host tensors.
 
 use crate::{
-    capabilities, library, OpenVinoSettings, PerformanceHint, ENGINE_NAME, OPENVINO_CRATE_VERSION,
+    capabilities, library, profiling, OpenVinoSettings, PerformanceHint, ENGINE_NAME,
+    OPENVINO_CRATE_VERSION,
 };
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::{Capabilities, EngineInfo, Precision, SessionConfig};
+use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx_as, EXPORT_OPSET};
 use openvino::{
@@ -241,7 +242,9 @@ impl WholeModelRuntime for OpenVinoRuntime {
         let int8_ranges = cnnbench_engine::int8::ranges_of(config, ENGINE_NAME)?;
         let bytes = to_onnx_as(graph, weights, int8_ranges)
             .with_context(|| format!("{ENGINE_NAME}: cannot export {} to ONNX", graph.name()))?;
-        compile(&self.library, &setup, graph, &bytes)
+        let mut compiled = compile(&self.library, &setup, graph, &bytes)?;
+        compiled.kernels = kernels_ran(graph, &bytes, &compiled, config.precision)?;
+        Ok(compiled)
     }
 
     /// Copies the batch into the requests' input tensors, a share each.
@@ -312,6 +315,32 @@ impl WholeModelRuntime for OpenVinoRuntime {
     fn reported_settings(&self, compiled: &Compiled) -> BTreeMap<String, String> {
         compiled.reported.clone()
     }
+
+    fn kernels_chosen(&self, compiled: &Compiled) -> ChosenKernels {
+        compiled.kernels.clone()
+    }
+}
+
+/// What OpenVINO ran of a low-precision session's heavy layers, from a profiled second
+/// compilation with the same properties and batch (untimed); nothing in f32, where there
+/// is no lower precision to fall back from.
+fn kernels_ran(
+    graph: &Graph,
+    bytes: &[u8],
+    compiled: &Compiled,
+    precision: Precision,
+) -> Result<ChosenKernels> {
+    match precision {
+        Precision::Int8 | Precision::Bf16 | Precision::F16 => {
+            let [c, h, w] = graph.input_shape();
+            let shape = [compiled.per_request, c, h, w].map(|d| d as i64);
+            let layers = profiling::executed_layers(bytes, &compiled.properties, shape)?;
+            Ok(profiling::coverage_of(graph, &layers, precision).chosen_kernels("OpenVINO"))
+        }
+        Precision::F32 | Precision::Tf32 | Precision::AmpBf16 | Precision::AmpF16 => {
+            Ok(ChosenKernels::default())
+        }
+    }
 }
 
 /// What a session compiles with.
@@ -336,6 +365,10 @@ pub struct Compiled {
     /// Images each request computes.
     per_request: usize,
     reported: BTreeMap<String, String>,
+    /// The CPU properties it was compiled with, as OpenVINO's keys and values.
+    properties: Vec<(String, String)>,
+    /// What OpenVINO ran of its heavy layers (low precisions only).
+    kernels: ChosenKernels,
 }
 
 /// The graph's ONNX export, compiled for the CPU with the session's hints.
@@ -361,10 +394,14 @@ fn compile(
             runtime.build
         )
     };
-    let set = |core: &mut Core, key: RwPropertyKey, value: &str| {
+    let mut properties = Vec::new();
+    let mut set = |core: &mut Core, key: RwPropertyKey, value: &str| {
         let what = format!("{}={value}", key.as_ref());
         core.set_property(&DeviceType::CPU, &key, value)
-            .map_err(|e| refused(&what, e))
+            .map_err(|e| refused(&what, e))?;
+        properties.retain(|(k, _): &(String, String)| k != key.as_ref());
+        properties.push((key.as_ref().to_string(), value.to_string()));
+        Ok::<(), anyhow::Error>(())
     };
     set(&mut core, RwPropertyKey::HintPerformanceMode, hint)?;
     set(&mut core, RwPropertyKey::HintInferencePrecision, precision)?;
@@ -458,6 +495,8 @@ fn compile(
         requests,
         per_request: setup.batch_size / requests_wanted,
         reported: reported_settings,
+        properties,
+        kernels: ChosenKernels::default(),
     })
 }
 

@@ -103,6 +103,15 @@ fn bf16_runs_in_bf16_where_the_cpu_has_it_and_is_refused_where_not() {
         assert!(engine.capabilities().precisions.contains(&Precision::Bf16));
         let (bf16_out, reported) = output_of(&engine, &infer(Precision::Bf16, 2), &weights, &input);
         assert_eq!(reported["inference_precision"], "bf16");
+        let mut session = engine.prepare(&graph, &infer(Precision::Bf16, 2)).unwrap();
+        // OpenVINO renames the convolutions it folds a batch norm into, so the share is
+        // counted in layers.
+        let kernels = session.kernels_chosen().unwrap();
+        assert!(
+            kernels.settings["bf16_layer_share"].ends_with('%'),
+            "{kernels:?}"
+        );
+        assert!(kernels.warnings.is_empty(), "{kernels:?}");
         // bf16 keeps 8 bits of mantissa: about 1e-2 off f32 through 18 layers, and
         // certainly not f32's 1e-6 (which would mean it ran f32).
         let error = relative_l2(&bf16_out, &burn_out);
@@ -205,8 +214,24 @@ fn int8_computes_the_f32_answer_within_its_tolerance_or_is_refused_saying_why() 
     let engine = openvino_cpu();
     let reference = burn().unwrap();
     if engine.capabilities().precisions.contains(&Precision::Int8) {
-        cnnbench_conformance::int8_against(&*engine, &*reference)
+        let chosen = cnnbench_conformance::int8_against(&*engine, &*reference)
             .unwrap_or_else(|e| panic!("{e:#}"));
+        // The convolutions (depthwise and squeeze-and-excitation ones too) and the
+        // classifier, by OpenVINO's own profiling records: all of them on the AVX-512
+        // CPUs seen (a CPU whose kernels differ may leave a small layer in f32, so
+        // what is asked is the warning's threshold).
+        for (model, kernels) in chosen {
+            let share: f64 = kernels.settings["int8_mac_share"]
+                .trim_end_matches('%')
+                .parse()
+                .unwrap();
+            assert!(share >= 90.0, "{model}: {kernels:?}");
+            assert!(
+                kernels.settings["int8_kernels"].contains("_I8"),
+                "{model}: {kernels:?}"
+            );
+            assert!(kernels.warnings.is_empty(), "{model}: {kernels:?}");
+        }
     } else {
         let err = engine
             .capabilities()
@@ -215,4 +240,30 @@ fn int8_computes_the_f32_answer_within_its_tolerance_or_is_refused_saying_why() 
             .to_string();
         assert!(err.contains("no INT8"), "{err}");
     }
+}
+
+/// "Ran as asked" on OpenVINO itself: the f32 network, profiled as if int8 had been
+/// asked, ran none of its layers in int8, and the warning says so and names them (the
+/// fallback OpenVINO makes silently when it cannot quantise a layer).
+#[test]
+fn a_network_openvino_ran_in_f32_is_caught_when_int8_was_asked() {
+    drop(openvino_cpu()); // loads the library
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 3);
+    let bytes = cnnbench_import::onnx::export::to_onnx_as(&graph, &weights, None).unwrap();
+    let properties = [("INFERENCE_NUM_THREADS".to_string(), "2".to_string())];
+    let layers = crate::profiling::executed_layers(&bytes, &properties, [1, 3, 32, 32])
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        layers.iter().any(|l| l.node_type == "Convolution"),
+        "{layers:?}"
+    );
+    let chosen =
+        crate::profiling::coverage_of(&graph, &layers, Precision::Int8).chosen_kernels("OpenVINO");
+    let warning = chosen.warnings.first().expect("a warning");
+    assert!(
+        warning.starts_with("not run as asked: OpenVINO ran 0.0% of the")
+            && warning.contains(" and "),
+        "{warning}"
+    );
 }

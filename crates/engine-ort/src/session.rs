@@ -5,10 +5,10 @@
 use crate::library;
 use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE_VERSION};
 use anyhow::{anyhow, Context, Result};
-use cnnbench_engine::int8::Int8Coverage;
+use cnnbench_engine::coverage::KernelCoverage;
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
-use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, SessionConfig};
+use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx_as, EXPORT_OPSET};
 use ort::environment::Environment;
@@ -183,7 +183,7 @@ impl OrtRuntime {
         })?;
         let model = cnnbench_import::onnx::ModelProto::decode(written.as_slice())
             .context("ONNX Runtime's optimised graph does not decode")?;
-        let mut coverage = Int8Coverage::default();
+        let mut coverage = KernelCoverage::new(Precision::Int8);
         for node in model.graph.iter().flat_map(|g| &g.node) {
             let int8 = match node.op_type.as_str() {
                 "QLinearConv"

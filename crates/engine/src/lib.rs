@@ -6,6 +6,7 @@
 //! weight keys and initialisation, the training constants. An engine supplies kernels,
 //! device plumbing and its [`Capabilities`].
 
+pub mod coverage;
 pub mod distributed;
 pub mod int8;
 pub mod kit;

@@ -50,7 +50,7 @@ pub trait WholeModelRuntime: Send + Sync + 'static {
         BTreeMap::new()
     }
     /// Which kernels the runtime chose for the loaded network, where it says (what an
-    /// int8 network really ran in: [`crate::int8::Int8Coverage`]); nothing otherwise.
+    /// int8 network really ran in: [`crate::coverage::KernelCoverage`]); nothing otherwise.
     fn kernels_chosen(&self, _loaded: &Self::Loaded) -> ChosenKernels {
         ChosenKernels::default()
     }

@@ -40,6 +40,32 @@ fn an_inference_run_records_openvino_and_what_it_reports() {
     assert!(engine.get("variant").is_none(), "{engine}");
 }
 
+/// int8 end to end on OpenVINO: the result records what OpenVINO's profiling says it
+/// ran of the network's convolutions and classifier (issue #47's "ran as asked").
+#[test]
+fn an_int8_run_records_the_kernels_openvino_ran() {
+    let result = tiny_run(
+        "resnet18",
+        "openvino-cpu",
+        &[
+            "--mode",
+            "infer",
+            "--precision",
+            "int8",
+            "--calibration",
+            "2",
+        ],
+    );
+    assert_eq!(result["config"]["precision"], "int8", "{result}");
+    let settings = &result["engine"]["settings"];
+    let kernels = settings["int8_kernels"].as_str().unwrap_or_default();
+    assert!(kernels.contains("_I8 ×"), "{settings}");
+    let share = settings["int8_mac_share"].as_str().unwrap_or_default();
+    assert!(share.ends_with('%'), "{settings}");
+    let warnings = result["warnings"].to_string();
+    assert!(!warnings.contains("not run as asked"), "{warnings}");
+}
+
 #[test]
 fn the_throughput_hint_reaches_the_engine_and_the_rerun_spec() {
     let result = tiny_run(
