@@ -6,6 +6,7 @@ pub mod batch_search;
 pub mod distributed;
 pub mod env;
 pub mod harness;
+pub mod images;
 pub mod memory;
 pub mod noise;
 pub mod output;

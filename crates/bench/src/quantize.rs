@@ -4,6 +4,7 @@
 //! here and hands them to the int8 engine in its [`SessionConfig`]: the engines that
 //! run int8 (ONNX Runtime, OpenVINO) then run the very same quantised network.
 
+use crate::images::ImageFolder;
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
@@ -29,6 +30,29 @@ impl Calibration {
     }
 }
 
+/// The images a calibration runs: random ones drawn from a seed (the default: the time
+/// int8 takes does not depend on them), or the first of the user's own.
+#[derive(Clone, Copy, Debug)]
+pub enum CalibrationData<'a> {
+    /// `images` standard-normal images drawn from `seed`.
+    Random { seed: u64, images: usize },
+    /// The first `images` of a folder (all of it when it holds fewer).
+    Folder {
+        folder: &'a ImageFolder,
+        images: usize,
+    },
+}
+
+impl CalibrationData<'_> {
+    /// How many images the calibration runs.
+    pub fn images(&self) -> usize {
+        match self {
+            CalibrationData::Random { images, .. } => *images,
+            CalibrationData::Folder { folder, images } => (*images).min(folder.len()),
+        }
+    }
+}
+
 /// The ranges of `graph` with `weights` over `images` random images drawn from `seed`
 /// (one image a pass, so that keeping every activation costs one image's worth),
 /// computed in f32 by `reference`.
@@ -39,14 +63,35 @@ pub fn calibrate(
     seed: u64,
     images: usize,
 ) -> Result<Calibration> {
+    calibrate_on(
+        reference,
+        graph,
+        weights,
+        CalibrationData::Random { seed, images },
+    )
+}
+
+/// The ranges of `graph` with `weights` over the images of `data`, one image a pass,
+/// computed in f32 by `reference`.
+pub fn calibrate_on(
+    reference: &dyn Engine,
+    graph: &Graph,
+    weights: &Weights,
+    data: CalibrationData,
+) -> Result<Calibration> {
+    let images = data.images();
     if images == 0 {
         return Err(anyhow!("calibration needs at least one image"));
     }
+    let seed = match data {
+        CalibrationData::Random { seed, .. } => Some(seed),
+        CalibrationData::Folder { .. } => None,
+    };
     let engine = reference.info().name;
     let config = SessionConfig {
         mode: Mode::Infer,
         batch_size: 1,
-        seed,
+        seed: seed.unwrap_or_default(),
         precision: Precision::F32,
         deterministic: true,
         calibration: None,
@@ -55,10 +100,13 @@ pub fn calibrate(
     let mut session = reference.prepare(graph, &config).with_context(context)?;
     session.import_weights(weights).with_context(context)?;
     session.keep_node_outputs().with_context(context)?;
-    let mut inputs = InputBatches::new(graph, &config);
+    let mut random = InputBatches::new(graph, &config);
     let mut ranges = ActivationRanges::new();
-    for _ in 0..images {
-        let input = inputs.next_input();
+    for image in 0..images {
+        let input = match data {
+            CalibrationData::Random { .. } => random.next_input(),
+            CalibrationData::Folder { folder, .. } => folder.batch(image, 1),
+        };
         session.set_input(&input).with_context(context)?;
         session.forward().with_context(context)?;
         session.sync().with_context(context)?;
@@ -68,14 +116,21 @@ pub fn calibrate(
         }
         ranges.add_images(1);
     }
+    let (words, real_data) = match data {
+        CalibrationData::Random { seed, .. } => (
+            format!("{images} random images drawn from seed {seed}"),
+            false,
+        ),
+        CalibrationData::Folder { folder, .. } => (folder.describe(images), true),
+    };
     Ok(Calibration {
         ranges: Arc::new(ranges),
         record: CalibrationRecord {
             method: "min-max".into(),
             images,
             seed,
-            data: format!("{images} random images drawn from seed {seed}"),
-            real_data: false,
+            data: words,
+            real_data,
             engine,
         },
     })

@@ -2,7 +2,8 @@
 //! same weights, the same input batch and the same upstream gradient; the outputs (in
 //! training and in inference mode) and every weight's gradient are compared.
 
-use crate::quantize::{calibrate, Calibration};
+use crate::images::ImageFolder;
+use crate::quantize::{calibrate_on, Calibration, CalibrationData};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::kit::NodeOutput;
 use cnnbench_engine::{Engine, Mode, Precision, Session, SessionConfig};
@@ -11,6 +12,7 @@ use cnnbench_graph::{
 };
 use cnnbench_results::quantization::DEFAULT_CALIBRATION_IMAGES;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// The fp32 tolerance: the largest difference relative to the reference tensor's largest
 /// magnitude. Two correct fp32 engines differ by summation order only.
@@ -82,6 +84,34 @@ pub struct VerifyRequest {
     /// The precisions of the reference and the candidate ("how much does bf16 change
     /// my answer?": f32 against bf16 on the same engine).
     pub precisions: [Precision; 2],
+    /// The user's own images: the compared batch is their first `batch_size`, an int8
+    /// side is calibrated on their first [`DEFAULT_CALIBRATION_IMAGES`], and the two
+    /// engines' classes are compared over all of them ([`Agreement`]). `None`: random
+    /// images from the seed.
+    pub images: Option<Arc<ImageFolder>>,
+}
+
+/// How often the candidate picks the reference's class, over the user's images: what
+/// a lower precision costs a trained classifier, where relative errors only bound it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Agreement {
+    /// The images compared, in words (`92 images from photos/`), and whether the
+    /// calibration images were among them.
+    pub data: String,
+    pub images: usize,
+    /// Images whose top class is the same on both engines.
+    pub top1: usize,
+    /// Images whose reference class is among the candidate's five highest scores
+    /// (`None`: fewer than five classes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top5: Option<usize>,
+}
+
+impl Agreement {
+    /// Top-1 agreement as a share (0–1).
+    pub fn top1_share(&self) -> f64 {
+        self.top1 as f64 / self.images.max(1) as f64
+    }
 }
 
 /// One compared tensor.
@@ -169,6 +199,9 @@ pub struct VerifyReport {
     /// compared (an engine cannot show them); the node outputs still are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gradients_not_compared: Option<String>,
+    /// With the user's images: how often the two engines pick the same class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<Agreement>,
 }
 
 impl VerifyReport {
@@ -284,28 +317,11 @@ fn compute(
         request,
         grad_seed: seed,
         trains,
-        calibrator,
+        calibrator: _,
     } = *context;
     let name = engine.info().name;
     // int8 quantises to the ranges of these very weights.
-    let calibration = match precision {
-        Precision::Int8 => Some(
-            calibrate(
-                calibrator,
-                graph,
-                weights,
-                request.seed,
-                DEFAULT_CALIBRATION_IMAGES,
-            )
-            .with_context(|| format!("calibrating {} for {name}'s int8", graph.name()))?,
-        ),
-        Precision::F32
-        | Precision::Tf32
-        | Precision::F16
-        | Precision::Bf16
-        | Precision::AmpBf16
-        | Precision::AmpF16 => None,
-    };
+    let calibration = calibration_for(context, precision, weights, &name)?;
     // A session of `mode` with the weights and input loaded, after one forward pass,
     // and why it cannot show the gradients arriving at its nodes, if asked and it cannot.
     let mut nodes = Vec::new();
@@ -434,7 +450,18 @@ pub fn verify_calibrated(
         ),
     };
     let [c, h, w] = graph.input_shape();
-    let input = HostTensor::standard_normal(vec![request.batch_size, c, h, w], request.seed);
+    let input = match &request.images {
+        Some(folder) if folder.len() < request.batch_size => {
+            return Err(anyhow!(
+                "{} holds {} images, fewer than the batch of {}: give a smaller -b or more images",
+                folder.folder.display(),
+                folder.len(),
+                request.batch_size
+            ))
+        }
+        Some(folder) => folder.batch(0, request.batch_size),
+        None => HostTensor::standard_normal(vec![request.batch_size, c, h, w], request.seed),
+    };
     // Rounding differs between engines in every layer, so the floor runs perturb every
     // weight as well as the input; two draws, because one can miss a sensitive unit.
     let grad_seed = request.seed.wrapping_add(1);
@@ -532,6 +559,16 @@ pub fn verify_calibrated(
         }
     }
 
+    let agreement = match &request.images {
+        Some(folder) => Some(agreement(
+            &context,
+            [(reference, ref_precision), (candidate, cand_precision)],
+            &weights,
+            folder,
+        )?),
+        None => None,
+    };
+
     Ok(VerifyReport {
         model: graph.name().to_string(),
         input: [request.batch_size, c, h, w],
@@ -546,7 +583,140 @@ pub fn verify_calibrated(
         nodes,
         first_departures,
         gradients_not_compared,
+        agreement,
     })
+}
+
+/// The classes both engines pick for every image of `folder` in inference, a batch at a
+/// time; with an int8 side, over the images after its calibration images (all of them
+/// when the folder holds no more).
+fn agreement(
+    context: &Shared,
+    sides: [(&dyn Engine, Precision); 2],
+    weights: &Weights,
+    folder: &ImageFolder,
+) -> Result<Agreement> {
+    let calibrated = DEFAULT_CALIBRATION_IMAGES.min(folder.len());
+    let int8 = sides.iter().any(|(_, p)| *p == Precision::Int8);
+    let first = if int8 && folder.len() > calibrated {
+        calibrated
+    } else {
+        0
+    };
+    let images = folder.len() - first;
+    let batch = context.request.batch_size;
+    let mut scores: Vec<Vec<Vec<f32>>> = Vec::new();
+    for (engine, precision) in sides {
+        let name = engine.info().name;
+        let calibration = calibration_for(context, precision, weights, &name)?;
+        let mut s = session(
+            engine,
+            precision,
+            context.graph,
+            Mode::Infer,
+            context.request,
+            calibration.as_ref(),
+        )?;
+        s.import_weights(weights)
+            .with_context(|| format!("loading the weights into {name}"))?;
+        let mut rows = Vec::with_capacity(images);
+        let mut start = first;
+        while start < folder.len() {
+            s.set_input(&folder.batch(start, batch))?;
+            s.forward().with_context(|| format!("{name}: forward"))?;
+            let output = s.output()?;
+            let classes = output.data.len() / batch.max(1);
+            for row in output
+                .data
+                .chunks(classes.max(1))
+                .take(folder.len() - start)
+            {
+                rows.push(row.to_vec());
+            }
+            start += batch;
+        }
+        scores.push(rows);
+    }
+    let (top1, top5) = agreeing(&scores[0], &scores[1]);
+    let classes = scores[0].first().map_or(0, Vec::len);
+    let left_out = if first > 0 {
+        format!(" (the {first} calibration images left out)")
+    } else if int8 {
+        " (the calibration images among them: give more images to leave them out)".to_string()
+    } else {
+        String::new()
+    };
+    Ok(Agreement {
+        data: format!("{}{left_out}", folder.describe(images)),
+        images,
+        top1,
+        top5: (classes >= 5).then_some(top5),
+    })
+}
+
+/// Of images scored by two engines (a row of class scores each): how many candidate rows
+/// have the reference's top class first, and how many among their five highest.
+fn agreeing(reference: &[Vec<f32>], candidate: &[Vec<f32>]) -> (usize, usize) {
+    let (mut top1, mut top5) = (0, 0);
+    for (reference, candidate) in reference.iter().zip(candidate) {
+        let Some(&class) = highest(reference, 1).first() else {
+            continue;
+        };
+        top1 += usize::from(highest(candidate, 1).first() == Some(&class));
+        top5 += usize::from(highest(candidate, 5).contains(&class));
+    }
+    (top1, top5)
+}
+
+/// The indices of the `k` highest scores, highest first (NaN lowest).
+fn highest(scores: &[f32], k: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key = |i: usize| {
+            if scores[i].is_nan() {
+                f32::NEG_INFINITY
+            } else {
+                scores[i]
+            }
+        };
+        key(b).total_cmp(&key(a))
+    });
+    order.truncate(k);
+    order
+}
+
+/// An int8 side's ranges, measured on these very weights: on the first of the user's
+/// images where given, random images from the seed otherwise.
+fn calibration_for(
+    context: &Shared,
+    precision: Precision,
+    weights: &Weights,
+    name: &str,
+) -> Result<Option<Calibration>> {
+    let graph = context.graph;
+    match precision {
+        Precision::Int8 => {
+            let data = match &context.request.images {
+                Some(folder) => CalibrationData::Folder {
+                    folder,
+                    images: DEFAULT_CALIBRATION_IMAGES,
+                },
+                None => CalibrationData::Random {
+                    seed: context.request.seed,
+                    images: DEFAULT_CALIBRATION_IMAGES,
+                },
+            };
+            calibrate_on(context.calibrator, graph, weights, data)
+                .map(Some)
+                .with_context(|| format!("calibrating {} for {name}'s int8", graph.name()))
+        }
+        Precision::F32
+        | Precision::Tf32
+        | Precision::F16
+        | Precision::Bf16
+        | Precision::AmpBf16
+        | Precision::AmpF16 => Ok(None),
+    }
 }
 
 /// Every node's output compared in graph order, per mode, with the noise floor of each.
@@ -888,6 +1058,7 @@ mod tests {
             weights: None,
             localize: false,
             precisions,
+            images: None,
         };
         verify(&graph(), &reference, &candidate, &request).unwrap()
     }
@@ -947,6 +1118,7 @@ mod tests {
             weights: None,
             localize: true,
             precisions: [Precision::F32; 2],
+            images: None,
         };
         let report = verify(&graph(), &engine("ref"), &engine("cand"), &request).unwrap();
         assert!(report.passed());
@@ -957,6 +1129,25 @@ mod tests {
             why.starts_with("ref: this engine cannot show the gradient arriving at each node"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn agreement_counts_the_reference_class_first_and_among_the_top_five() {
+        let reference = vec![
+            vec![0.1, 0.9, 0.0, 0.0, 0.0, 0.0],
+            vec![0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+            vec![0.5, 0.4, 0.3, 0.2, 0.1, 0.0],
+        ];
+        let candidate = vec![
+            // Agrees.
+            vec![0.0, 0.8, 0.1, 0.0, 0.0, 0.0],
+            // Class 5 second: top-5, not top-1.
+            vec![0.0, 0.0, 0.0, 0.0, 2.0, 1.0],
+            // Class 0 last of six (NaN ranks lowest, not first): neither.
+            vec![-1.0, 0.4, 0.3, 0.2, 0.1, 0.0],
+        ];
+        assert_eq!(agreeing(&reference, &candidate), (1, 2));
+        assert_eq!(highest(&[0.0, f32::NAN, 1.0], 2), [2, 0]);
     }
 
     #[test]
@@ -1011,6 +1202,7 @@ mod tests {
             weights: Some(weights),
             localize: false,
             precisions: [Precision::F32; 2],
+            images: None,
         };
         let e = verify(&graph(), &engine, &engine, &request)
             .unwrap_err()

@@ -153,6 +153,7 @@ fn check_seeded(
         weights: None,
         localize: false,
         precisions: [cnnbench_engine::Precision::F32; 2],
+        images: None,
     };
     let report = verify(graph, reference, candidate, &request)?;
     let failures: Vec<String> = report

@@ -107,6 +107,7 @@ fn an_inference_only_engine_runs_the_forward_half_of_the_suite() {
             weights: None,
             localize: false,
             precisions: [cnnbench_engine::Precision::F32; 2],
+            images: None,
         },
     )
     .unwrap();
@@ -131,6 +132,7 @@ fn localize_request() -> cnnbench_bench::verify::VerifyRequest {
         weights: None,
         localize: true,
         precisions: [cnnbench_engine::Precision::F32; 2],
+        images: None,
     }
 }
 

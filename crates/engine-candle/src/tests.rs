@@ -120,6 +120,7 @@ fn localize_leaves_out_the_tied_zeros_a_max_pool_routes_differently() {
         weights: Some(weights),
         localize: true,
         precisions: [Precision::F32; 2],
+        images: None,
     };
     let report = cnnbench_bench::verify::verify(&graph, &*burn(), &*candle(), &request).unwrap();
     assert!(report.passed(), "{:#?}", report.comparisons);

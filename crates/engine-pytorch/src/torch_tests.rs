@@ -186,6 +186,7 @@ fn amp_bf16_is_within_bf16s_tolerance_of_f32_and_not_within_f32s() {
         weights: None,
         localize: false,
         precisions: [Precision::F32, Precision::AmpBf16],
+        images: None,
     };
     let report = verify(
         &graph,

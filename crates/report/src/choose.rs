@@ -36,6 +36,20 @@ pub struct AccuracyCost {
     pub cosine_similarity: Option<f64>,
     /// `verify`'s verdict at the precision's tolerance (and own floor).
     pub passed: Option<bool>,
+    /// With the user's images (`choose --images`): the share of them whose top class is
+    /// f32's, and whose f32 class is among the five highest scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top1_agreement: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top5_agreement: Option<f64>,
+    /// The images they were measured on, in words (`92 images from photos/ (the 8
+    /// calibration images left out)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<String>,
+    /// The folder of images the cost was measured with (`100 images from photos/`), so
+    /// that a resumed choice with other images measures again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_folder: Option<String>,
     /// Why it could not be measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -205,8 +219,22 @@ fn front(points: impl Iterator<Item = (String, f64, f64)>) -> Vec<String> {
         .collect()
 }
 
-/// A configuration's accuracy cost in a conclusion's words, after a semicolon.
+/// A configuration's accuracy cost in a conclusion's words, after a semicolon: the
+/// output's error and, with the user's images, how often it picks f32's class.
 fn cost_words(accuracy: Option<&AccuracyCost>) -> String {
+    let agreement = accuracy
+        .and_then(|a| Some((a.top1_agreement?, a.images.as_deref()?)))
+        .map_or(String::new(), |(top1, images)| {
+            format!(
+                "; it picks f32's class for {:.1}% of {images}",
+                100.0 * top1
+            )
+        });
+    output_words(accuracy) + &agreement
+}
+
+/// The output's error against f32, in words.
+fn output_words(accuracy: Option<&AccuracyCost>) -> String {
     match accuracy {
         Some(AccuracyCost {
             max_relative_error: Some(error),
@@ -440,6 +468,10 @@ mod tests {
                 max_relative_error: Some(e),
                 cosine_similarity: Some(1.0),
                 passed: Some(true),
+                top1_agreement: None,
+                top5_agreement: None,
+                images: None,
+                image_folder: None,
                 error: None,
             }),
             not_as_asked: Vec::new(),
@@ -489,8 +521,27 @@ mod tests {
             max_relative_error: Some(error),
             cosine_similarity: Some(0.999),
             passed: Some(true),
+            top1_agreement: None,
+            top5_agreement: None,
+            images: None,
+            image_folder: None,
             error: None,
         }
+    }
+
+    #[test]
+    fn a_cost_on_the_users_images_says_how_often_the_class_is_f32s() {
+        let mut measured = cost("ort", Precision::Int8, 8.1e-3);
+        assert_eq!(
+            cost_words(Some(&measured)),
+            "; its outputs are within 8.1e-3 of f32's (cosine 0.99900)"
+        );
+        measured.top1_agreement = Some(0.97);
+        measured.images = Some("92 images from photos (the 8 calibration images left out)".into());
+        assert_eq!(
+            cost_words(Some(&measured)),
+            "; its outputs are within 8.1e-3 of f32's (cosine 0.99900); it picks f32's class for 97.0% of 92 images from photos (the 8 calibration images left out)"
+        );
     }
 
     #[test]

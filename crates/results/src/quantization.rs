@@ -29,8 +29,9 @@ pub struct CalibrationRecord {
     pub method: String,
     /// Images the ranges were measured on.
     pub images: usize,
-    /// The seed the images were drawn from.
-    pub seed: u64,
+    /// The seed random images were drawn from (none for the user's own images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// What the images were, in words.
     pub data: String,
     /// Whether the images were real data: ranges from random images say nothing of the

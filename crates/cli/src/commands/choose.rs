@@ -12,6 +12,7 @@ use super::common::{align_right, new_table, zoo_model, ImageSize};
 use super::engines;
 use super::report::{aliases, load, ZooCatalog};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::images::ImageFolder;
 use cnnbench_bench::verify::{self, VerifyRequest};
 use cnnbench_engine::provider::EngineOptions;
 use cnnbench_engine::settings::SettingsMap;
@@ -24,6 +25,7 @@ use cnnbench_report::group::{self, Duplicates, Stat};
 use cnnbench_report::serving::{ScenarioRun, Serving};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The precisions `choose` tries where an engine offers them.
@@ -73,6 +75,13 @@ pub struct ChooseArgs {
     /// random weights, which take the same time.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
+    /// A folder of your own images (JPEG, PNG) the accuracy costs are measured on: an
+    /// int8 candidate is calibrated on its first 8, and each candidate's top class is
+    /// compared with f32's over all of them (top-1 and top-5 agreement, beside the
+    /// error). With --weights, the cost a trained network pays. The timed runs keep
+    /// random images and calibration, which take the same time.
+    #[arg(long, value_name = "DIR")]
+    pub images: Option<PathBuf>,
     /// Thread-pool size of every engine (default: each engine's own, all cores).
     #[arg(long, value_parser = crate::commands::common::thread_count)]
     pub threads: Option<usize>,
@@ -476,6 +485,12 @@ fn accuracy_costs(
         Some(file) => format!("from {}", file.display()),
         None => format!("random, seed {}", args.seed),
     };
+    let folder = args
+        .images
+        .as_deref()
+        .map(|folder| ImageFolder::load(folder, graph.input_shape()).map(Arc::new))
+        .transpose()?;
+    let image_folder = folder.as_ref().map(|f| f.describe(f.len()));
     let options = EngineOptions {
         threads: args.threads,
         ..EngineOptions::default()
@@ -494,9 +509,14 @@ fn accuracy_costs(
             }
         };
         let variant = engine.info().variant;
-        let known = costs
-            .iter()
-            .any(|k| k.engine == c.engine && k.precision == c.precision && k.variant == variant);
+        // A cost measured on other weights or other images is measured again.
+        let known = costs.iter().any(|k| {
+            k.engine == c.engine
+                && k.precision == c.precision
+                && k.variant == variant
+                && k.weights == source
+                && k.image_folder == image_folder
+        });
         if known || budget.is_some_and(|b| started.elapsed() >= b) {
             continue;
         }
@@ -517,6 +537,7 @@ fn accuracy_costs(
             weights: weights.clone(),
             localize: false,
             precisions: [Precision::F32, c.precision],
+            images: folder.clone(),
         };
         let measured = verify::verify_calibrated(
             graph,
@@ -539,6 +560,13 @@ fn accuracy_costs(
                     max_relative_error: output.map(|o| o.max_relative_error),
                     cosine_similarity: output.map(|o| o.cosine_similarity),
                     passed: output.map(|o| o.passes(request.tolerance)),
+                    top1_agreement: report.agreement.as_ref().map(|a| a.top1_share()),
+                    top5_agreement: report
+                        .agreement
+                        .as_ref()
+                        .and_then(|a| a.top5.map(|top5| top5 as f64 / a.images.max(1) as f64)),
+                    images: report.agreement.as_ref().map(|a| a.data.clone()),
+                    image_folder: image_folder.clone(),
                     error: None,
                 }
             }
@@ -550,9 +578,17 @@ fn accuracy_costs(
                 max_relative_error: None,
                 cosine_similarity: None,
                 passed: None,
+                top1_agreement: None,
+                top5_agreement: None,
+                images: None,
+                image_folder: image_folder.clone(),
                 error: Some(format!("{e:#}")),
             },
         };
+        // A cost of other weights or images for the same configuration is replaced.
+        costs.retain(|k| {
+            !(k.engine == cost.engine && k.precision == cost.precision && k.variant == cost.variant)
+        });
         costs.push(cost);
         let text = serde_json::to_string_pretty(&costs)?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -616,17 +652,11 @@ fn print_serving_choice(choice: &ServingChoice, random_weights: bool) {
         choice.model,
         choice.device
     );
-    let mut table = new_table(&[
-        "Configuration",
-        "Peak QPS",
-        "p50 (ms)",
-        "p99 (ms)",
-        "Error vs f32",
-        "Cosine",
-        "Verified",
-        "Pareto",
-        "Probes",
-    ]);
+    let agree = choice.ranked.iter().any(|r| agreed(r.accuracy.as_ref()));
+    let mut headers = vec!["Configuration", "Peak QPS", "p50 (ms)", "p99 (ms)"];
+    headers.extend(cost_headers(agree));
+    headers.push("Probes");
+    let mut table = new_table(&headers);
     for r in &choice.ranked {
         let cost = r.accuracy.as_ref();
         let ms = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
@@ -636,16 +666,21 @@ fn print_serving_choice(choice: &ServingChoice, random_weights: bool) {
             ms(r.p50_ms),
             ms(r.p99_ms),
         ];
-        row.extend(cost_cells(cost, choice.pareto.contains(&r.config)));
+        row.extend(cost_cells(cost, choice.pareto.contains(&r.config), agree));
         row.push(r.probes.to_string());
         table.add_row(row);
     }
-    align_right(&mut table, &[1, 2, 3, 4, 5, 8]);
+    let mut right = vec![1, 2, 3, 4, 5, headers.len() - 1];
+    if agree {
+        right.push(6);
+    }
+    align_right(&mut table, &right);
     outln!("{table}");
     outln!(
         "peak: the highest offered load (queries a second, one image each, Poisson arrivals) whose run kept its p99 latency, counted from each query's scheduled arrival, within {bound} ms; error as in `choose` without --scenario ({})",
         weights_words(random_weights)
     );
+    agreement_note(choice.ranked.iter().map(|r| r.accuracy.as_ref()));
     for r in &choice.ranked {
         if let Some(why) = &r.no_valid_load {
             outln!("{}: {why}", r.config);
@@ -665,21 +700,64 @@ fn weights_words(random_weights: bool) -> &'static str {
     }
 }
 
-/// An accuracy cost's cells of the rankings: error, cosine, verdict, and whether the row
-/// is on the Pareto front.
-fn cost_cells(cost: Option<&AccuracyCost>, on_front: bool) -> [String; 4] {
-    [
+/// The note under a ranking whose costs were measured on the user's images: what the
+/// agreement column counts, and on which images.
+fn agreement_note<'a>(costs: impl Iterator<Item = Option<&'a AccuracyCost>>) {
+    let mut images: Vec<&str> = costs
+        .flatten()
+        .filter_map(|c| c.images.as_deref())
+        .collect();
+    images.sort_unstable();
+    images.dedup();
+    if !images.is_empty() {
+        outln!(
+            "top-1 / top-5 vs f32: the share of the images on which the configuration's top class is f32's / f32's class is among its five highest ({})",
+            images.join("; ")
+        );
+    }
+}
+
+/// Whether a cost was measured on the user's images (has a top-1 agreement).
+fn agreed(cost: Option<&AccuracyCost>) -> bool {
+    cost.is_some_and(|c| c.top1_agreement.is_some())
+}
+
+/// The headers of [`cost_cells`]: with `agree`, the top-1/top-5 agreement after the
+/// cosine.
+fn cost_headers(agree: bool) -> Vec<&'static str> {
+    let mut headers = vec!["Error vs f32", "Cosine"];
+    if agree {
+        headers.push("Top-1 / top-5 vs f32");
+    }
+    headers.extend(["Verified", "Pareto"]);
+    headers
+}
+
+/// An accuracy cost's cells of the rankings: error, cosine, (with `agree`) the share of
+/// the user's images on which it picks f32's class, verdict, and whether the row is on
+/// the Pareto front.
+fn cost_cells(cost: Option<&AccuracyCost>, on_front: bool, agree: bool) -> Vec<String> {
+    let mut cells = vec![
         cost.and_then(|c| c.max_relative_error)
             .map_or("–".into(), |e| format!("{e:.1e}")),
         cost.and_then(|c| c.cosine_similarity)
             .map_or("–".into(), |c| format!("{c:.5}")),
-        verified(cost),
-        if on_front {
-            "yes".into()
-        } else {
-            String::new()
-        },
-    ]
+    ];
+    if agree {
+        let share = |v: Option<f64>| v.map_or("–".into(), |v| format!("{:.1}%", 100.0 * v));
+        cells.push(format!(
+            "{} / {}",
+            share(cost.and_then(|c| c.top1_agreement)),
+            share(cost.and_then(|c| c.top5_agreement))
+        ));
+    }
+    cells.push(verified(cost));
+    cells.push(if on_front {
+        "yes".into()
+    } else {
+        String::new()
+    });
+    cells
 }
 
 /// The verify verdict of an accuracy cost, in a table cell.
@@ -702,16 +780,11 @@ fn print_choice(choice: &Choice, random_weights: bool) {
     );
     let latency = format!("Latency b{small} (ms)");
     let throughput = format!("Images/s b{large}");
-    let mut table = new_table(&[
-        "Configuration",
-        &latency,
-        &throughput,
-        "Error vs f32",
-        "Cosine",
-        "Verified",
-        "Pareto",
-        "Flags",
-    ]);
+    let agree = choice.ranked.iter().any(|r| agreed(r.accuracy.as_ref()));
+    let mut headers = vec!["Configuration", latency.as_str(), throughput.as_str()];
+    headers.extend(cost_headers(agree));
+    headers.push("Flags");
+    let mut table = new_table(&headers);
     for r in &choice.ranked {
         let cost = r.accuracy.as_ref();
         let mut row = vec![
@@ -719,7 +792,7 @@ fn print_choice(choice: &Choice, random_weights: bool) {
             r.latency_ms.map_or("–".into(), |v| format!("{v:.2}")),
             r.images_per_s.map_or("–".into(), |v| format!("{v:.1}")),
         ];
-        row.extend(cost_cells(cost, choice.pareto.contains(&r.config)));
+        row.extend(cost_cells(cost, choice.pareto.contains(&r.config), agree));
         row.push(
             [
                 (!r.not_as_asked.is_empty()).then_some("not as asked"),
@@ -732,12 +805,20 @@ fn print_choice(choice: &Choice, random_weights: bool) {
         );
         table.add_row(row);
     }
-    align_right(&mut table, &[1, 2, 3, 4]);
+    align_right(
+        &mut table,
+        if agree {
+            &[1, 2, 3, 4, 5]
+        } else {
+            &[1, 2, 3, 4]
+        },
+    );
     outln!("{table}");
     outln!(
         "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2, {}); Pareto: no other configuration is both faster at batch {small} and closer to f32",
         weights_words(random_weights)
     );
+    agreement_note(choice.ranked.iter().map(|r| r.accuracy.as_ref()));
     for r in &choice.ranked {
         for why in &r.not_as_asked {
             outln!("{}: {why}", r.config);

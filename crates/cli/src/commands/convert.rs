@@ -36,10 +36,16 @@ pub struct ConvertArgs {
     /// output channel, activations uint8 per tensor), as `run --precision int8` runs it.
     #[arg(long, value_enum, default_value = "f32")]
     pub precision: ExportPrecision,
-    /// ONNX output in int8: calibration images (random, drawn from --seed) whose
-    /// activation ranges the quantisation takes [default: 8].
+    /// ONNX output in int8: calibration images (random, drawn from --seed, or the first
+    /// of --calibration-images) whose activation ranges the quantisation takes
+    /// [default: 8].
     #[arg(long, value_name = "N")]
     pub calibration: Option<usize>,
+    /// ONNX output in int8: calibrate on your own images (a folder of JPEG and PNG
+    /// files, prepared as torchvision prepares ImageNet) instead of random ones; what a
+    /// trained network deployed from this file needs.
+    #[arg(long, value_name = "DIR")]
+    pub calibration_images: Option<PathBuf>,
 }
 
 /// The precisions an ONNX export is written in.
@@ -62,9 +68,10 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         || args.image_size.is_some()
         || args.precision != ExportPrecision::F32
         || args.calibration.is_some()
+        || args.calibration_images.is_some()
     {
         return Err(anyhow!(
-            "--weights, --seed, --image-size, --precision and --calibration apply to an ONNX output (OUT.onnx); a model JSON carries no weights and keeps the input's size"
+            "--weights, --seed, --image-size, --precision, --calibration and --calibration-images apply to an ONNX output (OUT.onnx); a model JSON carries no weights and keeps the input's size"
         ));
     }
     let imported = file_model_with_weights(&args.input)?;

@@ -9,7 +9,8 @@ use super::common::{file_model_and_weights, thousands, zoo_model};
 use super::convert::{ConvertArgs, ExportPrecision};
 use super::engines;
 use anyhow::{anyhow, Context, Result};
-use cnnbench_bench::quantize::calibrate;
+use cnnbench_bench::images::ImageFolder;
+use cnnbench_bench::quantize::{calibrate_on, CalibrationData};
 use cnnbench_engine::provider::EngineOptions;
 use cnnbench_graph::Weights;
 use cnnbench_import::onnx::export::{to_onnx, to_onnx_int8, EXPORT_OPSET};
@@ -69,6 +70,11 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 "--calibration measures the ranges of an int8 export: add --precision int8"
             ))
         }
+        (ExportPrecision::F32, None) if args.calibration_images.is_some() => {
+            return Err(anyhow!(
+                "--calibration-images measures the ranges of an int8 export: add --precision int8"
+            ))
+        }
         (ExportPrecision::F32, None) => None,
         (ExportPrecision::Int8, images) => {
             let images = images.unwrap_or(DEFAULT_CALIBRATION_IMAGES);
@@ -80,13 +86,16 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             let reference =
                 engines::create(cnnbench_engine_burn::ENGINE_NAME, &EngineOptions::default())?;
             let seed = args.seed.unwrap_or(DEFAULT_SEED);
-            Some(calibrate(
-                reference.as_ref(),
-                &graph,
-                &weights,
-                seed,
-                images,
-            )?)
+            let folder = args
+                .calibration_images
+                .as_deref()
+                .map(|folder| ImageFolder::load(folder, graph.input_shape()))
+                .transpose()?;
+            let data = match &folder {
+                Some(folder) => CalibrationData::Folder { folder, images },
+                None => CalibrationData::Random { seed, images },
+            };
+            Some(calibrate_on(reference.as_ref(), &graph, &weights, data)?)
         }
     };
     let bytes = match &calibration {
@@ -112,9 +121,16 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     );
     if let Some(calibration) = &calibration {
         let record = &calibration.record;
+        let caveat = if record.real_data {
+            ""
+        } else {
+            "; accuracy on real data not measured"
+        };
         errln!(
-            "int8: {QDQ_SCHEME}; activation ranges {} on {} in f32 ({}; accuracy on real data not measured)",
-            record.method, record.engine, record.data
+            "int8: {QDQ_SCHEME}; activation ranges {} on {} in f32 ({}{caveat})",
+            record.method,
+            record.engine,
+            record.data
         );
     }
     Ok(ExitCode::SUCCESS)

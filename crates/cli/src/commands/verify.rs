@@ -8,13 +8,16 @@ use super::common::{
 };
 use super::engines;
 use anyhow::{anyhow, Context, Result};
+use cnnbench_bench::images::ImageFolder;
 use cnnbench_bench::verify::{
-    self, Comparison, VerifyReport, VerifyRequest, FLOOR_FACTOR, GRADIENT_MODE, PERTURBATION,
+    self, Agreement, Comparison, VerifyReport, VerifyRequest, FLOOR_FACTOR, GRADIENT_MODE,
+    PERTURBATION,
 };
 use cnnbench_engine::Precision;
 use cnnbench_graph::Weights;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {
@@ -34,6 +37,12 @@ pub struct VerifyArgs {
     /// Images in the batch.
     #[arg(long, short = 'b', default_value_t = 2)]
     pub batch_size: usize,
+    /// A folder of your own images (JPEG, PNG; prepared as torchvision prepares
+    /// ImageNet): the compared batch is its first -b images, an int8 side is calibrated
+    /// on its first 8, and both engines' top classes are compared over all of them
+    /// (top-1 and top-5 agreement). Default: random images from --seed.
+    #[arg(long, value_name = "DIR")]
+    pub images: Option<PathBuf>,
     /// Input image size: N or HxW (default: the model's own).
     #[arg(long, value_name = "SIZE")]
     pub image_size: Option<ImageSize>,
@@ -148,6 +157,11 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
         weights,
         localize: args.localize,
         precisions,
+        images: args
+            .images
+            .as_deref()
+            .map(|folder| ImageFolder::load(folder, graph.input_shape()).map(Arc::new))
+            .transpose()?,
     };
     // int8's ranges are measured on burn-flex's interpreter, as `run` measures them.
     let calibrator = if precisions.contains(&Precision::Int8) {
@@ -178,6 +192,24 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The classes both engines picked for the user's images, in a line.
+fn agreement_words(agreement: &Agreement) -> String {
+    let share = |n: usize| 100.0 * n as f64 / agreement.images.max(1) as f64;
+    let top5 = agreement.top5.map_or(String::new(), |top5| {
+        format!(
+            "; the reference's class among the candidate's top 5 for {top5} ({:.1}%)",
+            share(top5)
+        )
+    });
+    format!(
+        "top-1 agreement: the same class for {} of {} images ({:.1}%){top5}; images: {}",
+        agreement.top1,
+        agreement.images,
+        share(agreement.top1),
+        agreement.data
+    )
 }
 
 fn print_report(report: &VerifyReport, all: bool) {
@@ -280,6 +312,9 @@ fn print_report(report: &VerifyReport, all: bool) {
     }
     if !report.nodes.is_empty() {
         print_nodes(report, all);
+    }
+    if let Some(agreement) = &report.agreement {
+        outln!("{}", agreement_words(agreement));
     }
     let failures = report.failures();
     if failures.is_empty() {

@@ -60,6 +60,39 @@ fn choose_ranks_what_ran_keeps_its_costs_and_resumes() {
     assert_eq!(result_files(&out.join("runs")).len(), 2);
 }
 
+/// `--images`: the accuracy costs are measured on the user's images, with the share of
+/// them on which each configuration picks f32's class; a resumed choice with another
+/// folder measures the costs again rather than keep the first folder's.
+#[test]
+fn the_users_images_give_each_cost_its_class_agreement() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("choice");
+    let folder = image_folder(dir.path(), 3);
+    let mut cmd = choose(&out, &["-b", "1,2", "--images"]);
+    let first = run_ok(cmd.arg(&folder));
+    let text = String::from_utf8_lossy(&first.stdout);
+    assert!(text.contains("Top-1 / top-5 vs f32"), "{text}");
+    assert!(text.contains("100.0% / 100.0%"), "{text}");
+    assert!(
+        text.contains("top-1 / top-5 vs f32: the share of the images")
+            && text.contains("(3 images from"),
+        "{text}"
+    );
+    let costs: serde_json::Value = read_json(&out.join("choose-accuracy.json"));
+    assert_eq!(costs[0]["top1_agreement"], 1.0, "{costs}");
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let moved = image_folder(&other, 2);
+    let mut cmd = choose(&out, &["-b", "1,2", "--images"]);
+    let again = run_ok(cmd.arg(&moved));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("choose: accuracy of burn-flex f32"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&again.stdout).contains("(2 images from"));
+}
+
 #[test]
 fn the_budget_stops_new_runs_and_says_how_to_go_on() {
     let dir = tempfile::tempdir().unwrap();

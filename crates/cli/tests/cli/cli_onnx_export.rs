@@ -301,3 +301,40 @@ fn an_int8_export_reads_back_as_the_float_network_it_approximates_and_runs() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// `--calibration-images`: an int8 export calibrated on the user's images says so (and
+/// not that the accuracy on real data went unmeasured), and its ranges are the images'
+/// (another file than random calibration writes); without int8 it is refused.
+#[test]
+fn an_int8_export_calibrates_on_the_users_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = crate::common::image_folder(dir.path(), 3);
+    let folder_text = folder.to_str().unwrap();
+    let (real, random) = (dir.path().join("real.onnx"), dir.path().join("random.onnx"));
+    let common = ["--precision", "int8", "--image-size", "32"];
+    let mut args = vec!["resnet18", real.to_str().unwrap()];
+    args.extend(common);
+    args.extend(["--calibration-images", folder_text, "--calibration", "2"]);
+    export(&args)
+        .success()
+        .stderr(predicate::str::contains("(2 images from"))
+        .stderr(predicate::str::contains("not measured").not());
+    let mut args = vec!["resnet18", random.to_str().unwrap()];
+    args.extend(common);
+    export(&args).success().stderr(predicate::str::contains(
+        "accuracy on real data not measured",
+    ));
+    assert_ne!(
+        std::fs::read(&real).unwrap(),
+        std::fs::read(&random).unwrap()
+    );
+    let f32_file = dir.path().join("f32.onnx");
+    export(&[
+        "resnet18",
+        f32_file.to_str().unwrap(),
+        "--calibration-images",
+        folder_text,
+    ])
+    .failure()
+    .stderr(predicate::str::contains("add --precision int8"));
+}

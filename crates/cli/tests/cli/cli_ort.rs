@@ -171,6 +171,9 @@ fn an_int8_run_records_its_quantisation_and_choose_ranks_two_engines_in_two_prec
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("choice");
+    // The accuracy costs on images of the user's (ten: int8's eight calibration images
+    // are left out of its class agreement).
+    let folder = image_folder(dir.path(), 10);
     let output = run_ok(
         cnnbench()
             .args([
@@ -188,8 +191,10 @@ fn an_int8_run_records_its_quantisation_and_choose_ranks_two_engines_in_two_prec
                 "0",
                 "-b",
                 "1,2",
-                "-o",
+                "--images",
             ])
+            .arg(&folder)
+            .arg("-o")
             .arg(&out),
     );
     let text = String::from_utf8_lossy(&output.stdout);
@@ -212,5 +217,13 @@ fn an_int8_run_records_its_quantisation_and_choose_ranks_two_engines_in_two_prec
     let error = int8["max_relative_error"].as_f64().unwrap();
     assert!(error > 0.0 && error < 0.1, "{int8}");
     assert!(int8["cosine_similarity"].as_f64().unwrap() > 0.99, "{int8}");
+    let images = int8["images"].as_str().unwrap_or_default();
+    assert!(
+        images.starts_with("2 images from")
+            && images.ends_with("(the 8 calibration images left out)"),
+        "{int8}"
+    );
+    assert!(int8["top1_agreement"].as_f64().is_some(), "{int8}");
+    assert!(text.contains("Top-1 / top-5 vs f32"), "{text}");
     assert!(text.contains("faster than"), "{text}");
 }

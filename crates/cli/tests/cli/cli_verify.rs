@@ -1,7 +1,7 @@
 //! `cnnbench verify` in every build: bad requests are one clear line, and an engine
 //! verified against itself agrees exactly.
 
-use crate::common::cnnbench;
+use crate::common::{cnnbench, fails_saying, image_folder, json_stdout, run_ok};
 use predicates::prelude::*;
 
 #[test]
@@ -106,6 +106,44 @@ fn an_engine_against_itself_agrees_exactly() {
     for c in comparisons {
         assert_eq!(c["max_relative_error"].as_f64(), Some(0.0), "{c}");
     }
+}
+
+/// `--images`: the compared batch is the folder's first images and both engines' top
+/// classes are compared over all of them; an engine against itself agrees on every one.
+/// A folder with fewer images than the batch is refused, saying so.
+#[test]
+fn the_users_images_are_compared_class_by_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = image_folder(dir.path(), 3);
+    let verify = |batch: &str| {
+        let mut cmd = cnnbench();
+        cmd.args([
+            "verify",
+            "resnet18",
+            "--image-size",
+            "32",
+            "-b",
+            batch,
+            "--engines",
+            "burn-flex,burn-flex",
+            "--images",
+        ])
+        .arg(&folder);
+        cmd
+    };
+    let out = run_ok(&mut verify("2"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("top-1 agreement: the same class for 3 of 3 images (100.0%); the reference's class among the candidate's top 5 for 3 (100.0%); images: 3 images from"),
+        "{text}"
+    );
+    let report: serde_json::Value = json_stdout(verify("2").arg("--json"));
+    assert_eq!(report["agreement"]["images"], 3, "{report}");
+    assert_eq!(report["agreement"]["top1"], 3, "{report}");
+    fails_saying(
+        &mut verify("4"),
+        "holds 3 images, fewer than the batch of 4",
+    );
 }
 
 /// `--localize` compares every node's output, in both modes, and the gradient arriving at

@@ -195,3 +195,21 @@ pub fn convert(from: &Path, to: &Path) {
         .assert()
         .success();
 }
+
+/// A folder of `count` small PNG images, each a different pattern and size, for
+/// `--images` and `--calibration-images`.
+pub fn image_folder(dir: &Path, count: u32) -> PathBuf {
+    let folder = dir.join("images");
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..count {
+        let (width, height) = (40 + 7 * i, 36 + 3 * i);
+        let image = image::RgbImage::from_fn(width, height, |x, y| {
+            let wave = |k: u32| ((x * (k + i) + y * (3 * k + 1)) % 256) as u8;
+            image::Rgb([wave(1), wave(2), wave(5)])
+        });
+        image
+            .save(folder.join(format!("image-{i:02}.png")))
+            .unwrap();
+    }
+    folder
+}
