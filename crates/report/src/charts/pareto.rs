@@ -1,8 +1,8 @@
 //! `cnnbench choose`'s chart: each configuration as a point, its error against f32 across
 //! (logarithmic: f32 engines sit near 1e-7, bf16 near 1e-2) and its latency at the small
 //! batch up (lower is faster), the Pareto front — the points nothing beats on both —
-//! joined by a line. Configurations without an accuracy cost are listed under the chart,
-//! not placed.
+//! joined by a line. Configurations without a speed or an accuracy cost are listed under
+//! the chart, each with what it lacks, not placed.
 
 use super::plot::{
     draw, draw_legend_entry, ensure_font, line_colour, write_svg_and_png, Chart, FONT_NAME,
@@ -43,14 +43,13 @@ struct Pareto {
     /// (label, error as measured, speed, on the front); drawn at the error or at
     /// [`ERROR_FLOOR`], whichever is larger.
     points: Vec<(String, f64, f64, bool)>,
-    unplaced: Vec<String>,
-    /// Why a configuration has no point, in the line that lists them.
-    unplaced_why: &'static str,
+    /// The configurations without a point, each with what it lacks.
+    unplaced: Vec<(String, &'static str)>,
 }
 
 impl Chart for Pareto {
     fn size(&self) -> (u32, u32) {
-        let rows = self.points.len() + usize::from(!self.unplaced.is_empty());
+        let rows = self.points.len() + self.unplaced.len();
         (WIDTH, PLOT_HEIGHT + 24 + LEGEND_ROW * rows as u32)
     }
 
@@ -151,14 +150,11 @@ impl Chart for Pareto {
                 ),
             )?;
         }
-        if !self.unplaced.is_empty() {
+        for (row, (config, lacks)) in self.unplaced.iter().enumerate() {
+            let row = (self.points.len() + row) as u32;
             draw!(legend.draw(&Text::new(
-                format!(
-                    "not placed ({}): {}",
-                    self.unplaced_why,
-                    self.unplaced.join(", ")
-                ),
-                (80, 8 + (LEGEND_ROW * self.points.len() as u32) as i32),
+                format!("not placed: {config} ({lacks})"),
+                (80, 8 + (LEGEND_ROW * row) as i32),
                 (FONT_NAME, 13).into_font(),
             )));
         }
@@ -167,21 +163,26 @@ impl Chart for Pareto {
 }
 
 /// The configurations `(name, speed, error)` as the chart's points (with whether each is
-/// on `front`), and the names of those without both numbers.
-type Placed = (Vec<(String, f64, f64, bool)>, Vec<String>);
+/// on `front`), and those without both numbers, each with what it lacks.
+type Placed = (Vec<(String, f64, f64, bool)>, Vec<(String, &'static str)>);
 
+/// `no_speed`: what a configuration without a speed lacks, in words (`no latency at
+/// batch 1`).
 fn placed<'a>(
     rows: impl Iterator<Item = (&'a String, Option<f64>, Option<f64>)>,
     front: &[String],
+    no_speed: &'static str,
 ) -> Placed {
     let mut points = Vec::new();
     let mut unplaced = Vec::new();
     for (config, speed, error) in rows {
+        let error = error.filter(|e| e.is_finite());
         match (speed, error) {
-            (Some(speed), Some(error)) if error.is_finite() => {
+            (Some(speed), Some(error)) => {
                 points.push((config.clone(), error, speed, front.contains(config)))
             }
-            (Some(_), _) | (None, _) => unplaced.push(config.clone()),
+            (None, _) => unplaced.push((config.clone(), no_speed)),
+            (Some(_), None) => unplaced.push((config.clone(), "no accuracy cost")),
         }
     }
     (points, unplaced)
@@ -197,6 +198,11 @@ pub fn write_pareto_chart(choice: &Choice, dir: &Path) -> anyhow::Result<Vec<Pat
             (&r.config, r.latency_ms, error)
         }),
         &choice.pareto,
+        if choice.small_batch == 1 {
+            "no latency at batch 1"
+        } else {
+            "no latency at the small batch"
+        },
     );
     if points.is_empty() {
         return Ok(Vec::new());
@@ -210,7 +216,6 @@ pub fn write_pareto_chart(choice: &Choice, dir: &Path) -> anyhow::Result<Vec<Pat
         speed_unit: "ms",
         points,
         unplaced,
-        unplaced_why: "no accuracy cost",
     };
     let mut written = Vec::new();
     write_svg_and_png(&chart, dir, "choose-pareto", &mut written)?;
@@ -231,6 +236,7 @@ pub fn write_serving_pareto_chart(
             (&r.config, r.peak_qps, error)
         }),
         &choice.pareto,
+        "no load met the bound",
     );
     if points.is_empty() {
         return Ok(Vec::new());
@@ -247,9 +253,37 @@ pub fn write_serving_pareto_chart(
         speed_unit: "QPS",
         points,
         unplaced,
-        unplaced_why: "no accuracy cost, or no load met the bound",
     };
     let mut written = Vec::new();
     write_svg_and_png(&chart, dir, "choose-server-pareto", &mut written)?;
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configuration_without_a_point_says_what_it_lacks() {
+        let names = ["fast".to_string(), "hinted".into(), "unmeasured".into()];
+        let rows = [
+            (&names[0], Some(4.8), Some(8e-3)),
+            // OpenVINO's throughput hint has no batch-1 latency, though it has a cost.
+            (&names[1], None, Some(8e-3)),
+            (&names[2], Some(9.0), Some(f64::NAN)),
+        ];
+        let (points, unplaced) = placed(
+            rows.into_iter(),
+            &["fast".to_string()],
+            "no latency at batch 1",
+        );
+        assert_eq!(points, [("fast".to_string(), 8e-3, 4.8, true)]);
+        assert_eq!(
+            unplaced,
+            [
+                ("hinted".to_string(), "no latency at batch 1"),
+                ("unmeasured".to_string(), "no accuracy cost"),
+            ]
+        );
+    }
 }
