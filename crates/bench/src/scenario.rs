@@ -618,7 +618,7 @@ fn find_peak(
     if !found {
         record.valid = false;
         record.invalid_reasons.push(format!(
-            "--find-peak found no valid load: even {lightest_qps:.3} queries per second, under {:.0}% of what the engine computes back to back, broke the bound (this run is that lightest probe); the slowest queries, not the load, break it",
+            "--find-peak found no valid load: even {lightest_qps:.3} queries per second, under {:.0}% of what the engine computes back to back, was not a valid run (this run is that lightest probe; its own reasons are beside this one)",
             LIGHTEST_UTILISATION * 100.0 * 2.0,
         ));
     }

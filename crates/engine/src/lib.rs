@@ -31,11 +31,7 @@ pub use cnnbench_results::printable;
 /// ranks, a teardown), on stderr as one inert line (its text may quote a file, a
 /// peer or a library) that never panics, as the CLI's own messages (clippy.toml).
 pub fn warn_on_stderr(line: &str) {
-    use std::io::Write;
-    let line = format!("{}\n", cnnbench_results::inert_for_terminal(line));
-    if std::io::stderr().lock().write_all(line.as_bytes()).is_err() {
-        // Nowhere else to say it.
-    }
+    cnnbench_results::inert_line_on_stderr(line);
 }
 
 /// How a session is set up. The engine must honour every field or refuse.

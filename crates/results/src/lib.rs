@@ -65,6 +65,17 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
+/// Writes `line` and a newline to stderr, inert ([`inert_for_terminal`]), in one write.
+/// A stderr that cannot be written is left unsaid: there is nowhere else to say it
+/// (`eprintln!` would panic). The CLI's `errln!` and the engines' warnings both end here.
+pub fn inert_line_on_stderr(line: &str) {
+    use std::io::Write;
+    let line = format!("{}\n", inert_for_terminal(line));
+    if std::io::stderr().lock().write_all(line.as_bytes()).is_err() {
+        // Nothing to do: the message had nowhere to go.
+    }
+}
+
 /// Text on its way to a terminal, whole lines of it (everything cnnbench prints passes
 /// through here): every character that acts on the text except the newline and the tab
 /// is written as JSON's `\uXXXX` escape, so a name from a file cannot move the cursor,

@@ -51,15 +51,7 @@ pub fn print(args: std::fmt::Arguments, newline: bool) {
 /// [`errln!`](crate::errln). A stderr that cannot be written is left unsaid: there is
 /// nowhere else to say it (`eprintln!` would panic).
 pub fn print_on_stderr(args: std::fmt::Arguments) {
-    let mut text = args.to_string();
-    text.push('\n');
-    let mut stderr = std::io::stderr().lock();
-    if stderr
-        .write_all(inert_for_terminal(&text).as_bytes())
-        .is_err()
-    {
-        // Nothing to do: the message had nowhere to go.
-    }
+    cnnbench_results::inert_line_on_stderr(&args.to_string());
 }
 
 /// Writes a whole text to stdout, ending it with a newline if it has none.
