@@ -422,8 +422,11 @@ mod tests {
     #[test]
     fn two_sessions_serve_a_load_that_overwhelms_one() {
         // 5 ms a query: one session serves 200 a second, two 400. At 300 a second one
-        // session's queue grows through the run; two keep up.
-        let spec = server(300.0, 40.0, 500);
+        // session's queue grows through the run (its p99 near 0.8 s by the end); two keep
+        // up. The bound, 100 ms, leaves the pair room on a busy machine (a fresh-clone CI
+        // building beside it put their p99 at 35 ms, at 99% confidence 40) and is still
+        // an eighth of the single session's.
+        let spec = server(300.0, 100.0, 500);
         let one = run(&mut sessions(1, Duration::from_millis(5)), &spec, 1).record;
         let two = run(&mut sessions(2, Duration::from_millis(5)), &spec, 1).record;
         assert!(!one.valid, "one session at 150% load: {:?}", one.latency);
