@@ -289,6 +289,8 @@ struct Computed {
     /// When localizing in training: why the engine could not show the gradients
     /// arriving at its nodes (its outputs are compared all the same).
     gradients_refused: Option<String>,
+    /// An int8 side's ranges, measured on these weights (kept for the class agreement).
+    calibration: Option<Calibration>,
 }
 
 /// What every engine's run of one verification shares.
@@ -381,6 +383,7 @@ fn compute(
         infer_output,
         nodes,
         gradients_refused,
+        calibration,
     })
 }
 
@@ -562,7 +565,10 @@ pub fn verify_calibrated(
     let agreement = match &request.images {
         Some(folder) => Some(agreement(
             &context,
-            [(reference, ref_precision), (candidate, cand_precision)],
+            [
+                (reference, ref_precision, base.calibration.as_ref()),
+                (candidate, cand_precision, cand.calibration.as_ref()),
+            ],
             &weights,
             folder,
         )?),
@@ -588,16 +594,16 @@ pub fn verify_calibrated(
 }
 
 /// The classes both engines pick for every image of `folder` in inference, a batch at a
-/// time; with an int8 side, over the images after its calibration images (all of them
-/// when the folder holds no more).
+/// time, each side with the calibration its compared run used; with an int8 side, over
+/// the images after its calibration images (all of them when the folder holds no more).
 fn agreement(
     context: &Shared,
-    sides: [(&dyn Engine, Precision); 2],
+    sides: [(&dyn Engine, Precision, Option<&Calibration>); 2],
     weights: &Weights,
     folder: &ImageFolder,
 ) -> Result<Agreement> {
     let calibrated = DEFAULT_CALIBRATION_IMAGES.min(folder.len());
-    let int8 = sides.iter().any(|(_, p)| *p == Precision::Int8);
+    let int8 = sides.iter().any(|(_, p, _)| *p == Precision::Int8);
     let first = if int8 && folder.len() > calibrated {
         calibrated
     } else {
@@ -606,16 +612,15 @@ fn agreement(
     let images = folder.len() - first;
     let batch = context.request.batch_size;
     let mut scores: Vec<Vec<Vec<f32>>> = Vec::new();
-    for (engine, precision) in sides {
+    for (engine, precision, calibration) in sides {
         let name = engine.info().name;
-        let calibration = calibration_for(context, precision, weights, &name)?;
         let mut s = session(
             engine,
             precision,
             context.graph,
             Mode::Infer,
             context.request,
-            calibration.as_ref(),
+            calibration,
         )?;
         s.import_weights(weights)
             .with_context(|| format!("loading the weights into {name}"))?;
