@@ -55,6 +55,15 @@ pub struct AccuracyCost {
     pub error: Option<String>,
 }
 
+impl AccuracyCost {
+    /// Whether this is the cost of `engine` in `precision` with these settings (its
+    /// configuration label's `variant`): how a cost joins its rows, and how a resumed
+    /// choice finds what it measured.
+    pub fn is_for(&self, engine: &str, precision: Precision, variant: &[String]) -> bool {
+        self.engine == engine && self.precision == precision && self.variant == variant
+    }
+}
+
 /// One configuration's row of the ranking.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ranked {
@@ -118,11 +127,7 @@ pub fn choose(
                 let engine = &entry.config.engine;
                 let accuracy = costs
                     .iter()
-                    .find(|c| {
-                        c.engine == engine.name
-                            && c.precision == engine.precision
-                            && c.variant == engine.variant
-                    })
+                    .find(|c| c.is_for(&engine.name, engine.precision, &engine.variant))
                     .cloned();
                 rows.push((
                     Ranked {
@@ -381,11 +386,7 @@ pub fn choose_serving(
                 no_valid_load: peak.is_none().then(|| s.no_valid_load()),
                 accuracy: costs
                     .iter()
-                    .find(|c| {
-                        c.engine == s.engine_name
-                            && c.precision == s.precision
-                            && c.variant == s.variant
-                    })
+                    .find(|c| c.is_for(&s.engine_name, s.precision, &s.variant))
                     .cloned(),
                 probes: s.runs + s.probes,
             }

@@ -511,9 +511,7 @@ fn accuracy_costs(
         let variant = engine.info().variant;
         // A cost measured on other weights or other images is measured again.
         let known = costs.iter().any(|k| {
-            k.engine == c.engine
-                && k.precision == c.precision
-                && k.variant == variant
+            k.is_for(&c.engine, c.precision, &variant)
                 && k.weights == source
                 && k.image_folder == image_folder
         });
@@ -586,9 +584,7 @@ fn accuracy_costs(
             },
         };
         // A cost of other weights or images for the same configuration is replaced.
-        costs.retain(|k| {
-            !(k.engine == cost.engine && k.precision == cost.precision && k.variant == cost.variant)
-        });
+        costs.retain(|k| !k.is_for(&cost.engine, cost.precision, &cost.variant));
         costs.push(cost);
         let text = serde_json::to_string_pretty(&costs)?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
