@@ -144,7 +144,7 @@ pub fn run(
         calibration: request
             .calibration
             .as_ref()
-            .map(|calibration| calibration.ranges.clone()),
+            .map(|calibration| calibration.int8.clone()),
     };
     if point.precision == Precision::Int8 && config.calibration.is_none() {
         return Err(anyhow!(
@@ -520,10 +520,9 @@ pub fn run(
         // The machine's, not the run's: the command that runs the harness adds it.
         run_noise: None,
         scenario,
-        quantization: request
-            .calibration
-            .as_ref()
-            .map(|calibration| calibration.quantization_record()),
+        quantization: request.calibration.as_ref().map(|calibration| {
+            calibration.quantization_record(&engine.info().name, engine.own_quantization())
+        }),
     })
 }
 

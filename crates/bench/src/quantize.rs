@@ -1,11 +1,13 @@
 //! Calibration for int8: the activation ranges of a network with given weights,
 //! measured by running it in f32 on a reference engine (burn-flex, the kit's
 //! interpreter) and keeping every node's output. Whoever runs int8 measures the ranges
-//! here and hands them to the int8 engine in its [`SessionConfig`]: the engines that
-//! run int8 (ONNX Runtime, OpenVINO) then run the very same quantised network.
+//! here and hands them to the int8 engine in its [`SessionConfig`], with the images:
+//! ONNX Runtime and OpenVINO then run the very same quantised network, and PyTorch's
+//! own quantiser calibrates on the same images.
 
 use crate::images::ImageFolder;
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::int8::{Int8Calibration, OwnQuantization};
 use cnnbench_engine::kit::InputBatches;
 use cnnbench_engine::{Engine, Mode, Precision, SessionConfig};
 use cnnbench_graph::quant::ActivationRanges;
@@ -13,19 +15,40 @@ use cnnbench_graph::{Graph, Weights, INPUT_NAME};
 use cnnbench_results::quantization::{CalibrationRecord, QuantizationRecord, QDQ_SCHEME};
 use std::sync::Arc;
 
-/// Measured ranges and how they were measured.
+/// Measured ranges, the images they were measured on, and how.
 #[derive(Clone, Debug)]
 pub struct Calibration {
-    pub ranges: Arc<ActivationRanges>,
+    pub int8: Arc<Int8Calibration>,
     pub record: CalibrationRecord,
 }
 
 impl Calibration {
-    /// The result's record of a run quantised with these ranges.
-    pub fn quantization_record(&self) -> QuantizationRecord {
-        QuantizationRecord {
-            scheme: QDQ_SCHEME.to_string(),
-            calibration: self.record.clone(),
+    /// The measured ranges.
+    pub fn ranges(&self) -> &ActivationRanges {
+        &self.int8.ranges
+    }
+
+    /// The result's record of a run of `engine` quantised with this calibration: the
+    /// QDQ scheme with these ranges, or the engine's own quantiser calibrated on these
+    /// images (`own`, [`Engine::own_quantization`]).
+    pub fn quantization_record(
+        &self,
+        engine: &str,
+        own: Option<OwnQuantization>,
+    ) -> QuantizationRecord {
+        match own {
+            None => QuantizationRecord {
+                scheme: QDQ_SCHEME.to_string(),
+                calibration: self.record.clone(),
+            },
+            Some(own) => QuantizationRecord {
+                scheme: own.scheme,
+                calibration: CalibrationRecord {
+                    method: own.method,
+                    engine: engine.to_string(),
+                    ..self.record.clone()
+                },
+            },
         }
     }
 }
@@ -102,6 +125,7 @@ pub fn calibrate_on(
     session.keep_node_outputs().with_context(context)?;
     let mut random = InputBatches::new(graph, &config);
     let mut ranges = ActivationRanges::new();
+    let mut kept = Vec::with_capacity(images);
     for image in 0..images {
         let input = match data {
             CalibrationData::Random { .. } => random.next_input(),
@@ -115,6 +139,7 @@ pub fn calibrate_on(
             ranges.observe(&output.node, &output.value)?;
         }
         ranges.add_images(1);
+        kept.push(input);
     }
     let (words, real_data) = match data {
         CalibrationData::Random { seed, .. } => (
@@ -124,7 +149,10 @@ pub fn calibrate_on(
         CalibrationData::Folder { folder, .. } => (folder.describe(images), true),
     };
     Ok(Calibration {
-        ranges: Arc::new(ranges),
+        int8: Arc::new(Int8Calibration {
+            ranges,
+            images: kept,
+        }),
         record: CalibrationRecord {
             method: "min-max".into(),
             images,

@@ -43,7 +43,7 @@ fn calibration_ranges_are_the_hand_computed_extremes_over_its_images() {
             high = high.max(v);
         }
     }
-    let ranges = &calibration.ranges;
+    let ranges = calibration.ranges();
     assert_eq!(ranges.images(), images);
     assert_eq!(ranges.range(INPUT_NAME), Some((low, high)));
     assert_eq!(ranges.range("double"), Some((2.0 * low, 2.0 * high)));
@@ -93,7 +93,7 @@ fn calibration_on_a_folder_ranges_over_its_first_images_and_records_real_data() 
     };
     let calibration = calibrate_on(&engine, &graph, &weights, data).unwrap();
     let red = |value: f32| (value / 255.0 - 0.485) / 0.229;
-    let (low, high) = calibration.ranges.range("double").unwrap();
+    let (low, high) = calibration.ranges().range("double").unwrap();
     assert!((low - 2.0 * red(0.0)).abs() < 1e-4, "{low}");
     assert!((high - 2.0 * red(100.0)).abs() < 1e-4, "{high}");
     let record = &calibration.record;

@@ -479,7 +479,7 @@ pub fn int8_against(
          -> Result<(HostTensor, cnnbench_engine::ChosenKernels)> {
             let config = SessionConfig {
                 precision,
-                calibration: Some(calibration.ranges.clone()),
+                calibration: Some(calibration.int8.clone()),
                 ..config(Mode::Infer, 2, true)
             };
             let mut s = session(engine, &graph, &config)?;

@@ -94,6 +94,7 @@ pub fn capabilities() -> Capabilities {
         weight_exchange: true,
         device_memory: None,
         precision_refusals: Vec::new(),
+        mode_refusals: Vec::new(),
     }
 }
 

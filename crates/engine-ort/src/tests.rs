@@ -180,7 +180,7 @@ fn a_convolution_left_in_f32_is_caught_and_named() {
         seed: 1,
         precision: Precision::Int8,
         deterministic: true,
-        calibration: Some(calibration.ranges),
+        calibration: Some(calibration.int8),
     };
     let mut session = ort_engine(1)
         .prepare(&graph, &config)

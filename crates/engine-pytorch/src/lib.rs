@@ -26,6 +26,15 @@ pub use session::{PytorchEngine, PytorchOptions};
 /// The PyTorch release these engines are tested with; its major.minor is required.
 pub const TORCH_VERSION: &str = "2.11.0";
 
+/// The torchao release pytorch-compile's int8 is tested with (PyTorch 2.11's PT2E
+/// quantisation lives there); its major.minor is required.
+pub const TORCHAO_VERSION: &str = "0.18.0";
+
+/// Why pytorch-compile refuses int8 without freezing: freezing is what lowers the
+/// quantised network to oneDNN's int8 kernels (without it the quantise-dequantise pairs
+/// would run around f32 kernels).
+pub const INT8_NEEDS_FREEZING: &str = "pytorch-compile runs int8 only with inductor's freezing, which lowers the quantised network to oneDNN's int8 kernels: add --freezing (--engine-setting freezing=true)";
+
 /// The worker's source, written to a private folder when an engine starts.
 const WORKER_SOURCE: &str = include_str!("../worker/cnnbench_worker.py");
 
@@ -82,12 +91,23 @@ impl Flavour {
     }
 
     /// Every mode; f32, whole-model bf16 and automatic mixed precision in bf16 on the
-    /// CPU (f16 kernels on the CPU are few and slow, so f16 is left to GPUs); every
-    /// precision on a GPU.
+    /// CPU (f16 kernels on the CPU are few and slow, so f16 is left to GPUs), and int8
+    /// inference compiled (PT2E quantisation lowered by inductor to oneDNN's int8
+    /// kernels: only where the Python has torchao, which the engine checks as it
+    /// starts); every precision but int8 on a GPU.
     pub fn capabilities(self) -> Capabilities {
-        let precisions = match self.device {
-            DeviceKind::Cpu => vec![Precision::F32, Precision::Bf16, Precision::AmpBf16],
-            DeviceKind::Gpu => Precision::ALL.to_vec(),
+        let precisions = match (self.device, self.compiled) {
+            (DeviceKind::Cpu, false) => vec![Precision::F32, Precision::Bf16, Precision::AmpBf16],
+            (DeviceKind::Cpu, true) => vec![
+                Precision::F32,
+                Precision::Bf16,
+                Precision::AmpBf16,
+                Precision::Int8,
+            ],
+            (DeviceKind::Gpu, _) => Precision::ALL
+                .into_iter()
+                .filter(|&p| p != Precision::Int8)
+                .collect(),
         };
         Capabilities {
             modes: vec![Mode::Train, Mode::Infer, Mode::Step],
@@ -99,6 +119,7 @@ impl Flavour {
                 DeviceKind::Gpu => None,
             },
             precision_refusals: Vec::new(),
+            mode_refusals: Vec::new(),
         }
     }
 }

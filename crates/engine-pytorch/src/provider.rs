@@ -8,7 +8,7 @@ use cnnbench_engine::provider::{
     ConcurrentServing, DeclaredSettings, EngineOptions, Provider, NOT_CHECKED_ON_A_GPU,
 };
 use cnnbench_engine::settings::{EngineSettingsRecord, ProgramPath, SettingsMap};
-use cnnbench_engine::{Capabilities, DeviceKind, Engine};
+use cnnbench_engine::{Capabilities, DeviceKind, Engine, Precision};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -107,6 +107,11 @@ impl Provider for Pytorch {
         } else {
             Vec::new()
         }
+    }
+    fn refuses(&self, precision: Precision, settings: &SettingsMap) -> Option<String> {
+        let own = self.own_settings(settings).ok()?;
+        (self.0.compiled && precision == Precision::Int8 && !own.freezing)
+            .then(|| crate::INT8_NEEDS_FREEZING.to_string())
     }
     fn settings(&self) -> DeclaredSettings {
         if self.0.compiled {

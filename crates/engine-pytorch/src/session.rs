@@ -2,9 +2,10 @@
 //! is a network in it, named by a number.
 
 use crate::python::{choose_for_this_process, Interpreter};
-use crate::worker::{Launch, Reply, Worker};
+use crate::worker::{same_release, Launch, Reply, Worker};
 use crate::{CompileMode, CompiledSettings, Flavour};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_engine::int8::OwnQuantization;
 use cnnbench_engine::kit::{NodeOutput, Program, LEARNING_RATE, MOMENTUM};
 use cnnbench_engine::settings::EngineSettingsRecord;
 use cnnbench_engine::{
@@ -16,6 +17,14 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+/// Why an engine with freezing on runs inference alone.
+const FREEZING_INFERS_ONLY: &str = "freezing folds the weights into the compiled graph, which only inference allows; leave it out (--freezing, --engine-setting freezing=true) to train";
+
+/// pytorch-compile's int8, in the result's words.
+const PT2E_SCHEME: &str = "static post-training, PyTorch 2 export (PT2E) with torchao's X86InductorQuantizer: weights int8 symmetric per output channel, activations uint8 per tensor; lowered by inductor (freezing) to oneDNN's int8 kernels";
+/// How its activation ranges are measured: the default recipe's observers.
+const PT2E_OBSERVERS: &str = "PyTorch's observers (X86InductorQuantizer's default recipe: histogram for activations, per-channel min-max for weights)";
 
 /// What the command line sets for these engines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,6 +106,17 @@ impl PytorchEngine {
             }
         }
         let mut capabilities = flavour.capabilities();
+        if options.freezing {
+            for mode in [Mode::Train, Mode::Step] {
+                capabilities = capabilities.without_mode(mode, FREEZING_INFERS_ONLY);
+            }
+        }
+        if let Some(why) = int8_refusal(&interpreter.path, &worker.hello) {
+            if capabilities.precisions.contains(&Precision::Int8) {
+                capabilities.precisions.retain(|&p| p != Precision::Int8);
+                capabilities = capabilities.refusing(Precision::Int8, why);
+            }
+        }
         if on_gpu {
             capabilities.device_memory = worker.hello["cuda_memory"]
                 .as_array()
@@ -125,6 +145,43 @@ impl PytorchEngine {
             DeviceKind::Gpu => format!("cuda:{}", self.options.device),
         }
     }
+}
+
+/// Why this worker's Python cannot quantise to int8, if it cannot: PT2E quantisation
+/// lives in torchao for PyTorch 2.11, whose release the worker reads without importing.
+pub(crate) fn int8_refusal(python: &std::path::Path, hello: &Value) -> Option<String> {
+    let install = format!(
+        "`{} -m pip install torchao=={}`",
+        python.display(),
+        crate::TORCHAO_VERSION
+    );
+    match hello["torchao"].as_str() {
+        None => Some(format!(
+            "pytorch-compile quantises int8 with torchao's PT2E quantiser, and the Python {} has no torchao: install it with {install}",
+            python.display()
+        )),
+        Some(version) if !same_release(version, crate::TORCHAO_VERSION) => Some(format!(
+            "pytorch-compile quantises int8 with torchao {}'s PT2E quantiser, and the Python {} has torchao {version}: install the tested one with {install}",
+            crate::TORCHAO_VERSION,
+            python.display()
+        )),
+        Some(_) => None,
+    }
+}
+
+/// What an int8 session of pytorch-compile needs beyond its capabilities: inference
+/// (post-training quantisation) and inductor's freezing ([`crate::INT8_NEEDS_FREEZING`]).
+fn check_int8_session(config: &SessionConfig, freezing: bool) -> Result<()> {
+    if config.mode != Mode::Infer {
+        return Err(anyhow!(
+            "int8 is post-training quantisation for inference: use --mode infer (this run's mode is {})",
+            config.mode
+        ));
+    }
+    if !freezing {
+        return Err(anyhow!(crate::INT8_NEEDS_FREEZING));
+    }
+    Ok(())
 }
 
 fn lock(worker: &Mutex<Worker>) -> std::sync::MutexGuard<'_, Worker> {
@@ -229,14 +286,33 @@ impl Engine for PytorchEngine {
         self.capabilities.clone()
     }
 
+    fn own_quantization(&self) -> Option<OwnQuantization> {
+        self.capabilities
+            .precisions
+            .contains(&Precision::Int8)
+            .then(|| OwnQuantization {
+                scheme: PT2E_SCHEME.to_string(),
+                method: PT2E_OBSERVERS.to_string(),
+            })
+    }
+
     fn lower(&self, graph: &Graph, config: &SessionConfig) -> Result<Box<dyn Session>> {
-        if self.options.freezing && config.mode != Mode::Infer {
-            return Err(anyhow!(
-                "freezing folds the weights into the compiled graph, which only inference allows; leave it out (--freezing, --engine-setting freezing=true) for {} mode",
-                config.mode
-            ));
+        let calibration = cnnbench_engine::int8::calibration_of(config, &self.info.name)?;
+        if calibration.is_some() {
+            check_int8_session(config, self.options.freezing)?;
         }
         cnnbench_engine::refuse_batch_norm_on_one_value(&self.info().name, graph, config)?;
+        let images: Vec<(String, &HostTensor)> = calibration
+            .map(|c| {
+                c.images
+                    .iter()
+                    .enumerate()
+                    .map(|(i, image)| (format!("calibration{i}"), image))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let payload: Vec<(&str, &HostTensor)> =
+            images.iter().map(|(k, t)| (k.as_str(), *t)).collect();
         let id = {
             let mut next = self.next_session.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -274,7 +350,7 @@ impl Engine for PytorchEngine {
             "momentum": MOMENTUM,
             "compile": compile,
         });
-        lock(&self.worker).call("prepare", request, &[])?;
+        lock(&self.worker).call("prepare", request, &payload)?;
         Ok(Box::new(PytorchSession {
             worker: self.worker.clone(),
             id,
@@ -395,7 +471,8 @@ impl Session for PytorchSession {
     }
 
     /// On the CPU: one untimed pass in the worker with oneDNN's verbose output caught
-    /// there (`torch.backends.mkldnn.verbose`), read as torch-cpu reads its own.
+    /// there (`torch.backends.mkldnn.verbose`), read as torch-cpu reads its own; in
+    /// int8, with the share of the heavy layers oneDNN ran in int8.
     fn kernels_chosen(&mut self) -> Result<ChosenKernels> {
         if self.on_gpu {
             return Ok(ChosenKernels::default());
@@ -407,8 +484,15 @@ impl Session for PytorchSession {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        let report = onednn::OneDnnReport::parse(&lines.join("\n"));
-        Ok(onednn::chosen_kernels(&report, &self.graph, self.precision))
+        let text = lines.join("\n");
+        let report = onednn::OneDnnReport::parse(&text);
+        let mut chosen = onednn::chosen_kernels(&report, &self.graph, self.precision);
+        if self.precision == Precision::Int8 {
+            let coverage = onednn::int8_coverage(&text, &self.graph).chosen_kernels("PyTorch");
+            chosen.settings.extend(coverage.settings);
+            chosen.warnings.extend(coverage.warnings);
+        }
+        Ok(chosen)
     }
 
     fn empty_call(&mut self) -> Option<Result<()>> {

@@ -255,3 +255,46 @@ fn a_heap_policy_the_worker_could_not_apply_is_refused() {
     );
     assert!(e.contains("--allocator system"), "{e}");
 }
+
+/// int8 needs torchao in the worker's Python (PyTorch 2.11's PT2E lives there), of the
+/// tested release; the refusal gives the pip line for that Python.
+#[test]
+fn int8_is_refused_without_torchao_or_with_another_release_giving_the_pip_line() {
+    let python = Path::new("/opt/py/bin/python3");
+    let hello =
+        |torchao: serde_json::Value| serde_json::json!({ "torch": "2.11.0", "torchao": torchao });
+    let pip = format!(
+        "`/opt/py/bin/python3 -m pip install torchao=={}`",
+        crate::TORCHAO_VERSION
+    );
+    let none = crate::session::int8_refusal(python, &hello(serde_json::Value::Null)).unwrap();
+    assert!(
+        none.contains("has no torchao") && none.contains(&pip),
+        "{none}"
+    );
+    let other = crate::session::int8_refusal(python, &hello("0.13.0".into())).unwrap();
+    assert!(
+        other.contains("has torchao 0.13.0") && other.contains(&pip),
+        "{other}"
+    );
+    assert_eq!(
+        crate::session::int8_refusal(python, &hello("0.18.1".into())),
+        None
+    );
+}
+
+/// int8 is offered by the compiled CPU engine alone: the eager engine computes what it
+/// is given, and no GPU engine has int8 kernels cnnbench drives.
+#[test]
+fn int8_is_offered_by_pytorch_compile_on_the_cpu_alone() {
+    use cnnbench_engine::Precision;
+    for flavour in crate::Flavour::ALL {
+        let offered = flavour.capabilities().precisions.contains(&Precision::Int8);
+        assert_eq!(
+            offered,
+            flavour.compiled && flavour.device == cnnbench_engine::DeviceKind::Cpu,
+            "{}",
+            flavour.engine_name()
+        );
+    }
+}

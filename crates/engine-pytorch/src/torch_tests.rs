@@ -280,3 +280,127 @@ fn config(mode: Mode, precision: Precision) -> SessionConfig {
         calibration: None,
     }
 }
+
+fn frozen_compiled() -> PytorchEngine {
+    let options = PytorchOptions {
+        threads: Some(2),
+        heap: "keep".into(),
+        freezing: true,
+        ..PytorchOptions::default()
+    };
+    PytorchEngine::new(COMPILED, options).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// One inference output of `engine` in `precision` with `weights` on `input`.
+fn infer(
+    engine: &dyn Engine,
+    graph: &Graph,
+    precision: Precision,
+    calibration: Option<&cnnbench_bench::quantize::Calibration>,
+    weights: &cnnbench_graph::Weights,
+    input: &cnnbench_graph::HostTensor,
+) -> (cnnbench_graph::HostTensor, cnnbench_engine::ChosenKernels) {
+    let config = SessionConfig {
+        deterministic: true,
+        calibration: calibration.map(|c| c.int8.clone()),
+        ..config(Mode::Infer, precision)
+    };
+    let mut s = engine
+        .prepare(graph, &config)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let exchange = s.exchange().unwrap();
+    exchange.import_weights(weights).unwrap();
+    exchange.set_input(input).unwrap();
+    s.forward().unwrap_or_else(|e| panic!("{e:#}"));
+    let output = s.exchange().unwrap().output().unwrap();
+    (output, s.kernels_chosen().unwrap())
+}
+
+/// pytorch-compile's int8 (torchao's PT2E with X86InductorQuantizer, freezing): on the
+/// weights imported, calibrated on the images handed over, the output is within int8's
+/// tolerance of burn-flex's f32 and not f32's own (it did quantise); oneDNN ran every
+/// convolution and linear layer in int8, and the result says so; new weights are
+/// quantised again (a network frozen with the old ones would miss them).
+#[test]
+fn int8_is_pt2e_quantised_and_runs_on_onednn_int8_kernels() {
+    let reference = BurnFlexEngine::new(None).unwrap();
+    let compiled = frozen_compiled();
+    let graph = small_network();
+    let input =
+        cnnbench_engine::kit::InputBatches::new(&graph, &config(Mode::Infer, Precision::F32))
+            .next_input();
+    for seed in [3, 4] {
+        let weights = cnnbench_graph::Weights::initial(&graph, seed);
+        let calibration =
+            cnnbench_bench::quantize::calibrate(&reference, &graph, &weights, seed, 8).unwrap();
+        let (expected, _) = infer(&reference, &graph, Precision::F32, None, &weights, &input);
+        let (got, chosen) = infer(
+            &compiled,
+            &graph,
+            Precision::Int8,
+            Some(&calibration),
+            &weights,
+            &input,
+        );
+        let error = cnnbench_graph::relative_l2_error(&got, &expected).unwrap();
+        let cosine = cnnbench_graph::cosine_similarity(&got, &expected).unwrap();
+        assert!(
+            error < tolerance_for(Precision::Int8) && cosine > 0.99,
+            "seed {seed}: relative error {error:.2e}, cosine {cosine:.5}"
+        );
+        assert!(
+            error > 1e-5,
+            "seed {seed}: matched f32 to {error:.1e}: nothing was quantised"
+        );
+        assert_eq!(
+            chosen.settings.get("int8_layer_share").map(String::as_str),
+            Some("100.0%"),
+            "{chosen:?}"
+        );
+        assert!(chosen.warnings.is_empty(), "{chosen:?}");
+        let record =
+            calibration.quantization_record(&compiled.info().name, compiled.own_quantization());
+        assert!(record.scheme.contains("X86InductorQuantizer"), "{record:?}");
+        assert_eq!(record.calibration.engine, "pytorch-compile");
+    }
+}
+
+/// int8 on pytorch-compile is inference with freezing: without it, or in a training
+/// mode, the session is refused saying what to change.
+#[test]
+fn int8_without_freezing_or_in_training_is_refused_saying_what_to_change() {
+    let reference = BurnFlexEngine::new(None).unwrap();
+    let graph = small_network();
+    let weights = cnnbench_graph::Weights::initial(&graph, 1);
+    let calibration =
+        cnnbench_bench::quantize::calibrate(&reference, &graph, &weights, 1, 1).unwrap();
+    let int8 = |mode| SessionConfig {
+        calibration: Some(calibration.int8.clone()),
+        ..config(mode, Precision::Int8)
+    };
+    let e = engine(COMPILED)
+        .prepare(&graph, &int8(Mode::Infer))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("--freezing"), "{e}");
+    let frozen = frozen_compiled();
+    for mode in [Mode::Train, Mode::Step] {
+        let e = frozen
+            .prepare(&graph, &int8(mode))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("freezing") && e.contains("it runs: infer"),
+            "{e}"
+        );
+    }
+    // The eager engine has no int8, and says who has.
+    let e = engine(EAGER)
+        .prepare(&graph, &int8(Mode::Infer))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("pytorch-compile"), "{e}");
+}

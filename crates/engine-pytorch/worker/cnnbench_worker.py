@@ -2,7 +2,8 @@
 torch.compile'd, on the user's own Python, and answers cnnbench over a pipe.
 
 It imports nothing but `torch` and Python's standard library, because the machines it
-runs on may have PyTorch and nothing else. cnnbench owns the clock: every call that
+runs on may have PyTorch and nothing else; int8 alone, asked for, imports `torchao`
+(PyTorch 2.11's PT2E quantisation lives there). cnnbench owns the clock: every call that
 computes synchronises its device before it answers, and the worker never times a pass.
 
 The network is built from cnnbench's model file (the Graph's own serialisation), one
@@ -167,6 +168,12 @@ def describe(torch, heap):
         info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     except AttributeError:
         pass
+    # Read from its package metadata, not imported: only an int8 session imports it.
+    try:
+        import importlib.metadata
+        info["torchao"] = importlib.metadata.version("torchao")
+    except Exception:  # noqa: BLE001 (absent or unreadable: int8 is refused either way)
+        info["torchao"] = None
     return info
 
 
@@ -424,12 +431,25 @@ class Session:
         self.classes = int(request.get("classes", 1))
         compile_spec = request.get("compile")
         self.compiled = compile_spec is not None
+        self.compile_mode = None
         self.run = self.network
         if self.compiled:
             config = torch._inductor.config
             config.freezing = bool(compile_spec.get("freezing"))
             mode = compile_spec.get("mode", "default")
-            self.run = torch.compile(self.network, mode=None if mode == "default" else mode)
+            self.compile_mode = None if mode == "default" else mode
+            self.run = torch.compile(self.network, mode=self.compile_mode)
+        # int8: quantised (PT2E) from the weights in place when a pass first needs it,
+        # and again after new weights are imported.
+        self.int8 = self.precision == "int8"
+        self.calibration_images = []
+        if self.int8:
+            if not (self.compiled and config.freezing and self.device.type == "cpu" and self.mode == "infer"):
+                raise ValueError("int8 is inference compiled with freezing on the CPU")
+            self.calibration_images = [t for _, t in from_payload(torch, request["tensors"], payload)]
+            if not self.calibration_images:
+                raise ValueError("an int8 session needs calibration images")
+            self.run = None
         self.input = None
         self.labels = None
         self.output = None
@@ -460,6 +480,8 @@ class Session:
         torch = self.torch
         if self.input is None:
             raise RuntimeError("forward called before a batch was prepared")
+        if self.run is None:
+            self.quantize()
         x, self.input = self.input, None
         autocast = (torch.autocast(self.device.type, dtype=self.autocast)
                     if self.autocast is not None else NullContext())
@@ -506,13 +528,16 @@ class Session:
         """On the CPU (cnnbench asks nowhere else): one untimed pass (no optimizer step)
         with oneDNN printing every primitive it executes, as torch.backends.mkldnn.verbose
         does, caught from this process's standard output: the lines that name the
-        instruction set and the executed primitives, cut to the fields cnnbench reads."""
+        instruction set and the executed primitives, cut to the fields cnnbench reads.
+        An int8 session quantises first (its first pass would)."""
         import tempfile
         torch = self.torch
         libc = ctypes.CDLL(None)
         sys.stdout.flush()
         libc.fflush(None)
         saved = os.dup(1)
+        if self.run is None:
+            self.quantize()
         with tempfile.TemporaryFile() as caught:
             os.dup2(caught.fileno(), 1)
             try:
@@ -536,15 +561,52 @@ class Session:
             self.output = self.loss = self.grad = None
             caught.seek(0)
             text = caught.read().decode("utf-8", "replace")
-        return [",".join(line.split(",")[:7]) for line in text.splitlines()
+        # Up to the memory descriptors (their data types say whether a kernel ran in int8).
+        return [",".join(line.split(",")[:9]) for line in text.splitlines()
                 if line.startswith("onednn_verbose,") and (",isa:" in line or ",primitive,exec," in line)]
 
-    # --- Untimed: compile, exchange, memory ------------------------------------------
+    # --- Untimed: quantise, compile, exchange, memory --------------------------------
+
+    def quantize(self):
+        """int8 as PyTorch 2.11 documents it for x86 CPUs (torchao's PT2E quantisation):
+        the network exported whole (dynamo, strict: the quantiser finds convolutions and
+        linear layers by the source each traced op came from, which only a strict export
+        records), annotated by X86InductorQuantizer's default recipe (weights int8
+        symmetric per output channel, activations uint8 per tensor), calibrated by its
+        observers on the calibration images one at a time, converted, and compiled by
+        inductor with freezing, which lowers each quantised pattern to oneDNN's int8
+        kernels. The batch stays dynamic in the export, so the images calibrate at
+        batch 1 and the session runs at its own."""
+        torch = self.torch
+        try:
+            from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+            from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86
+        except ImportError as e:
+            raise RuntimeError("int8 needs torchao (pip install torchao): %s" % e)
+        self.network.eval()
+        example = torch.randn([2] + self.input_shape[1:])
+        batch = torch.export.Dim("batch", min=1)
+        with torch.no_grad():
+            exported = torch.export.export(self.network, (example,), dynamic_shapes=({0: batch},),
+                                           strict=True).module()
+            quantizer = x86.X86InductorQuantizer()
+            quantizer.set_global(x86.get_default_x86_inductor_quantization_config())
+            prepared = prepare_pt2e(exported, quantizer)
+            for image in self.calibration_images:
+                prepared(self.place(image.to(self.device)))
+            converted = convert_pt2e(prepared)
+        quantised = sum(1 for n in converted.graph.nodes
+                        if n.op == "call_function" and "quantize_per_tensor" in str(n.target))
+        if quantised == 0:
+            raise RuntimeError("PT2E quantised nothing in this network: X86InductorQuantizer "
+                               "annotated none of its layers")
+        self.run = torch.compile(converted, mode=self.compile_mode)
+
 
     def compile(self):
         """One pass on a throw-away batch, so torch.compile traces and compiles now
-        (forward and backward) rather than in a pass cnnbench times. Gradients are
-        cleared and no optimizer step is taken."""
+        (forward and backward; an int8 session quantises first) rather than in a pass
+        cnnbench times. Gradients are cleared and no optimizer step is taken."""
         self.prepare_batch()
         self.forward()
         if self.mode == "train":
@@ -577,6 +639,10 @@ class Session:
                     raise ValueError("the weights have no tensor %r" % key)
                 target = getattr(self.network, attr)
                 target.copy_(given[key].reshape(target.shape))
+        if self.int8:
+            # The quantised network holds the old weights, frozen: quantised again from
+            # these (and calibrated again: the ranges follow the weights).
+            self.run = None
 
     def memory(self):
         if self.cuda:

@@ -117,6 +117,7 @@ impl TorchBackend {
                 )],
                 DeviceKind::Gpu => Vec::new(),
             },
+            mode_refusals: Vec::new(),
         }
     }
 }

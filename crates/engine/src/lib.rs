@@ -45,10 +45,10 @@ pub struct SessionConfig {
     /// Dropout becomes the identity, so that two engines given the same weights and
     /// input compute the same function (`cnnbench verify`). Benchmarks leave it off.
     pub deterministic: bool,
-    /// The activation ranges an int8 session quantises to, measured beforehand on the
-    /// same weights (`None` for every other precision): calibration runs another
-    /// engine's f32 interpreter, so the caller measures and hands them over.
-    pub calibration: Option<std::sync::Arc<cnnbench_graph::quant::ActivationRanges>>,
+    /// The calibration an int8 session quantises with, measured beforehand on the same
+    /// weights (`None` for every other precision): calibration runs another engine's
+    /// f32 interpreter, so the caller measures it and hands it over.
+    pub calibration: Option<std::sync::Arc<int8::Int8Calibration>>,
 }
 
 impl SessionConfig {
@@ -95,6 +95,9 @@ pub struct Capabilities {
     /// Why the engine lacks a precision, where that is worth saying (a measured reason,
     /// a way out): the refusal quotes it.
     pub precision_refusals: Vec<(Precision, String)>,
+    /// Why the engine, as configured, lacks a mode (a setting that allows inference
+    /// alone): the refusal quotes it.
+    pub mode_refusals: Vec<(Mode, String)>,
 }
 
 impl Capabilities {
@@ -108,7 +111,16 @@ impl Capabilities {
             weight_exchange: true,
             device_memory,
             precision_refusals: Vec::new(),
+            mode_refusals: Vec::new(),
         }
+    }
+
+    /// The same capabilities without `mode`, for the reason given (which its refusal
+    /// quotes).
+    pub fn without_mode(mut self, mode: Mode, why: impl Into<String>) -> Self {
+        self.modes.retain(|&m| m != mode);
+        self.mode_refusals.push((mode, why.into()));
+        self
     }
 
     /// The same capabilities, with the reason `precision` is refused.
@@ -134,8 +146,14 @@ impl Capabilities {
     /// Refuses a mode or precision the engine does not support, saying what it does.
     pub fn check(&self, engine: &str, mode: Mode, precision: Precision) -> anyhow::Result<()> {
         if !self.modes.contains(&mode) {
+            let why = self
+                .mode_refusals
+                .iter()
+                .find(|(m, _)| *m == mode)
+                .map(|(_, why)| format!(" ({why})"))
+                .unwrap_or_default();
             return Err(anyhow::anyhow!(
-                "{engine} cannot run {mode} mode; it runs: {}",
+                "{engine} cannot run {mode} mode{why}; it runs: {}",
                 self.modes_text()
             ));
         }
@@ -225,7 +243,7 @@ pub fn refuse_batch_norm_on_one_value(
 }
 
 /// Why an engine without int8 lacks it, where it says nothing more.
-pub const INT8_ENGINES: &str = "int8 runs cnnbench's quantised (QDQ) export, on the engines whose stacks have int8 kernels: ort-cpu and openvino-cpu";
+pub const INT8_ENGINES: &str = "int8 runs on the engines whose stacks have int8 kernels: ort-cpu and openvino-cpu run cnnbench's quantised (QDQ) export, and pytorch-compile quantises with PyTorch's own PT2E quantiser (torchao, with --freezing)";
 
 /// The answer of an inference-only session to a training call (the harness checks the
 /// engine's capabilities first, so a run never gets here).
@@ -494,6 +512,12 @@ impl dyn Session + '_ {
 pub trait Engine {
     fn info(&self) -> EngineInfo;
     fn capabilities(&self) -> Capabilities;
+    /// How this engine's stack quantises an int8 network itself, where it does (its own
+    /// quantiser and observers, on the calibration images), for the result's record;
+    /// `None` where it runs cnnbench's QDQ network, as ONNX Runtime and OpenVINO do.
+    fn own_quantization(&self) -> Option<int8::OwnQuantization> {
+        None
+    }
     /// Lowers `graph` for `config`, which [`Engine::prepare`] has admitted (a mode,
     /// precision and batch the engine's capabilities allow); fails with a clear message
     /// for an op or setting the engine does not support.

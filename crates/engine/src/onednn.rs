@@ -4,6 +4,7 @@
 //! engines in cnnbench's process and PyTorch in its worker both record it, so a result
 //! says which kernels its number came from.
 
+use crate::coverage::KernelCoverage;
 use crate::{ChosenKernels, Precision};
 use cnnbench_graph::{Graph, Op};
 use std::collections::BTreeMap;
@@ -28,6 +29,58 @@ pub fn chosen_kernels(report: &OneDnnReport, graph: &Graph, precision: Precision
             .collect(),
     }
 }
+
+/// What an int8 pass of PyTorch's ran of `graph`'s heavy layers, from oneDNN's verbose
+/// lines with their memory descriptors: each executed convolution, inner product and
+/// matmul, in int8 when its source is u8 or s8. oneDNN names no layer, so the share is
+/// counted in layers; and a layer computed outside oneDNN (ATen's own f32 kernels)
+/// leaves no line at all, so the graph's heavy layers beyond the lines are counted as
+/// run in another precision.
+pub fn int8_coverage(text: &str, graph: &Graph) -> KernelCoverage {
+    let mut coverage = KernelCoverage::new(Precision::Int8);
+    let mut seen = 0;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let ["onednn_verbose", _, "primitive", "exec", "cpu", kind, implementation, _, descriptors, ..] =
+            fields.as_slice()
+        else {
+            continue;
+        };
+        if !HEAVY_KINDS.contains(kind) {
+            continue;
+        }
+        let source = descriptors
+            .split_whitespace()
+            .find_map(|d| d.strip_prefix("src:"))
+            .and_then(|d| d.split(':').next())
+            .unwrap_or("?");
+        let int8 = matches!(source, "u8" | "s8");
+        seen += 1;
+        coverage.add(
+            graph,
+            &format!("{kind} {implementation}"),
+            &format!("a {kind} in {source} ({implementation})"),
+            int8,
+        );
+    }
+    let heavy = graph
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.op, Op::Conv2d(_) | Op::Linear(_)))
+        .count();
+    for _ in seen..heavy {
+        coverage.add(
+            graph,
+            "ATen (not oneDNN)",
+            "a layer in ATen's own f32 kernels",
+            false,
+        );
+    }
+    coverage
+}
+
+/// The primitives that carry a network's convolutions and linear layers.
+const HEAVY_KINDS: [&str; 3] = ["convolution", "inner_product", "matmul"];
 
 /// What oneDNN said while a pass ran: its instruction set (printed once per process,
 /// so kept from the first capture) and, per primitive kind (convolution, matmul,
@@ -138,5 +191,51 @@ unrelated output
             "not oneDNN (ATen's own kernels)"
         );
         assert!(OneDnnReport::parse("").settings(&[]).is_empty());
+    }
+
+    /// An int8 pass as PyTorch 2.11's inductor runs a PT2E-quantised network (the lines
+    /// as the worker cuts them, up to the memory descriptors): convolutions and matmuls
+    /// on u8 sources are int8; one on f32 is not; and a heavy layer with no line at all
+    /// ran outside oneDNN, which counts against the share.
+    #[test]
+    fn an_int8_pass_counts_the_heavy_primitives_by_their_source_type() {
+        use cnnbench_graph::ops::Conv2d;
+        let mut b = cnnbench_graph::GraphBuilder::new("three", [3, 8, 8]);
+        let x = b.input();
+        let c1 = b.conv("c1", &x, Conv2d::new(4, 3).padding(1));
+        let c2 = b.conv("c2", &c1, Conv2d::new(4, 3).padding(1));
+        let f = b.flatten("flat", &c2);
+        let l = b.linear("fc", &f, 10);
+        let graph = b.finish(&l).unwrap();
+        let int8_conv = "onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core_vnni,forward_inference,src:u8::blocked:acdb::f0 wei:s8:ap:blocked:AcdB16a4b::f8:zpm1 bia:f32:a:blocked:a::f0 dst:u8::blocked:acdb::f0";
+        let int8_matmul = "onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx512_core_vnni,undef,src:u8:a:blocked:ab::f0 wei:s8:p:blocked:AB16a64b4a::f8:zpm2 bia:f32:a:blocked:ab::f0_mask2 dst:f32:a:blocked:ab::f0";
+        let f32_conv = "onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core,forward_inference,src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb16a::f0 bia:f32:a:blocked:a::f0 dst:f32::blocked:acdb::f0";
+        let reorder = "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:abcd::f0 dst:u8::blocked:acdb::f0";
+
+        let all = [int8_conv, int8_conv, reorder, int8_matmul].join("\n");
+        let chosen = int8_coverage(&all, &graph).chosen_kernels("PyTorch");
+        assert_eq!(chosen.settings["int8_layer_share"], "100.0%");
+        assert_eq!(
+            chosen.settings["int8_kernels"],
+            "convolution brg_conv_fwd:avx512_core_vnni ×2, matmul brg_matmul:avx512_core_vnni ×1"
+        );
+        assert!(chosen.warnings.is_empty(), "{chosen:?}");
+
+        let one_f32 = [int8_conv, f32_conv, int8_matmul].join("\n");
+        let chosen = int8_coverage(&one_f32, &graph).chosen_kernels("PyTorch");
+        assert_eq!(chosen.settings["int8_layer_share"], "66.7%");
+        assert!(
+            chosen.warnings[0].contains("a convolution in f32 (brg_conv_fwd:avx512_core)"),
+            "{chosen:?}"
+        );
+
+        // The linear layer left no line: ATen computed it.
+        let no_linear = [int8_conv, int8_conv].join("\n");
+        let chosen = int8_coverage(&no_linear, &graph).chosen_kernels("PyTorch");
+        assert_eq!(chosen.settings["int8_layer_share"], "66.7%");
+        assert!(
+            chosen.warnings[0].contains("a layer in ATen's own f32 kernels"),
+            "{chosen:?}"
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::distributed::{ProcessGroup, Rendezvous};
 use crate::settings::{EngineSettingsRecord, SettingDoc, SettingsMap};
-use crate::{Capabilities, Engine};
+use crate::{Capabilities, Engine, Precision};
 use std::sync::Arc;
 
 /// The settings the command line gives every engine; each uses those that apply to it
@@ -82,6 +82,12 @@ pub trait Provider: Send + Sync {
     /// throughput hint, inductor's freezing): none unless the engine says.
     fn deployment_settings(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
+    }
+    /// Why it cannot compute in `precision` under these own settings, where it offers the
+    /// precision but not with them (pytorch-compile's int8 needs freezing), so that
+    /// `choose` leaves such a pair out rather than running it to fail.
+    fn refuses(&self, _precision: Precision, _settings: &SettingsMap) -> Option<String> {
+        None
     }
     /// How it computes several queries at once (`run --scenario server|offline
     /// --in-flight N`): one at a time unless the engine says.

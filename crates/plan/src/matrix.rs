@@ -22,6 +22,11 @@
 //! model = "resnet50"
 //! batch_size = 32
 //!
+//! [[exclude]]           # an engine's setting axis, with the engine
+//! engine = "openvino-cpu"
+//! precision = "int8"
+//! engine_settings = { hint = "throughput" }
+//!
 //! # An engine's own settings: a value sets it for the engine's cells, a list is an
 //! # axis of them. Only the engine's provider knows its keys (`cnnbench engines`).
 //! [engine_settings.openvino-cpu]
@@ -297,6 +302,8 @@ fn default_precisions() -> Vec<Precision> {
 struct ExcludeEntry {
     model: Option<String>,
     engine: Option<String>,
+    /// Values of the engine's own settings its `[engine_settings]` gives as lists.
+    engine_settings: Option<BTreeMap<String, SettingScalar>>,
     batch_size: Option<usize>,
     image_size: Option<ImageSizeSpec>,
     mode: Option<Mode>,
@@ -1406,6 +1413,8 @@ fn check_models(names: &[String]) -> Result<Vec<String>, MatrixError> {
 struct Exclusion {
     model: Option<String>,
     engine: Option<String>,
+    /// Values of the engine's setting axes: a cell of the engine with every one matches.
+    engine_settings: Vec<(String, String)>,
     batch_size: Option<usize>,
     image_size: Option<ImageSize>,
     mode: Option<Mode>,
@@ -1453,6 +1462,37 @@ impl Exclusion {
             if !file.engines.contains(engine) {
                 return Err(not_in("engine", format!("\"{engine}\""), "engines"));
             }
+        }
+        let mut engine_settings = Vec::new();
+        for (key, value) in e.engine_settings.iter().flatten() {
+            let value = value.text();
+            let Some(engine) = &e.engine else {
+                return Err(MatrixError::Exclude {
+                    index,
+                    message: format!(
+                        "engine_settings {key} = {value} names no engine: an engine's settings are its own, so give `engine` too"
+                    ),
+                });
+            };
+            match file.engine_settings.get(engine).and_then(|s| s.get(key)) {
+                Some(SettingValues::Axis(values)) if values.iter().any(|v| v.text() == value) => {}
+                Some(SettingValues::Axis(_)) => {
+                    return Err(not_in(
+                        &format!("engine_settings {key}"),
+                        value,
+                        &format!("engine_settings.{engine}.{key}"),
+                    ))
+                }
+                Some(SettingValues::One(_)) | None => {
+                    return Err(MatrixError::Exclude {
+                        index,
+                        message: format!(
+                            "`engine_settings.{engine}.{key}` is not a list in the matrix, so it is no axis to exclude from"
+                        ),
+                    })
+                }
+            }
+            engine_settings.push((key.clone(), value));
         }
         if let Some(b) = e.batch_size {
             if !axes.batch_sizes.contains(&b) {
@@ -1512,6 +1552,7 @@ impl Exclusion {
         let exclusion = Exclusion {
             model,
             engine: e.engine.clone(),
+            engine_settings,
             batch_size: e.batch_size,
             image_size,
             mode: e.mode,
@@ -1539,6 +1580,10 @@ impl Exclusion {
     fn matches(&self, c: &Cell) -> bool {
         self.model.as_ref().is_none_or(|m| *m == c.model)
             && self.engine.as_ref().is_none_or(|e| *e == c.engine)
+            && self
+                .engine_settings
+                .iter()
+                .all(|(key, value)| c.settings.get(key) == Some(value))
             && self.batch_size.is_none_or(|b| b == c.batch_size)
             && self.image_size.is_none_or(|s| Some(s) == c.image_size)
             && self.mode.is_none_or(|m| m == c.mode)
@@ -1815,6 +1860,76 @@ streams = 2
         assert!(m.cells[4]
             .describe()
             .contains("openvino-cpu hint=throughput streams=2"));
+    }
+
+    /// An exclude entry names values of an engine's setting axes with the engine: the
+    /// cells of that engine with those values go (a stack that cannot run a precision
+    /// under one setting, as pytorch-compile's int8 without freezing); an entry that
+    /// names no engine, a setting that is no axis, or a value not on it, is refused.
+    #[test]
+    fn an_engine_setting_axis_can_be_excluded_from_with_its_engine() {
+        let base = r#"format = "cnnbench-matrix"
+version = 1
+models = ["resnet18"]
+engines = ["burn-flex", "openvino-cpu"]
+modes = ["infer"]
+precisions = ["f32", "int8"]
+
+[engine_settings.openvino-cpu]
+hint = ["latency", "throughput"]
+streams = 2
+"#;
+        let parse = |extra: &str| {
+            Matrix::parse(&format!("{base}{extra}"), &["burn-flex", "openvino-cpu"])
+                .map_err(|e| e.to_string())
+        };
+        let m = parse(
+            "[[exclude]]\nengine = \"openvino-cpu\"\nprecision = \"int8\"\nengine_settings = { hint = \"throughput\" }\n",
+        )
+        .unwrap();
+        let ov: Vec<(String, Precision)> = m
+            .cells
+            .iter()
+            .filter(|c| c.engine == "openvino-cpu")
+            .map(|c| (c.settings["hint"].clone(), c.precision))
+            .collect();
+        assert_eq!(
+            ov,
+            vec![
+                ("latency".into(), Precision::F32),
+                ("latency".into(), Precision::Int8),
+                ("throughput".into(), Precision::F32),
+            ]
+        );
+        assert_eq!(m.cells.len(), 2 + 3);
+        let e = parse("[[exclude]]\nengine_settings = { hint = \"throughput\" }\n").unwrap_err();
+        assert!(
+            e.contains("exclude entry 1") && e.contains("give `engine` too"),
+            "{e}"
+        );
+        let e =
+            parse("[[exclude]]\nengine = \"openvino-cpu\"\nengine_settings = { streams = 2 }\n")
+                .unwrap_err();
+        assert!(
+            e.contains("`engine_settings.openvino-cpu.streams` is not a list"),
+            "{e}"
+        );
+        let e = parse(
+            "[[exclude]]\nengine = \"openvino-cpu\"\nengine_settings = { hint = \"cumulative\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("cumulative") && e.contains("would exclude nothing"),
+            "{e}"
+        );
+        let e = parse(
+            "[[exclude]]\nengine = \"burn-flex\"\nengine_settings = { hint = \"latency\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("`engine_settings.burn-flex.hint` is not a list"),
+            "{e}"
+        );
     }
 
     #[test]

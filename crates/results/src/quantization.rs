@@ -37,7 +37,8 @@ pub struct CalibrationRecord {
     /// Whether the images were real data: ranges from random images say nothing of the
     /// accuracy the network keeps on real ones.
     pub real_data: bool,
-    /// The engine whose f32 interpreter measured the ranges.
+    /// The engine that measured the ranges: the one whose f32 interpreter ran the
+    /// calibration images, or the int8 engine whose own quantiser's observers did.
     pub engine: String,
 }
 

@@ -354,6 +354,17 @@ fn candidates(args: &ChooseArgs, precisions: &[Precision]) -> Result<Vec<Candida
         for &precision in precisions {
             if capabilities.precisions.contains(&precision) {
                 for settings in &variants {
+                    if let Some(why) = provider.refuses(precision, settings) {
+                        let label: Vec<String> =
+                            settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        errln!(
+                            "choose: {} {} with {} left out: {why}",
+                            status.name,
+                            precision.as_str(),
+                            label.join(" ")
+                        );
+                        continue;
+                    }
                     out.push(Candidate {
                         engine: status.name.to_string(),
                         precision,
@@ -433,15 +444,31 @@ fn write_matrix(
         }
     }
     for engine in &engines {
+        let variants = combinations(&setting_axes(engines::find(engine)?.as_ref()));
         for precision in &precisions {
-            let offered = candidates
+            let offered: Vec<&SettingsMap> = candidates
                 .iter()
-                .any(|c| c.engine == *engine && c.precision == *precision);
-            if !offered {
+                .filter(|c| c.engine == *engine && c.precision == *precision)
+                .map(|c| &c.settings)
+                .collect();
+            let entry = format!(
+                "[[exclude]]\nengine = {}\nprecision = {}\n",
+                quoted(engine),
+                quoted(precision.as_str())
+            );
+            if offered.is_empty() {
+                text.push_str(&entry);
+                continue;
+            }
+            // A precision the engine offers, but not under every one of its settings.
+            for variant in variants.iter().filter(|v| !offered.contains(v)) {
+                let values: Vec<String> = variant
+                    .iter()
+                    .map(|(k, v)| format!("{} = {}", quoted(k), quoted(v)))
+                    .collect();
                 text.push_str(&format!(
-                    "[[exclude]]\nengine = {}\nprecision = {}\n",
-                    quoted(engine),
-                    quoted(precision.as_str())
+                    "{entry}engine_settings = {{ {} }}\n",
+                    values.join(", ")
                 ));
             }
         }

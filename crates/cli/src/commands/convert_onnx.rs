@@ -99,7 +99,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         }
     };
     let bytes = match &calibration {
-        Some(calibration) => to_onnx_int8(&graph, &weights, &calibration.ranges),
+        Some(calibration) => to_onnx_int8(&graph, &weights, calibration.ranges()),
         None => to_onnx(&graph, &weights),
     }
     .with_context(|| format!("cannot write {} as ONNX", graph.name()))?;

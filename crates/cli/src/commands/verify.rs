@@ -163,11 +163,14 @@ pub fn run(args: VerifyArgs) -> Result<ExitCode> {
             .map(|folder| ImageFolder::load(folder, graph.input_shape()).map(Arc::new))
             .transpose()?,
     };
-    // int8's ranges are measured on burn-flex's interpreter, as `run` measures them.
+    // int8's ranges are measured on burn-flex's interpreter, as `run` measures them; the
+    // engines' own settings are theirs, not its.
     let calibrator = if precisions.contains(&Precision::Int8) {
+        let mut options = args.gpu.engine_options(args.threads, Precision::F32)?;
+        options.settings.clear();
         Some(engines::create(
             cnnbench_engine_burn::ENGINE_NAME,
-            &args.gpu.engine_options(args.threads, Precision::F32)?,
+            &options,
         )?)
     } else {
         None

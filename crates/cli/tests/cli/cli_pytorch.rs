@@ -297,3 +297,79 @@ fn training_batch_norm_on_one_value_is_refused_with_the_way_out() {
             .stderr(predicate::str::contains("ValueError").not());
     }
 }
+
+/// pytorch-compile's int8 end to end: `run` records PyTorch's own quantiser (PT2E,
+/// calibrated on the run's images) and the share oneDNN ran in int8; `choose` leaves
+/// int8 without freezing out of its matrix, saying why, and ranks int8 with freezing
+/// with its accuracy cost.
+#[cfg(feature = "pytorch-tests")]
+#[test]
+fn int8_on_pytorch_compile_runs_pt2e_quantised_and_choose_leaves_out_int8_without_freezing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("int8");
+    run_ok(
+        cnnbench()
+            .args([
+                "run",
+                "resnet18",
+                "--engine",
+                "pytorch-compile",
+                "--freezing",
+            ])
+            .args([
+                "--mode",
+                "infer",
+                "--precision",
+                "int8",
+                "--image-size",
+                "32",
+                "-b",
+                "2",
+                "--passes",
+                "2",
+                "-q",
+                "-o",
+            ])
+            .arg(&out),
+    );
+    let files = result_files(&out);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let result: serde_json::Value = read_json(&files[0]);
+    let quantization = &result["quantization"];
+    assert!(
+        quantization["scheme"]
+            .as_str()
+            .unwrap()
+            .contains("X86InductorQuantizer"),
+        "{quantization}"
+    );
+    assert_eq!(quantization["calibration"]["engine"], "pytorch-compile");
+    assert_eq!(quantization["calibration"]["images"], 8);
+    assert_eq!(result["engine"]["settings"]["int8_layer_share"], "100.0%");
+
+    let choice = dir.path().join("choice");
+    let done = run_ok(
+        cnnbench()
+            .args(["choose", "resnet18", "--engines", "pytorch-compile"])
+            .args(["--precisions", "int8", "--image-size", "32", "-b", "1,2"])
+            .args(["--passes", "2", "--warmup", "0", "-o"])
+            .arg(&choice),
+    );
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        stderr.contains("pytorch-compile int8 with freezing=false left out")
+            && stderr.contains("add --freezing"),
+        "{stderr}"
+    );
+    let matrix = std::fs::read_to_string(choice.join("choose.toml")).unwrap();
+    assert!(
+        matrix.contains("engine_settings = { \"freezing\" = \"false\" }"),
+        "{matrix}"
+    );
+    let text = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        text.contains("| pytorch-compile 2.11.0, int8, freezing") && text.contains("PASS"),
+        "{text}"
+    );
+    assert_eq!(result_files(&choice.join("runs")).len(), 2);
+}
