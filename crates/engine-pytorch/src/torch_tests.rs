@@ -308,12 +308,14 @@ fn infer(
     let mut s = engine
         .prepare(graph, &config)
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let exchange = s.exchange().unwrap();
-    exchange.import_weights(weights).unwrap();
-    exchange.set_input(input).unwrap();
+    s.exchange().unwrap().import_weights(weights).unwrap();
+    // Before any pass: an int8 session quantises and compiles for it, outside the pass
+    // whose kernels it reports.
+    let chosen = s.kernels_chosen().unwrap_or_else(|e| panic!("{e:#}"));
+    s.exchange().unwrap().set_input(input).unwrap();
     s.forward().unwrap_or_else(|e| panic!("{e:#}"));
     let output = s.exchange().unwrap().output().unwrap();
-    (output, s.kernels_chosen().unwrap())
+    (output, chosen)
 }
 
 /// pytorch-compile's int8 (torchao's PT2E with X86InductorQuantizer, freezing): on the
@@ -357,6 +359,12 @@ fn int8_is_pt2e_quantised_and_runs_on_onednn_int8_kernels() {
             Some("100.0%"),
             "{chosen:?}"
         );
+        // One primitive for each of the network's three heavy layers: none of compiling's.
+        let kernels: usize = chosen.settings["int8_kernels"]
+            .split(", ")
+            .map(|k| k.rsplit_once('×').unwrap().1.parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(kernels, 3, "{chosen:?}");
         assert!(chosen.warnings.is_empty(), "{chosen:?}");
         let record =
             calibration.quantization_record(&compiled.info().name, compiled.own_quantization());

@@ -529,15 +529,16 @@ class Session:
         with oneDNN printing every primitive it executes, as torch.backends.mkldnn.verbose
         does, caught from this process's standard output: the lines that name the
         instruction set and the executed primitives, cut to the fields cnnbench reads.
-        An int8 session quantises first (its first pass would)."""
+        An int8 session not yet quantised is quantised and compiled first."""
         import tempfile
         torch = self.torch
+        if self.run is None:
+            # Quantised and compiled before the window: only the pass's primitives count.
+            self.compile()
         libc = ctypes.CDLL(None)
         sys.stdout.flush()
         libc.fflush(None)
         saved = os.dup(1)
-        if self.run is None:
-            self.quantize()
         with tempfile.TemporaryFile() as caught:
             os.dup2(caught.fileno(), 1)
             try:

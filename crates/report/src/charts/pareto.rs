@@ -82,13 +82,19 @@ impl Chart for Pareto {
             .margin_right(40)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d((e_lo..e_hi).log_scale(), (l_lo..l_hi).log_scale()));
+            .build_cartesian_2d(
+                (e_lo..e_hi)
+                    .log_scale()
+                    .with_key_points(one_two_five(e_lo, e_hi)),
+                (l_lo..l_hi)
+                    .log_scale()
+                    .with_key_points(one_two_five(l_lo, l_hi)),
+            ));
         draw!(chart
             .configure_mesh()
             .x_desc("largest error of the output vs f32, relative to its largest magnitude")
             .y_desc(self.speed_desc.clone())
             .x_label_formatter(&|x| format!("{x:.0e}"))
-            .y_labels(6)
             .y_label_formatter(&|y| {
                 if (y - y.round()).abs() < 1e-9 {
                     format!("{y:.0}")
@@ -259,9 +265,58 @@ pub fn write_serving_pareto_chart(
     Ok(written)
 }
 
+/// The ticks of a logarithmic axis from `lo` to `hi`: 1, 2 and 5 times each power of
+/// ten between them; the powers alone over more than four decades (their labels would
+/// crowd), every whole mantissa where 1-2-5 leaves fewer than three (a range within one
+/// decade, which plotters labels at a single tick, or at so many the labels overlap).
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let ticks = |mantissas: &[f64]| -> Vec<f64> {
+        let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        (first..=last)
+            .flat_map(|decade| mantissas.iter().map(move |m| m * 10f64.powi(decade)))
+            .filter(|t| (lo..=hi).contains(t))
+            .collect()
+    };
+    if (hi / lo).log10() > 4.0 {
+        return ticks(&[1.0]);
+    }
+    let coarse = ticks(&[1.0, 2.0, 5.0]);
+    if coarse.len() >= 3 {
+        coarse
+    } else {
+        ticks(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_axis_is_labelled_at_one_two_five_or_powers_or_every_mantissa() {
+        let close = |got: Vec<f64>, want: &[f64]| {
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-9 * w, "{got:?}");
+            }
+        };
+        close(one_two_five(0.3, 45.0), &[0.5, 1.0, 2.0, 5.0, 10.0, 20.0]);
+        // ResNet-50's choice on a Zen 5: 4.9 to 30 ms drawn from 3.3 to 45 (plotters'
+        // own key points labelled 10 alone).
+        close(one_two_five(3.3, 45.0), &[5.0, 10.0, 20.0]);
+        // The errors of ResNet-50's choice: the powers of ten alone.
+        close(
+            one_two_five(1e-7, 3e-2),
+            &[1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
+        );
+        // Within a decade, every whole mantissa.
+        close(one_two_five(4.0, 9.5), &[4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        assert!(one_two_five(0.0, 1.0).is_empty());
+        assert!(one_two_five(2.0, 1.0).is_empty());
+    }
 
     #[test]
     fn a_configuration_without_a_point_says_what_it_lacks() {
