@@ -36,7 +36,9 @@ pub fn calibration_of<'c>(
 ) -> anyhow::Result<Option<&'c Int8Calibration>> {
     match config.precision {
         Precision::Int8 => config.calibration.as_deref().map(Some).ok_or_else(|| {
-            anyhow::anyhow!("{engine}: an int8 session needs the network's calibration")
+            anyhow::anyhow!(
+                "{engine}: an int8 session needs the network's calibration (its calibrated activation ranges and the images they were measured on)"
+            )
         }),
         Precision::F32
         | Precision::Tf32
