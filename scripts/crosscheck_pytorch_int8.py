@@ -26,7 +26,6 @@ Usage: .venv-torch/bin/python scripts/crosscheck_pytorch_int8.py [--model resnet
        [--out DIR]
 Exit status 1 when the pooled ratio is outside the tolerance.
 """
-import argparse
 import json
 import os
 import statistics
@@ -35,24 +34,16 @@ import sys
 import tempfile
 import time
 
+import crosscheck_stack
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINE = "pytorch-compile"
 
 
 def arguments():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="resnet50", help="a zoo model that pytorch_reference.py knows")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--passes", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
+    p = crosscheck_stack.parser(__doc__, 0.05, precisions=("int8",))
+    p.set_defaults(precision="int8")
     p.add_argument("--calibration", type=int, default=8, help="calibration images, as `run --calibration`")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tolerance", type=float, default=0.05)
-    p.add_argument("--bin", default=os.path.join(HERE, "..", "target", "release", "cnnbench"))
-    p.add_argument("--out", default=None, help="keep cnnbench's result files here")
-    p.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -130,11 +121,12 @@ def main():
     if args.reference:
         return reference(args)
     out = args.out or tempfile.mkdtemp(prefix="crosscheck-pytorch-int8-")
+    os.makedirs(out, exist_ok=True)
     common = ["--passes", str(args.passes), "--warmup", str(args.warmup), "--seed", str(args.seed)]
     size = ["--image-size", str(args.image_size)]
 
     def run_cnnbench(round_):
-        cmd = [args.bin, "run", args.model, "--engine", "pytorch-compile", "--freezing", "--precision", "int8",
+        cmd = [args.bin, "run", args.model, "--engine", ENGINE, "--freezing", "--precision", "int8",
                "--mode", "infer", "-b", str(args.batch_size), "--threads", str(args.threads),
                "--calibration", str(args.calibration), *size, *common, "-q", "--json",
                "-o", os.path.join(out, f"round{round_}")]
@@ -150,46 +142,31 @@ def main():
         result = json.loads(r.stdout.strip().splitlines()[-1])
         return result["forward"], result
 
-    samples = {"cnnbench": [], "python": []}
+    samples = {ENGINE: [], "python": []}
     said = {}
     per_round = []
     for round_ in range(1, args.rounds + 1):
-        order = [("cnnbench", run_cnnbench), ("python", run_reference)]
+        order = [(ENGINE, run_cnnbench), ("python", run_reference)]
         if round_ % 2 == 0:
             order.reverse()
         this = {}
         for name, run in order:
             this[name], said[name] = run(round_)
             samples[name] += this[name]
-        ratio = statistics.median(this["cnnbench"]) / statistics.median(this["python"])
+        ratio = statistics.median(this[ENGINE]) / statistics.median(this["python"])
         per_round.append((" then ".join(n for n, _ in order), ratio))
-        print(f"round {round_}/{args.rounds} ({per_round[-1][0]}): cnnbench / PyTorch {ratio:.3f}",
+        print(f"round {round_}/{args.rounds} ({per_round[-1][0]}): {ENGINE} / Python {ratio:.3f}",
               file=sys.stderr, flush=True)
 
     b = said["python"]
-    print(f"{args.model} at {args.image_size}² in int8 (PT2E, X86InductorQuantizer, freezing), batch"
-          f" {args.batch_size}, {args.threads} threads, {args.rounds} rounds in A-B-B-A order ×"
-          f" {args.passes} passes ({args.warmup} warm-up); torch {b['torch']}, heap {b['heap']}")
-    print()
-    print("|Round|Order|cnnbench / PyTorch|")
-    print("|---:|---|---:|")
-    for i, (order, ratio) in enumerate(per_round, 1):
-        print(f"|{i}|{order}|{ratio:.3f}|")
-    print()
-    med = {n: statistics.median(s) * 1e3 for n, s in samples.items()}
-    spread = {n: (min(s) * 1e3, max(s) * 1e3) for n, s in samples.items()}
-    ratio = med["cnnbench"] / med["python"]
-    within = abs(ratio - 1.0) <= args.tolerance
-    print("|Phase|cnnbench pytorch-compile int8|PyTorch PT2E int8 (torchvision)|cnnbench / PyTorch (pooled)|")
-    print("|---|---:|---:|---:|")
-    print(f"|inference|{med['cnnbench']:.2f} ms ({spread['cnnbench'][0]:.2f}–{spread['cnnbench'][1]:.2f})"
-          f"|{med['python']:.2f} ms ({spread['python'][0]:.2f}–{spread['python'][1]:.2f})"
-          f"|{ratio:.3f} {'✓' if within else '✗'}|")
-    print()
-    print(f"in int8: cnnbench recorded {said['cnnbench'].get('int8_layer_share', 'no share')} of its heavy layers;"
-          f" PyTorch's own ran {b['int8_primitives']} of {b['heavy_primitives']} heavy oneDNN primitives on int8 sources")
-    print(f"medians of all passes (min–max in brackets); ✓: within ±{args.tolerance:.0%}. Result files: {out}")
-    return 0 if within else 1
+    header = (f"PT2E with X86InductorQuantizer, freezing, {args.calibration} calibration images;"
+              f" torch {b['torch']}, heap {b['heap']}")
+    status = crosscheck_stack.report(args, ENGINE, "PyTorch's own PT2E int8 of torchvision's model", header,
+                                     samples, per_round, out)
+    print(f"in int8: cnnbench recorded {said[ENGINE].get('int8_layer_share', 'no share')} of its heavy layers;"
+          f" PyTorch's own ran {b['int8_primitives']} of {b['heavy_primitives']} heavy oneDNN primitives on int8"
+          " sources")
+    return status
 
 
 if __name__ == "__main__":
