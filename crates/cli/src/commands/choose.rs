@@ -176,6 +176,16 @@ fn setting_axes(provider: &dyn cnnbench_engine::provider::Provider) -> Vec<(Stri
         .collect()
 }
 
+/// Why a run of a cell failed, in one line: the first error it printed (`error: …`),
+/// without its prefix. The lines after it (the runs kept, the exit status) add nothing
+/// to "left out of the ranking".
+fn failure_reason(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("error: "))
+        .map(str::to_string)
+}
+
 /// Every combination of the axes' values, as settings maps (one empty map without axes).
 fn combinations(axes: &[(String, [String; 2])]) -> Vec<SettingsMap> {
     let mut out = vec![SettingsMap::new()];
@@ -264,7 +274,7 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             matrix.cells.len(),
             cell.describe()
         );
-        let status = std::process::Command::new(&program)
+        let run = std::process::Command::new(&program)
             .arg("run")
             .arg("--plan")
             .arg(&matrix_path)
@@ -275,14 +285,21 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             .arg("--label")
             .arg(LABEL)
             .arg("-q")
-            // Its table is the ranking's row; its errors and warnings still show.
+            // Its table is the ranking's row; its warnings are shown when it ends.
             .stdout(std::process::Stdio::null())
-            .status()
+            .stderr(std::process::Stdio::piped())
+            .output()
             .with_context(|| format!("cannot start {}", program.display()))?;
-        if !status.success() {
+        let said = String::from_utf8_lossy(&run.stderr);
+        if run.status.success() {
+            for line in said.lines() {
+                errln!("{line}");
+            }
+        } else {
             errln!(
-                "choose: {} did not run ({status}); it is left out of the ranking",
-                cell.describe()
+                "choose: {} did not run ({}); it is left out of the ranking",
+                cell.describe(),
+                failure_reason(&said).unwrap_or_else(|| run.status.to_string())
             );
         }
     }
@@ -852,5 +869,26 @@ fn print_choice(choice: &Choice, random_weights: bool) {
     }
     for sentence in &choice.conclusions {
         outln!("{sentence}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed cell is said in one line with its first error (OpenVINO's throughput
+    /// hint at a batch its requests do not split), not the three lines the run printed.
+    #[test]
+    fn the_reason_a_cell_failed_is_its_first_error_line() {
+        let said = "\
+warning: resnet50: something worth knowing
+error: openvino-cpu cannot run resnet50: a batch of 1 does not split evenly among them
+error: run 1 of 2 of resnet50 (batch 1, 224x224) failed (exit status 1); the runs before it are kept in runs
+";
+        assert_eq!(
+            failure_reason(said).as_deref(),
+            Some("openvino-cpu cannot run resnet50: a batch of 1 does not split evenly among them")
+        );
+        assert_eq!(failure_reason("killed\n"), None);
     }
 }

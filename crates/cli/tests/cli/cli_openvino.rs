@@ -238,6 +238,11 @@ fn choose_tries_the_throughput_hint_the_engine_declares() {
         text.contains("throughput hint") || stderr.contains("did not run"),
         "{text}\n{stderr}"
     );
+    // A cell that cannot run is said once, with OpenVINO's reason.
+    for line in stderr.lines().filter(|l| l.contains("did not run")) {
+        assert!(line.contains("does not split evenly"), "{stderr}");
+    }
+    assert!(!stderr.contains("error: run 1 of"), "{stderr}");
     let costs = std::fs::read_to_string(out.join("choose-accuracy.json")).unwrap();
     assert!(costs.contains("throughput hint"), "{costs}");
 }
