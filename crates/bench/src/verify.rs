@@ -423,10 +423,11 @@ pub fn verify_calibrated(
     }
     // int8 is post-training quantisation: an engine that trains in f32 does not in int8.
     let int8 = request.precisions.contains(&Precision::Int8);
-    let trains = !int8 && ref_caps.trains() && cand_caps.trains();
+    let both_train = ref_caps.trains() && cand_caps.trains();
+    let trains = !int8 && both_train;
     let compared = if trains {
         "outputs in train and infer modes, and every weight gradient".to_string()
-    } else if int8 && ref_caps.trains() && cand_caps.trains() {
+    } else if both_train {
         "the inference output only (int8 is for inference)".to_string()
     } else {
         let which = if ref_caps.trains() {

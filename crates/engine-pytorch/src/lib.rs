@@ -5,10 +5,11 @@
 //! worker that ships in this crate (`worker/cnnbench_worker.py`, built into the binary)
 //! and imports nothing but `torch` (and `torchao`, for int8 alone). It builds the
 //! network in PyTorch from cnnbench's model file, one small function per op, so there is
-//! still one description of every model, and answers prepare / forward / backward / update / weights over a pipe. The
-//! harness owns the clock around each call; the worker synchronises its device before it
-//! answers; the pipe's round trip is measured and recorded as the floor under every
-//! timed phase ([`cnnbench_engine::Session::empty_call`]).
+//! still one description of every model, and answers prepare / forward / backward /
+//! update / weights over a pipe. The harness owns the clock around each call; the
+//! worker synchronises its device before it answers; the pipe's round trip is measured
+//! and recorded as the floor under every timed phase
+//! ([`cnnbench_engine::Session::empty_call`]).
 //!
 //! Nothing is needed at build time: without a Python that has torch 2.11 the engines
 //! say so, and how to install it.

@@ -176,7 +176,7 @@ fn node_named<'g>(graph: &'g Graph, stack_name: &str) -> Option<&'g Node> {
 }
 
 /// Whether an op is one a low precision speeds up: a convolution or a linear layer.
-fn is_heavy(op: &Op) -> bool {
+pub(crate) fn is_heavy(op: &Op) -> bool {
     match op {
         Op::Conv2d(_) | Op::Linear(_) => true,
         Op::BatchNorm2d(_)

@@ -66,7 +66,7 @@ pub fn int8_coverage(text: &str, graph: &Graph) -> KernelCoverage {
     let heavy = graph
         .nodes()
         .iter()
-        .filter(|n| matches!(n.op, Op::Conv2d(_) | Op::Linear(_)))
+        .filter(|n| crate::coverage::is_heavy(&n.op))
         .count();
     for _ in seen..heavy {
         coverage.add(
