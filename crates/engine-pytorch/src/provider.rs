@@ -172,13 +172,13 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
     };
     let answer = match Command::new(python).args(["-c", script]).output() {
         Err(e) => Err(format!(
-            "the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
+            "no Python: the Python {} (from {}) cannot be run ({e}); install Python 3 with torch {}, or pass --python PATH",
             python.display(),
             interpreter.origin(),
             crate::TORCH_VERSION
         )),
         Ok(out) if !out.status.success() => Err(format!(
-            "the Python {} (from {}) has no torch; {}",
+            "no torch: the Python {} (from {}) has no torch; {}",
             python.display(),
             interpreter.origin(),
             install_hint(python)
@@ -190,7 +190,7 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
             let gpus: usize = lines.next().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
             if !same_release(&version, crate::TORCH_VERSION) {
                 Err(format!(
-                    "the Python {} (from {}) has torch {version}, not {}; {}",
+                    "wrong torch: the Python {} (from {}) has torch {version}, not {}; {}",
                     python.display(),
                     interpreter.origin(),
                     crate::TORCH_VERSION,
@@ -198,7 +198,7 @@ fn availability(gpu: bool, python: Option<PathBuf>) -> Result<(), String> {
                 ))
             } else if gpu && gpus == 0 {
                 Err(format!(
-                    "the torch {version} of {} sees no CUDA GPU (a CPU build of PyTorch, no NVIDIA driver here, or CUDA_VISIBLE_DEVICES hides them)",
+                    "no CUDA GPU: the torch {version} of {} sees none (a CPU build of PyTorch, no NVIDIA driver here, or CUDA_VISIBLE_DEVICES hides them)",
                     python.display()
                 ))
             } else {

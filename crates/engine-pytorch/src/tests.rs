@@ -109,6 +109,44 @@ fn another_torch_release_is_refused_with_the_pip_line() {
     );
 }
 
+/// The worker's last words are in the error every time, however its death and the
+/// reading of its stderr interleave: a stand-in that writes many lines and kills itself
+/// in the middle of writing, again and again, beside two busy threads (a reader left
+/// unscheduled for a moment once lost the line that said why).
+#[test]
+fn a_worker_killed_while_writing_leaves_its_last_words_in_the_error_every_time() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    // Many lines, then the last one and the kill with no pause between them.
+    let python = fake_python(
+        dir.path(),
+        "i=0; while [ $i -lt 200 ]; do echo \"importing part $i\" >&2; i=$((i+1)); done; echo 'Killed while importing torch' >&2; kill -9 $$",
+    );
+    let mut missing = Vec::new();
+    for attempt in 0..40 {
+        let e = start(python.clone());
+        if !e.contains("Killed while importing torch") {
+            missing.push(format!("attempt {attempt}: {e}"));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in busy {
+        thread.join().unwrap();
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
 #[test]
 fn a_python_that_dies_at_start_shows_its_last_words() {
     start_fake(

@@ -87,7 +87,7 @@ fn the_compiled_engine_computes_what_burn_flex_computes() {
 /// graph and the suite's zoo models (`scripts/pytorch-compile-conformance.sh`: tens of
 /// minutes on two cores, so not in `.ci/run`).
 #[test]
-#[ignore]
+#[ignore = "tens of minutes on 2 cores: scripts/pytorch-compile-conformance.sh runs it"]
 fn the_compiled_engine_passes_the_conformance_suite() {
     let reference = burn().unwrap();
     let compiled = engine(COMPILED);

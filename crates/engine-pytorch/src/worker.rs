@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Silence after which a working worker is taken for hung (it beats 60 times in it).
@@ -38,6 +38,11 @@ pub const CALL_LIMIT_VARIABLE: &str = "CNNBENCH_WORKER_CALL_LIMIT_S";
 pub const MAX_FRAME_BYTES: u64 = 64 << 30;
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_LINES: usize = 30;
+/// How long an error about a worker that has ended waits for the rest of its stderr:
+/// its last words may still be in the pipe when its exit is seen (a busy machine can
+/// leave the reader thread unscheduled for a while). Bounded, since a process the
+/// worker started may hold the pipe open after the worker is gone.
+const STDERR_DRAIN: Duration = Duration::from_secs(10);
 /// The protocol this cnnbench speaks (the worker's `PROTOCOL`).
 const PROTOCOL: u64 = 1;
 
@@ -72,7 +77,7 @@ pub struct Worker {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: Receiver<Incoming>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_tail: Arc<StderrTail>,
     /// What the worker said when it started: versions, threads, devices.
     pub hello: Value,
     /// Once the worker has failed, every later call fails with this.
@@ -137,7 +142,7 @@ impl Worker {
         })?;
         let stdout = child.stdout.take().context("the worker has no stdout")?;
         let stderr = child.stderr.take().context("the worker has no stderr")?;
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_tail = Arc::new(StderrTail::default());
         keep_tail(stderr, stderr_tail.clone());
         let incoming = read_frames(stdout);
         let mut worker = Worker {
@@ -157,7 +162,7 @@ impl Worker {
                 return Err(anyhow!(worker.ended("starting", &why)));
             }
             Err(_) => {
-                let _ = worker.child.kill();
+                worker.stop();
                 return Err(anyhow!(
                     "{engine}'s worker on {} did not start within {} s (importing torch); it was stopped{}",
                     python.display(),
@@ -266,8 +271,7 @@ impl Worker {
             match self.incoming.recv_timeout(HANG_TIMEOUT) {
                 Ok(Incoming::Frame(header, body)) => match header["type"].as_str() {
                     Some("heartbeat") if asked.elapsed() > self.call_limit => {
-                        let _ = self.child.kill();
-                        let _ = self.child.wait();
+                        self.stop();
                         return Err(self.fail(
                             cmd,
                             &format!(
@@ -286,8 +290,7 @@ impl Worker {
                     return Err(anyhow!(message));
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
+                    self.stop();
                     return Err(self.fail(
                         cmd,
                         &format!(
@@ -350,11 +353,11 @@ impl Worker {
 
     /// Marks the worker failed with a message naming the engine and the request.
     fn fail(&mut self, cmd: &str, what: &str) -> anyhow::Error {
+        let last_words = self.stderr_lines();
         let message = format!(
-            "{}'s worker (pid {}) failed during '{cmd}': {what}{}",
+            "{}'s worker (pid {}) failed during '{cmd}': {what}{last_words}",
             self.engine,
             self.child.id(),
-            self.stderr_lines()
         );
         self.failed = Some(message.clone());
         anyhow!(message)
@@ -362,9 +365,10 @@ impl Worker {
 
     /// The message for a worker whose output closed: how it ended, and its last words.
     fn ended(&mut self, cmd: &str, why: &str) -> String {
-        // Its exit status arrives a moment after its output closes.
+        // Its exit status arrives a moment after its output closes (on a busy machine,
+        // seconds after).
         let mut status = None;
-        for _ in 0..50 {
+        for _ in 0..250 {
             if let Ok(Some(s)) = self.child.try_wait() {
                 status = Some(s);
                 break;
@@ -376,24 +380,75 @@ impl Worker {
             Some(s) => format!("exited ({s}); {why}"),
             None => format!("closed its output ({why})"),
         };
+        let last_words = self.stderr_lines();
         format!(
-            "{}'s worker (pid {}) {how} during '{cmd}'{}",
+            "{}'s worker (pid {}) {how} during '{cmd}'{last_words}",
             self.engine,
             self.child.id(),
-            self.stderr_lines()
         )
     }
 
-    /// "; its last lines on stderr: …", or nothing when it wrote none.
-    fn stderr_lines(&self) -> String {
-        // The reader thread may still be taking the last lines in.
-        std::thread::sleep(Duration::from_millis(50));
-        let tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
-        if tail.is_empty() {
+    /// Ends the worker and reaps it, so that its end is known to [`Worker::stderr_lines`].
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// "; its last lines on stderr: …", or nothing when it wrote none. Once the worker
+    /// has ended, every line it wrote is read first (up to [`STDERR_DRAIN`]): the line
+    /// that says why it died is often its last.
+    fn stderr_lines(&mut self) -> String {
+        let ended = !matches!(self.child.try_wait(), Ok(None));
+        let wait = if ended {
+            STDERR_DRAIN
+        } else {
+            // Still running: what it wrote so far, after a moment for the reader.
+            Duration::from_millis(50)
+        };
+        let lines = self.stderr_tail.lines_once_ended(wait);
+        if lines.is_empty() {
             return String::new();
         }
-        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
         format!("; its last lines on stderr:\n  {}", lines.join("\n  "))
+    }
+}
+
+/// The last [`STDERR_LINES`] lines of the worker's stderr, and whether the reader has
+/// reached the stream's end (every line the worker wrote is then here).
+#[derive(Default)]
+struct StderrTail {
+    state: Mutex<TailState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct TailState {
+    lines: VecDeque<String>,
+    ended: bool,
+}
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.lines.len() == STDERR_LINES {
+            state.lines.pop_front();
+        }
+        state.lines.push_back(line);
+    }
+
+    fn end(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).ended = true;
+        self.changed.notify_all();
+    }
+
+    /// The lines kept, once the stream has ended or `wait` has passed.
+    fn lines_once_ended(&self, wait: Duration) -> Vec<String> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, wait, |s| !s.ended)
+            .unwrap_or_else(|e| e.into_inner());
+        state.lines.iter().cloned().collect()
     }
 }
 
@@ -559,17 +614,23 @@ fn read_frame(reader: &mut impl BufRead) -> FrameRead {
     }
 }
 
-/// Keeps the last [`STDERR_LINES`] lines the worker writes to stderr.
-fn keep_tail(stderr: impl Read + Send + 'static, tail: Arc<Mutex<VecDeque<String>>>) {
+/// Keeps the last [`STDERR_LINES`] lines the worker writes to stderr, and says when the
+/// stream ends.
+fn keep_tail(stderr: impl Read + Send + 'static, tail: Arc<StderrTail>) {
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { return };
-            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-            if tail.len() == STDERR_LINES {
-                tail.pop_front();
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        // Bytes, not UTF-8 lines: a line that is not UTF-8 is kept (made printable)
+        // rather than ending the reading before the worker's last words.
+        while let Ok(n) = reader.read_until(b'\n', &mut line) {
+            if n == 0 {
+                break;
             }
-            tail.push_back(printable_line(&line));
+            let text = String::from_utf8_lossy(&line);
+            tail.push(printable_line(text.trim_end_matches(['\n', '\r'])));
+            line.clear();
         }
+        tail.end();
     });
 }
 

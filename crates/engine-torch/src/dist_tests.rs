@@ -281,7 +281,10 @@ fn nccl_is_compiled_in_when_the_headers_were_found() {
 #[test]
 fn a_torch_cuda_rank_without_a_gpu_gets_a_clear_error() {
     if tch::Cuda::device_count() > 0 {
-        eprintln!("skipped: this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)");
+        cnnbench_engine::test_prerequisite::skip_not_applicable(
+            "a_torch_cuda_rank_without_a_gpu_gets_a_clear_error",
+            "this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)",
+        );
         return;
     }
     let started = std::time::Instant::now();

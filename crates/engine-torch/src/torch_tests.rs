@@ -218,7 +218,11 @@ fn info_names_libtorch_and_its_versions() {
 #[test]
 fn cuda_is_refused_with_the_reason_when_there_is_no_gpu() {
     if std::path::Path::new("/dev/nvidia0").exists() {
-        return; // scripts/gpu-check.sh covers GPU machines
+        cnnbench_engine::test_prerequisite::skip_not_applicable(
+            "cuda_is_refused_with_the_reason_when_there_is_no_gpu",
+            "this machine has a GPU (scripts/gpu-check.sh covers it)",
+        );
+        return;
     }
     for backend in [
         TorchBackend::Cuda { cudnn: true },

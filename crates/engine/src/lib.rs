@@ -13,6 +13,7 @@ pub mod kit;
 pub mod onednn;
 pub mod provider;
 pub mod settings;
+pub mod test_prerequisite;
 pub mod whole_model;
 
 use cnnbench_graph::{Graph, HostTensor, Weights};

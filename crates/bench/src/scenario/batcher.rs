@@ -214,7 +214,7 @@ fn record(batcher: &BatcherSpec, sizes: &[usize], calls: &[Call]) -> BatcherReco
 
 #[cfg(test)]
 mod tests {
-    use super::super::{drive, Serving, SERVING};
+    use super::super::{drive, Driven, Serving, SERVING};
     use super::*;
     use cnnbench_results::scenario::ScenarioSpec;
 
@@ -265,10 +265,7 @@ mod tests {
             .collect()
     }
 
-    fn run(
-        spec: &ScenarioSpec,
-        sessions: &mut [Batched],
-    ) -> cnnbench_results::scenario::ScenarioRecord {
+    fn run(spec: &ScenarioSpec, sessions: &mut [Batched]) -> Driven {
         let (first, rest) = sessions.split_first_mut().unwrap();
         let serving = Serving {
             sessions: vec![first as &mut (dyn Session + 'static)],
@@ -278,9 +275,7 @@ mod tests {
                 .collect()],
             description: SERVING.into(),
         };
-        drive(serving, spec, 5, 1, &|| Ok(()), &mut |_, _, _| {})
-            .unwrap()
-            .record
+        drive(serving, spec, 5, 1, &|| Ok(()), &mut |_, _, _| {}).unwrap()
     }
 
     #[test]
@@ -288,18 +283,21 @@ mod tests {
         // 300 queries a second of 4.5 ms each one at a time is 135% of one session:
         // the queue grows without bound. Batched, a call of 8 takes 8 ms, so the
         // worker keeps up by gathering what arrived while it computed.
-        let one_at_a_time = run(&server(300.0, 100.0, None), &mut sessions(&[1]));
+        let one_at_a_time = run(&server(300.0, 100.0, None), &mut sessions(&[1])).record;
         assert!(!one_at_a_time.valid, "{:?}", one_at_a_time.latency);
         let batcher = BatcherSpec {
             max_batch: 8,
             timeout_ms: 0.0,
         };
         let mut batched_sessions = sessions(&batcher.session_batch_sizes());
-        let batched = run(&server(300.0, 100.0, Some(batcher)), &mut batched_sessions);
+        let batched = run(&server(300.0, 100.0, Some(batcher)), &mut batched_sessions).record;
+        // Against the unbatched run on the same machine, not a wall-clock bound: a busy
+        // machine slows both, and the batched tail stays a fraction of the growing queue's.
         assert!(
-            batched.valid,
+            batched.latency.p99 < one_at_a_time.latency.p99 / 2.0,
             "{:?} {:?}",
-            batched.invalid_reasons, batched.latency
+            batched.latency,
+            one_at_a_time.latency
         );
         let record = batched.batcher.as_ref().unwrap();
         assert_eq!(record.session_batch_sizes, [1, 2, 4, 8]);
@@ -338,9 +336,17 @@ mod tests {
         };
         let eager = run(&light(0.0), &mut sessions(&[1, 2, 4]));
         let patient = run(&light(30.0), &mut sessions(&[1, 2, 4]));
-        let eager_batch = eager.batcher.as_ref().unwrap().mean_batch;
-        let patient_batch = patient.batcher.as_ref().unwrap().mean_batch;
-        assert!(eager_batch < 1.35, "{eager_batch}");
+        let eager_batch = eager.record.batcher.as_ref().unwrap().mean_batch;
+        let patient_batch = patient.record.batcher.as_ref().unwrap().mean_batch;
+        // Without a timeout a call takes what arrived while the last one computed: at
+        // 40 a second, about 1 + 40 × its compute time, as measured (a busy machine
+        // slows the calls, and more arrive meanwhile).
+        let slowest_call = eager.compute_s.iter().copied().fold(0.0, f64::max);
+        assert!(
+            eager_batch < 1.1 + 40.0 * slowest_call,
+            "{eager_batch} (calls of up to {slowest_call} s)"
+        );
+        let (eager, patient_compute, patient) = (eager.record, patient.compute_s, patient.record);
         assert!(
             patient_batch > eager_batch + 0.4,
             "{patient_batch} {eager_batch}"
@@ -353,10 +359,11 @@ mod tests {
             eager.latency
         );
         // A query never waits much beyond the timeout plus a call of the largest batch
-        // (and the call before it) at this light load.
+        // (and the call before it) at this light load, at the calls' measured times.
+        let slowest_call = patient_compute.iter().copied().fold(0.0, f64::max);
         assert!(
-            patient.latency.p50 < 0.030 + 2.0 * 0.006 + 0.010,
-            "{:?}",
+            patient.latency.p50 < 0.030 + 3.0 * slowest_call,
+            "{:?} (calls of up to {slowest_call} s)",
             patient.latency
         );
     }

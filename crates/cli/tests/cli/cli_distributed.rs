@@ -237,10 +237,14 @@ mod torch {
     fn engines_say_which_c10d_backends_this_build_has() {
         let out = cnnbench().arg("engines").assert().success();
         let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        // The paragraph, wrapped to the listing's width, read as one line.
         let line = stdout
             .lines()
-            .find(|l| l.starts_with("Data-parallel training"))
-            .unwrap_or_else(|| panic!("no data-parallel line: {stdout}"));
+            .skip_while(|l| !l.starts_with("Data-parallel training"))
+            .take_while(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(!line.is_empty(), "no data-parallel line: {stdout}");
         assert!(line.contains("torch-cpu (c10d's Gloo backend)"), "{line}");
         assert!(
             line.contains("torch-cuda and torch-cuda-nocudnn (c10d's NCCL backend)")
@@ -274,8 +278,9 @@ mod torch {
     #[test]
     fn torch_cuda_ranks_without_a_gpu_say_why() {
         if torch_cuda_runs_here() {
-            eprintln!(
-                "skipped: this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)"
+            cnnbench_engine::test_prerequisite::skip_not_applicable(
+                "torch_cuda_ranks_without_a_gpu_say_why",
+                "this machine has a GPU (scripts/gpu-check-nccl.sh runs NCCL there)",
             );
             return;
         }

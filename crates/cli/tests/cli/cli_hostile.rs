@@ -541,10 +541,12 @@ fn a_second_ctrl_c_stops_at_once() {
     // the stop was not the second signal's, and the test runs once more.
     for attempt in 0..2 {
         let dir = tempfile::tempdir().unwrap();
-        // ResNet-50 training at batch 8: seconds per pass on a 2-core machine.
+        // VGG-16 training at batch 16: over ten seconds a pass on a 2-core machine, more
+        // beside a busy neighbour, against the 5 s the stop may take: the margin is the
+        // pass's own length, not the machine's quiet.
         let child = crate::common::cnnbench_process()
             .args([
-                "run", "resnet50", "-b", "8", "--passes", "20", "--warmup", "0", "-q", "-o",
+                "run", "vgg16", "-b", "16", "--passes", "20", "--warmup", "0", "-q", "-o",
             ])
             .arg(dir.path())
             .stdout(std::process::Stdio::piped())
@@ -568,7 +570,7 @@ fn a_second_ctrl_c_stops_at_once() {
             "{stderr}"
         );
         assert!(
-            second.elapsed() < Duration::from_secs(2),
+            second.elapsed() < Duration::from_secs(5),
             "{:?}",
             second.elapsed()
         );

@@ -40,7 +40,10 @@ impl TwoHosts {
     fn make(n: u8) -> Option<Self> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: making network namespaces needs root (CI runs this as root)");
+            cnnbench_engine::test_prerequisite::skip_missing(
+                &format!("cli_multi_host (pair {n})"),
+                "making network namespaces needs root (CI runs this as root)",
+            );
             return None;
         }
         let tag = format!("{}-{n}", std::process::id());

@@ -130,8 +130,9 @@ fn read_f32(path: &Path) -> Vec<f32> {
 #[test]
 fn onnx_checker_and_onnxruntime_accept_every_zoo_export_and_agree_with_burn_flex() {
     let Some(python) = std::env::var_os("CNNBENCH_ONNX_PYTHON") else {
-        eprintln!(
-            "skipped: CNNBENCH_ONNX_PYTHON is not set (a python with `pip install onnx onnxruntime`; .ci/run sets it)"
+        cnnbench_engine::test_prerequisite::skip_missing(
+            "onnx_checker_and_onnxruntime_accept_every_zoo_export_and_agree_with_burn_flex",
+            "CNNBENCH_ONNX_PYTHON is not set (a python with `pip install onnx onnxruntime`; .ci/run sets it)",
         );
         return;
     };
@@ -280,8 +281,9 @@ fn an_int8_export_reads_back_as_the_float_network_it_approximates_and_runs() {
         .success();
 
     let Some(python) = std::env::var_os("CNNBENCH_ONNX_PYTHON") else {
-        eprintln!(
-            "skipped the onnx checker on the int8 file: CNNBENCH_ONNX_PYTHON is not set (a python with `pip install onnx onnxruntime`; .ci/run sets it)"
+        cnnbench_engine::test_prerequisite::skip_missing(
+            "an_int8_export_reads_back_as_the_float_network_it_approximates_and_runs (its onnx checker part)",
+            "CNNBENCH_ONNX_PYTHON is not set (a python with `pip install onnx onnxruntime`; .ci/run sets it)",
         );
         return;
     };

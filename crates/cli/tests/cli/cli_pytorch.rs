@@ -17,7 +17,7 @@ fn a_python_that_is_not_there_is_named_with_what_to_do() {
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "engine pytorch cannot run: the Python /nonexistent/bin/python3 (from --python) cannot be run",
+            "engine pytorch cannot run: no Python: the Python /nonexistent/bin/python3 (from --python) cannot be run",
         ))
         .stderr(predicate::str::contains("--python PATH"));
 }

@@ -94,7 +94,11 @@ fn gpu_present() -> bool {
 #[test]
 fn cuda_engines_say_why_they_cannot_run_without_a_gpu() {
     if gpu_present() {
-        return; // gpu-check.sh covers machines with a GPU
+        cnnbench_engine::test_prerequisite::skip_not_applicable(
+            "cuda_engines_say_why_they_cannot_run_without_a_gpu",
+            "this machine has a GPU (scripts/gpu-check.sh covers it)",
+        );
+        return;
     }
     cnnbench()
         .arg("engines")
