@@ -1,9 +1,7 @@
 //! `profile` and `peak` on burn-flex with tiny networks: every node is reported once,
-//! the nodes add up to the whole, the heavy layer comes first, peak's JSON reads back.
-#![allow(
-    clippy::disallowed_macros,
-    reason = "a test's ratio for whoever reads the test log"
-)]
+//! the heavy layer comes first, peak's JSON reads back. (That the nodes add up to the
+//! whole is checked on a fake engine whose time is slept, in `profile.rs`: on burn-flex
+//! the isolated benchmarks and the end-to-end run see a neighbour's load differently.)
 
 use cnnbench_bench::peak::{self, PeakRequest};
 use cnnbench_bench::profile::{profile, ProfileRequest};
@@ -120,48 +118,6 @@ fn alike_nodes_share_one_benchmark() {
     assert_eq!(doc.nodes[2].same_as, None);
 }
 
-/// Three convolutions that dominate everything around them: the sum of the nodes must
-/// come close to the whole network's time.
-#[test]
-fn nodes_add_up_to_the_end_to_end_time() {
-    let mut b = GraphBuilder::new("three-convs", [32, 32, 32]);
-    let x = b.input();
-    let c1 = b.conv("c1", &x, Conv2d::new(64, 3).padding(1));
-    let c2 = b.conv("c2", &c1, Conv2d::new(64, 3).padding(1));
-    let c3 = b.conv("c3", &c2, Conv2d::new(64, 3).padding(1));
-    let g = b.finish(&c3).unwrap();
-    let mut req = request(Mode::Train, 4, 15);
-    req.point.warmup = 3;
-    // Tolerance: 0.55–1.6. Run alone on a quiet machine the ratio is 0.96–1.06; with
-    // other processes on the two cores (CI installs PyTorch beside the tests) the isolated
-    // benchmarks and the end-to-end run see different load, and one profile reached 1.62.
-    // So up to three profiles, and one inside the band passes: what the band is for — a
-    // phase counted twice (nested timers, Caffe's bug #4453: 2×) or one lost (backward
-    // missing: about 0.4×) — is off in every profile, load only in some.
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        let doc = run(&g, &req);
-        let ratio = doc.sum_of_nodes.total / doc.end_to_end.total.median;
-        eprintln!("sum of nodes / end to end = {ratio:.3}");
-        if (0.55..=1.6).contains(&ratio) {
-            return;
-        }
-        seen.push(format!(
-            "sum of nodes {:.2} ms vs end to end {:.2} ms (ratio {ratio:.2}): {:?}",
-            doc.sum_of_nodes.total * 1e3,
-            doc.end_to_end.total.median * 1e3,
-            doc.nodes
-                .iter()
-                .map(|n| (
-                    n.forward.median * 1e3,
-                    n.backward.as_ref().map(|b| b.median * 1e3)
-                ))
-                .collect::<Vec<_>>()
-        ));
-    }
-    panic!("three profiles outside 0.55–1.6:\n{}", seen.join("\n"));
-}
-
 #[test]
 fn the_heavy_layer_comes_first() {
     let mut b = GraphBuilder::new("one-heavy", [3, 24, 24]);
@@ -172,7 +128,7 @@ fn the_heavy_layer_comes_first() {
     let r2 = b.relu("relu2", &heavy);
     let p = b.max_pool("pool", &r2, cnnbench_graph::ops::MaxPool2d::new(2, 2));
     let g = b.finish(&p).unwrap();
-    let doc = run(&g, &request(Mode::Train, 2, 3));
+    let doc = run(&g, &request(Mode::Train, 2, 7));
     let order: Vec<&str> = doc
         .nodes_by_time()
         .iter()
