@@ -9,7 +9,7 @@ use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
 use cnnbench_engine::{Mode, Precision};
-use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{fewest_queries_for, ScenarioKind, ScenarioSpec};
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -110,13 +110,20 @@ prop_compose! {
             scenario: scenario.map(|(kind, samples, qps, bound, time, queries, peak)| {
                 let kind = [ScenarioKind::SingleStream, ScenarioKind::MultiStream, ScenarioKind::Server, ScenarioKind::Offline][kind];
                 let server = kind == ScenarioKind::Server;
+                let find_peak = server && peak;
+                // A peak search needs runs that can be valid: enough queries to bound its
+                // percentile (validate refuses fewer).
+                let queries = match kind.percentile() {
+                    Some(q) if find_peak => queries.max(fewest_queries_for(q)),
+                    _ => queries,
+                };
                 ScenarioSpec {
                     samples_per_query: if kind == ScenarioKind::MultiStream { samples } else { 1 },
                     target_qps: server.then_some(qps),
                     latency_bound_ms: server.then_some(bound),
                     min_duration_s: time,
                     min_queries: queries,
-                    find_peak: server && peak,
+                    find_peak,
                     ..ScenarioSpec::new(kind)
                 }
             }),
