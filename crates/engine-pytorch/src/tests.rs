@@ -100,7 +100,7 @@ fn a_python_without_torch_gets_the_pip_line() {
 #[test]
 fn another_torch_release_is_refused_with_the_pip_line() {
     start_fake(
-        r#"echo '{"type": "hello", "protocol": 1, "torch": "2.9.1+cpu", "threads": 1}'; sleep 5"#,
+        r#"echo '{"type": "hello", "protocol": 1, "torch": "2.9.1+cpu", "threads": 1}'; exec sleep 5"#,
         &[
             "has torch 2.9.1+cpu",
             "tested with 2.11.0",
@@ -205,12 +205,16 @@ fn a_worker_that_dies_mid_call_is_an_error_at_once_naming_the_call() {
 fn a_silent_worker_is_stopped_after_the_hang_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let mut worker = greeting_worker(dir.path(), "exec sleep 600");
+    // A shorter silence than a user's: the rule, not the constant, is what is tested.
+    let timeout = std::time::Duration::from_secs(1);
+    worker.set_hang_timeout(timeout);
     let clock = std::time::Instant::now();
     let e = failed_call(&mut worker, "forward");
     let waited = clock.elapsed();
-    assert!(waited >= crate::worker::HANG_TIMEOUT, "{waited:?}");
-    assert!(waited < crate::worker::HANG_TIMEOUT * 2, "{waited:?}");
-    assert!(e.contains("stopped answering"), "{e}");
+    assert!(waited >= timeout, "{waited:?}");
+    // Stopped by the silence, not by the worker's 600 s sleep ending.
+    assert!(waited < crate::worker::HANG_TIMEOUT, "{waited:?}");
+    assert!(e.contains("stopped answering (no word for 1 s)"), "{e}");
     assert!(e.contains("was killed"), "{e}");
 }
 
@@ -263,11 +267,27 @@ fn a_banner_before_the_greeting_is_skipped_and_said_if_nothing_follows() {
         ],
     );
     assert!(!e.contains('\u{1b}'), "{e}");
-    // After the greeting, a line that is not a frame is the end of the worker.
+    // After the greeting, a line that is not a frame is the end of the worker: it is
+    // killed, whatever it goes on doing.
     let dir = tempfile::tempdir().unwrap();
-    let mut worker = greeting_worker(dir.path(), "echo 'a stray print'; sleep 5");
+    let mut worker = greeting_worker(dir.path(), "echo 'a stray print'; exec sleep 60");
+    let clock = std::time::Instant::now();
     let e = failed_call(&mut worker, "forward");
-    assert_says(&e, &["during 'forward'", "not a frame", "a stray print"]);
+    assert_says(
+        &e,
+        &[
+            "during 'forward'",
+            "not a frame",
+            "a stray print",
+            "was killed",
+        ],
+    );
+    // Ended, not waited for: its minute's sleep did not have to run out.
+    assert!(
+        clock.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        clock.elapsed()
+    );
 }
 
 #[test]

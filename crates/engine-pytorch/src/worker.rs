@@ -51,6 +51,9 @@ enum Incoming {
     Frame(Value, Vec<u8>),
     /// Its stdout closed, or a frame could not be read.
     Closed(String),
+    /// It wrote something that is not a frame, and may still be running: nothing more
+    /// it says can be read, so it is ended rather than waited for.
+    Garbled(String),
 }
 
 /// A reply: its fields and its tensors.
@@ -84,6 +87,8 @@ pub struct Worker {
     failed: Option<String>,
     /// How long one call may take while the worker keeps beating.
     call_limit: Duration,
+    /// Silence after which the worker is taken for hung ([`HANG_TIMEOUT`]; tests shorten it).
+    hang_timeout: Duration,
     /// The folder the worker's source was written to, removed with the worker.
     _source: tempfile::TempDir,
 }
@@ -154,12 +159,17 @@ impl Worker {
             hello: Value::Null,
             failed: None,
             call_limit,
+            hang_timeout: HANG_TIMEOUT,
             _source: source,
         };
         let hello = match worker.incoming.recv_timeout(START_TIMEOUT) {
             Ok(Incoming::Frame(header, _)) => header,
             Ok(Incoming::Closed(why)) => {
                 return Err(anyhow!(worker.ended("starting", &why)));
+            }
+            Ok(Incoming::Garbled(what)) => {
+                worker.stop();
+                return Err(worker.fail("starting", &format!("{what}; it was killed")));
             }
             Err(_) => {
                 worker.stop();
@@ -212,6 +222,12 @@ impl Worker {
     #[cfg(test)]
     pub fn set_call_limit(&mut self, limit: Duration) {
         self.call_limit = limit;
+    }
+
+    /// Sets the silence taken for a hang (tests, which need not wait [`HANG_TIMEOUT`]).
+    #[cfg(test)]
+    pub fn set_hang_timeout(&mut self, timeout: Duration) {
+        self.hang_timeout = timeout;
     }
 
     /// The worker's process id.
@@ -268,7 +284,7 @@ impl Worker {
         }
         let asked = Instant::now();
         loop {
-            match self.incoming.recv_timeout(HANG_TIMEOUT) {
+            match self.incoming.recv_timeout(self.hang_timeout) {
                 Ok(Incoming::Frame(header, body)) => match header["type"].as_str() {
                     Some("heartbeat") if asked.elapsed() > self.call_limit => {
                         self.stop();
@@ -289,13 +305,17 @@ impl Worker {
                     self.failed = Some(message.clone());
                     return Err(anyhow!(message));
                 }
+                Ok(Incoming::Garbled(what)) => {
+                    self.stop();
+                    return Err(self.fail(cmd, &format!("{what}; it was killed")));
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     self.stop();
                     return Err(self.fail(
                         cmd,
                         &format!(
                             "it stopped answering (no word for {} s) and was killed",
-                            HANG_TIMEOUT.as_secs()
+                            self.hang_timeout.as_secs_f64()
                         ),
                     ));
                 }
@@ -465,7 +485,10 @@ impl Drop for Worker {
             }
         }
         self.stdin = None;
-        for _ in 0..100 {
+        // A working worker is given 2 s to leave on its own; a failed one (it said
+        // something that is not a frame, fell silent, refused its torch) is ended at once.
+        let grace = if self.failed.is_none() { 100 } else { 0 };
+        for _ in 0..grace {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
             }
@@ -506,7 +529,7 @@ fn read_frames(stdout: impl Read + Send + 'static) -> Receiver<Incoming> {
                     before_greeting.push(line);
                     continue;
                 }
-                FrameRead::NotAFrame { line, why } => Incoming::Closed(format!(
+                FrameRead::NotAFrame { line, why } => Incoming::Garbled(format!(
                     "it wrote a line that is not a frame ({why}): {line}"
                 )),
                 FrameRead::Closed(why) if !greeted && !before_greeting.is_empty() => {
@@ -517,7 +540,7 @@ fn read_frames(stdout: impl Read + Send + 'static) -> Receiver<Incoming> {
                 }
                 FrameRead::Closed(why) => Incoming::Closed(why),
             };
-            let closed = matches!(incoming, Incoming::Closed(_));
+            let closed = matches!(incoming, Incoming::Closed(_) | Incoming::Garbled(_));
             if send.send(incoming).is_err() || closed {
                 return;
             }
