@@ -8,6 +8,7 @@ use cnnbench_graph::{Activation, Graph, GraphBuilder, Weights};
 use cnnbench_import::onnx::export::{to_onnx, EXPORT_OPSET};
 use cnnbench_import::onnx::{from_onnx_with_weights, ModelProto};
 use prost::Message;
+use rayon::prelude::*;
 
 /// Exports with seeded weights, imports back and checks that nothing changed.
 fn round_trip(g: &Graph) {
@@ -57,10 +58,11 @@ fn round_trip(g: &Graph) {
 
 #[test]
 fn every_zoo_model_round_trips_through_onnx() {
-    for entry in cnnbench_zoo::entries() {
+    // One model after another, this was its test binary's whole time, on one core.
+    cnnbench_zoo::entries().par_iter().for_each(|entry| {
         let g = cnnbench_zoo::build(entry.name, Some(entry.smallest_input())).unwrap();
         round_trip(&g);
-    }
+    });
 }
 
 fn graph(f: impl FnOnce(&mut GraphBuilder, &cnnbench_graph::T) -> cnnbench_graph::T) -> Graph {

@@ -95,25 +95,35 @@ pub(crate) fn write_svg_and_png(
     Ok(())
 }
 
-/// Draws the chart's PNG into a temporary file beside `png` (with its extension: the
-/// library picks the format from it) and renames it into place once it is complete. The
-/// library writes the file in `present()`, swallows errors in `Drop`, and drops the last
-/// buffered bytes' error too, so `present` is called here and the file's PNG trailer is
-/// checked before it is kept.
+/// Draws the chart into pixels in memory, encodes them as PNG into a temporary file
+/// beside `png`, and renames it into place once it is complete (a write error, a full
+/// disk, names the file and leaves nothing). The encoding is `image`'s, the crate that
+/// reads the user's images, rather than plotters' bitmap encoder, whose older `image`
+/// was a second copy of that crate in every build.
 fn write_png(chart: &impl Chart, png: &Path) -> anyhow::Result<()> {
     ensure_font()?;
-    let pending = cnnbench_graph::PendingFile::beside(png).map_err(|e| anyhow::anyhow!(e))?;
     let failed = |why: String| {
         anyhow::anyhow!(
             "cannot write the chart {}: {why}; nothing was left in its place (free some space or write elsewhere, then try again)",
             png.display()
         )
     };
+    let (width, height) = chart.size();
+    let mut rgb = vec![0u8; width as usize * height as usize * 3];
     {
-        let root = BitMapBackend::new(pending.path(), chart.size()).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
         chart.draw(&root).map_err(|e| failed(format!("{e:#}")))?;
         root.present().map_err(|e| failed(e.to_string()))?;
     }
+    let mut pending = cnnbench_graph::PendingFile::beside(png).map_err(|e| anyhow::anyhow!(e))?;
+    pending
+        .write_with(|out| {
+            use image::ImageEncoder;
+            image::codecs::png::PngEncoder::new(out)
+                .write_image(&rgb, width, height, image::ExtendedColorType::Rgb8)
+                .map_err(std::io::Error::other)
+        })
+        .map_err(|e| anyhow::anyhow!(e))?;
     png_is_complete(pending.path()).map_err(failed)?;
     pending.persist_replacing().map_err(|e| anyhow::anyhow!(e))
 }

@@ -13,6 +13,7 @@ use cnnbench_graph::ops::{Conv2d, MaxPool2d, Op};
 use cnnbench_graph::quant::ActivationRanges;
 use cnnbench_graph::{Activation, Graph, GraphBuilder, HostTensor, Weights, INPUT_NAME};
 use prost::Message;
+use rayon::prelude::*;
 
 /// Calibration ranges set by hand: the input's, then each named node's.
 fn ranges(input: (f32, f32), nodes: &[(&str, f32, f32)]) -> ActivationRanges {
@@ -550,10 +551,11 @@ fn non_negative_in(g: &Graph, index: usize, memo: &mut Vec<Option<bool>>) -> boo
 
 #[test]
 fn every_zoo_model_reads_back_with_its_ops_less_the_folded_batch_norms() {
-    for entry in cnnbench_zoo::entries() {
+    // On every core: one model after another, this was its test binary's whole time.
+    cnnbench_zoo::entries().par_iter().for_each(|entry| {
         // VGG's 138 M weights take long to quantise and have no op the others lack.
         if entry.name.starts_with("vgg") {
-            continue;
+            return;
         }
         let g = cnnbench_zoo::build(entry.name, Some(entry.smallest_input())).unwrap();
         let mut memo = vec![None; g.nodes().len()];
@@ -616,5 +618,5 @@ fn every_zoo_model_reads_back_with_its_ops_less_the_folded_batch_norms() {
             entry.name
         );
         assert!(back.weights_complete(), "{}: {:?}", entry.name, back.notes);
-    }
+    });
 }
