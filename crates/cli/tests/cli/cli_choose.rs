@@ -124,7 +124,9 @@ fn batch_sizes_and_engines_are_checked_before_anything_runs() {
 
 /// `--scenario server --latency-bound MS`: each cell is a `--find-peak` server run of
 /// one-image queries, and the ranking is by the highest load held within the bound,
-/// the accuracy cost beside it, with its own chart.
+/// the accuracy cost beside it, with its own chart. The bound is ten times what the
+/// lightest load needs on a machine shared with two busy loops and another benchmark
+/// (p99 107 ms there, 100 broke it): that some load is held must not depend on the host.
 #[test]
 fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +144,7 @@ fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
         "--scenario",
         "server",
         "--latency-bound",
-        "100",
+        "1000",
         "--scenario-time",
         "0",
         "-o",
@@ -151,7 +153,7 @@ fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
     let output = run_ok(&mut cmd);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
-        text.contains("by the highest load it serves with p99 ≤ 100 ms"),
+        text.contains("by the highest load it serves with p99 ≤ 1000 ms"),
         "{text}"
     );
     assert!(
@@ -159,13 +161,13 @@ fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
         "{text}"
     );
     assert!(
-        text.contains("Under p99 ≤ 100 ms, burn-flex 0.22.1, f32 serves the most"),
+        text.contains("Under p99 ≤ 1000 ms, burn-flex 0.22.1, f32 serves the most"),
         "{text}"
     );
     let matrix = std::fs::read_to_string(out.join("choose.toml")).unwrap();
     assert!(
         matrix.contains(
-            "scenario = \"server\"\nfind_peak = true\nlatency_bound = 100\nmin_queries = 459"
+            "scenario = \"server\"\nfind_peak = true\nlatency_bound = 1000\nmin_queries = 459"
         ),
         "{matrix}"
     );
