@@ -9,9 +9,17 @@
 //! `persist_noclobber`); [`write_replacing`] replaces it atomically (a reader sees the old
 //! file or the new one, never a mix). [`PendingFile`] is the step by step form, for a
 //! writer that wants a path rather than a `Write` (the chart library) or a choice of names.
+//!
+//! Replacing never renames over anything but a regular file: a rename puts a regular
+//! file in the place of whatever the name held, and `report -o /dev/null`, run as root,
+//! turned `/dev/null` into one. A link is followed (the link stays, the file it leads to
+//! is replaced); a FIFO, a terminal or another character device, or a socket is written
+//! into as a shell's `>` would (not atomically: a reader of a pipe sees the bytes as they
+//! come); a folder or a disk (a block device) is refused.
 
 use std::fmt;
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// Why a file was not written. Its `Display` is one line naming the file and saying what
@@ -20,6 +28,9 @@ use std::path::{Path, PathBuf};
 pub struct WriteFileError {
     pub path: PathBuf,
     pub problem: WriteProblem,
+    /// Whether the target was a pipe or a device written into directly, where the bytes
+    /// before the error did arrive (the message must not say that nothing was left).
+    streamed: bool,
 }
 
 /// What stopped the write.
@@ -29,9 +40,11 @@ pub enum WriteProblem {
     Exists,
     /// No temporary file could be made in `folder`, the target's folder.
     Folder { folder: PathBuf, error: io::Error },
-    /// Writing the content failed (a full disk, or the caller's own error).
+    /// Writing the content failed (a full disk, or the caller's own error), or the
+    /// target is a pipe or device that could not be opened.
     Write(io::Error),
-    /// The finished file could not be given its name.
+    /// The finished file could not be given its name, or the name is one that is never
+    /// replaced (a folder, a block device: kind `IsADirectory` / `Unsupported`).
     Persist(io::Error),
 }
 
@@ -60,6 +73,19 @@ impl fmt::Display for WriteFileError {
                     folder.display()
                 ),
             },
+            WriteProblem::Write(error) if self.streamed => write!(
+                f,
+                "cannot write {path}: {error}; it is a pipe or a device, written into as the bytes came, so what came before the error was written ({})",
+                advice(error)
+            ),
+            WriteProblem::Persist(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::IsADirectory | io::ErrorKind::Unsupported
+                ) =>
+            {
+                write!(f, "cannot write {path}: {error}; it was left as it is ({})", advice(error))
+            }
             WriteProblem::Write(error) | WriteProblem::Persist(error) => write!(
                 f,
                 "cannot write {path}: {error}; nothing was left in its place ({})",
@@ -81,6 +107,8 @@ fn advice(error: &io::Error) -> &'static str {
         io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
             "write somewhere you may write, then try again"
         }
+        io::ErrorKind::IsADirectory => "name a file in it, or another path",
+        io::ErrorKind::Unsupported => "name a file, a pipe or a terminal instead",
         _ => "fix the cause or write elsewhere, then try again",
     }
 }
@@ -102,12 +130,14 @@ pub fn write_new(
 
 /// Writes the file at `path` with what `write` writes, replacing it atomically if it
 /// exists: a reader sees the old file or the new one, never a part. On any error the old
-/// file is left as it was and nothing else is left behind.
+/// file is left as it was and nothing else is left behind. A link at `path` stays and the
+/// file it leads to is replaced; a FIFO or a device (`-o /dev/stdout`) is written into;
+/// a folder is refused (see [`PendingFile::replacing`]).
 pub fn write_replacing(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), WriteFileError> {
-    let mut pending = PendingFile::beside(path)?;
+    let mut pending = PendingFile::replacing(path)?;
     pending.write_with(write)?;
     pending.persist_replacing()
 }
@@ -116,63 +146,169 @@ fn error(path: &Path, problem: WriteProblem) -> WriteFileError {
     WriteFileError {
         path: path.to_path_buf(),
         problem,
+        streamed: false,
     }
 }
 
+/// More links in a row than this are a loop (Linux's own limit is 40).
+const MAX_LINKS: usize = 40;
+
+/// Where a replacing write goes, decided from what the target's name holds now.
+enum Destination {
+    /// A regular file, or nothing yet, at this path (the target's links followed): the
+    /// new content is renamed over it.
+    Rename(PathBuf),
+    /// A FIFO, a character device or a socket, opened for writing as a shell's `>` opens
+    /// it: a rename would put a regular file in its place.
+    Stream(File),
+}
+
+/// What replacing `target` means now: a rename onto the file it names (links followed),
+/// a pipe or device to write into, or a refusal (a folder, a disk).
+fn destination(target: &Path) -> Result<Destination, WriteFileError> {
+    let refuse = |kind: io::ErrorKind, what: &str| {
+        error(
+            target,
+            WriteProblem::Persist(io::Error::new(
+                kind,
+                format!("it is {what}, and cnnbench only replaces regular files"),
+            )),
+        )
+    };
+    let followed = |e: io::Error| error(target, WriteProblem::Write(e));
+    // `metadata` follows links as the kernel does, `/proc/self/fd/N` (behind
+    // `/dev/stdout`) included, whose text (`pipe:[1234]`) names no file.
+    match std::fs::metadata(target) {
+        Ok(m) if m.is_file() => {
+            let resolved = resolve_links(target).map_err(followed)?;
+            if same_file(&resolved, &m) {
+                Ok(Destination::Rename(resolved))
+            } else {
+                // A file the link's text does not name (a deleted file behind
+                // `/proc/self/fd/N`): written into, as a shell would.
+                open_stream(target).map(Destination::Stream)
+            }
+        }
+        Ok(m) if m.is_dir() => Err(refuse(io::ErrorKind::IsADirectory, "a folder")),
+        Ok(m) if is_block_device(&m) => Err(refuse(
+            io::ErrorKind::Unsupported,
+            "a block device (a disk)",
+        )),
+        Ok(_) => open_stream(target).map(Destination::Stream),
+        // Nothing there, or a link to nothing: the file is made where the link leads.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => resolve_links(target)
+            .map(Destination::Rename)
+            .map_err(followed),
+        Err(e) => Err(followed(e)),
+    }
+}
+
+/// A FIFO, device or socket opened for writing (a FIFO waits for its reader, as a shell's
+/// redirection does); truncation, which these ignore, covers a regular file reached
+/// through a link that names none.
+fn open_stream(target: &Path) -> Result<File, WriteFileError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        // Not opened, nothing written: `streamed` stays false.
+        .open(target)
+        .map_err(|e| error(target, WriteProblem::Write(e)))
+}
+
+/// `path` with the links of its last part followed to what they lead to (the folders on
+/// the way are the kernel's to follow when the file is renamed); a relative link is read
+/// from the folder the link is in.
+fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let leads_to = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(folder) => folder.join(leads_to),
+                    None => leads_to,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::other(format!(
+        "more than {MAX_LINKS} links in a row (a loop?)"
+    )))
+}
+
+#[cfg(unix)]
+fn same_file(path: &Path, known: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.dev() == known.dev() && m.ino() == known.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &Path, _: &std::fs::Metadata) -> bool {
+    true
+}
+
+#[cfg(unix)]
+fn is_block_device(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    m.file_type().is_block_device()
+}
+
+#[cfg(not(unix))]
+fn is_block_device(_: &std::fs::Metadata) -> bool {
+    false
+}
+
 /// A file being written: a hidden temporary file beside its target, removed when dropped
-/// unless it was put in place.
+/// unless it was put in place; or, for a replacing write whose target is a FIFO or a
+/// device, that target itself, written into directly.
 pub struct PendingFile {
-    temp: tempfile::NamedTempFile,
+    sink: Sink,
     target: PathBuf,
+}
+
+enum Sink {
+    Temp(tempfile::NamedTempFile),
+    Stream(File),
 }
 
 impl PendingFile {
     /// A temporary file in `target`'s folder (`.NAME.XXXXXX.EXT`): hidden, so folder
     /// walkers skip it, and with the target's extension, for writers that pick a format
-    /// from it (the chart library's PNG encoder).
+    /// from it. For a new file ([`persist_new`](Self::persist_new),
+    /// [`persist_first_free`](Self::persist_first_free)); a file to replace is
+    /// [`replacing`](Self::replacing)'s.
     pub fn beside(target: &Path) -> Result<Self, WriteFileError> {
-        let folder = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        // Cut, so that the temporary name stays within the 255 bytes a name may have
-        // where the target's own name is long.
-        let prefix: String = target
-            .file_stem()
-            .map(|s| s.to_string_lossy().chars().take(64).collect())
-            .unwrap_or_default();
-        let prefix = format!(".{prefix}.");
-        let suffix = target
-            .extension()
-            .map(|e| format!(".{}", e.to_string_lossy()))
-            .unwrap_or_default();
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(&suffix);
-        // As `File::create` would make it (0666 less the umask), not tempfile's 0600:
-        // results and charts are shared.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let temp = builder.tempfile_in(folder).map_err(|e| {
-            error(
-                target,
-                WriteProblem::Folder {
-                    folder: folder.to_path_buf(),
-                    error: io::Error::new(e.kind(), strip_path(e)),
-                },
-            )
-        })?;
         Ok(PendingFile {
-            temp,
+            sink: Sink::Temp(temp_beside(target, target)?),
             target: target.to_path_buf(),
         })
     }
 
-    /// The temporary file's path, for a writer that opens the file itself.
-    pub fn path(&self) -> &Path {
-        self.temp.path()
+    /// A pending replacement of `target`, decided by what its name holds: a regular file
+    /// or nothing gets a temporary file beside it; a link is followed, and the temporary
+    /// file made beside the file it leads to (so the rename replaces that file, on its
+    /// file system, and the link stays); a FIFO, a character device or a socket is opened
+    /// for writing now (a FIFO waits for a reader) and written into directly, since a
+    /// rename would replace it with a regular file; a folder or a block device is refused.
+    pub fn replacing(target: &Path) -> Result<Self, WriteFileError> {
+        let sink = match destination(target)? {
+            Destination::Rename(resolved) => Sink::Temp(temp_beside(&resolved, target)?),
+            Destination::Stream(file) => Sink::Stream(file),
+        };
+        Ok(PendingFile {
+            sink,
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// The temporary file's path, for a writer that opens the file itself; `None` for a
+    /// FIFO or device written into directly (it cannot be read back).
+    pub fn path(&self) -> Option<&Path> {
+        match &self.sink {
+            Sink::Temp(temp) => Some(temp.path()),
+            Sink::Stream(_) => None,
+        }
     }
 
     /// The file it will become.
@@ -185,19 +321,30 @@ impl PendingFile {
         &mut self,
         write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), WriteFileError> {
-        let mut out = io::BufWriter::new(self.temp.as_file_mut());
+        let (file, streamed) = match &mut self.sink {
+            Sink::Temp(temp) => (temp.as_file_mut(), false),
+            Sink::Stream(file) => (file, true),
+        };
+        let mut out = io::BufWriter::new(file);
         write(&mut out)
             .and_then(|()| out.flush())
-            .map_err(|e| error(&self.target, WriteProblem::Write(e)))
+            .map_err(|e| WriteFileError {
+                streamed,
+                ..error(&self.target, WriteProblem::Write(e))
+            })
     }
 
-    /// Syncs the file, so a full disk that the file system reports only now (delayed
-    /// allocation, NFS) is an error here and not a truncated file later.
-    fn sync(&self) -> Result<(), WriteFileError> {
-        self.temp
-            .as_file()
-            .sync_all()
-            .map_err(|e| error(&self.target, WriteProblem::Write(e)))
+    /// The temporary file, synced, so a full disk that the file system reports only now
+    /// (delayed allocation, NFS) is an error here and not a truncated file later; a
+    /// stream has none and is [`WriteProblem::Exists`]: it is no new name.
+    fn synced(self) -> Result<(tempfile::NamedTempFile, PathBuf), WriteFileError> {
+        match self.sink {
+            Sink::Temp(temp) => match temp.as_file().sync_all() {
+                Ok(()) => Ok((temp, self.target)),
+                Err(e) => Err(error(&self.target, WriteProblem::Write(e))),
+            },
+            Sink::Stream(_) => Err(error(&self.target, WriteProblem::Exists)),
+        }
     }
 
     /// Puts the file in place under its target's name, which must be free.
@@ -212,9 +359,7 @@ impl PendingFile {
         self,
         names: impl IntoIterator<Item = PathBuf>,
     ) -> Result<PathBuf, WriteFileError> {
-        self.sync()?;
-        let mut temp = self.temp;
-        let mut last = self.target;
+        let (mut temp, mut last) = self.synced()?;
         for name in names {
             match temp.persist_noclobber(&name) {
                 Ok(_) => return Ok(name),
@@ -228,15 +373,71 @@ impl PendingFile {
         Err(error(&last, WriteProblem::Exists))
     }
 
-    /// Puts the file in place under its target's name, atomically replacing a file there.
+    /// Puts the file in place under its target's name, atomically replacing a regular
+    /// file there (or the one a link there leads to). What the name holds is looked at
+    /// again now, so a FIFO or a device that took the name meanwhile (or the target of a
+    /// [`beside`](Self::beside)) is written into rather than renamed over, and a folder
+    /// is refused. A stream was written already: nothing is left to do.
     pub fn persist_replacing(self) -> Result<(), WriteFileError> {
-        self.sync()?;
-        let target = self.target;
-        self.temp
-            .persist(&target)
-            .map(|_| ())
-            .map_err(|e| error(&target, WriteProblem::Persist(e.error)))
+        if let Sink::Stream(_) = self.sink {
+            return Ok(());
+        }
+        let (mut temp, target) = self.synced()?;
+        match destination(&target)? {
+            Destination::Rename(path) => temp
+                .persist(&path)
+                .map(|_| ())
+                .map_err(|e| error(&target, WriteProblem::Persist(e.error))),
+            Destination::Stream(mut stream) => {
+                let file = temp.as_file_mut();
+                file.rewind()
+                    .and_then(|()| io::copy(file, &mut stream))
+                    .map(|_| ())
+                    .map_err(|e| WriteFileError {
+                        streamed: true,
+                        ..error(&target, WriteProblem::Write(e))
+                    })
+            }
+        }
     }
+}
+
+/// A hidden temporary file beside `file` (`.NAME.XXXXXX.EXT`); errors name `target`,
+/// the name the caller gave.
+fn temp_beside(file: &Path, target: &Path) -> Result<tempfile::NamedTempFile, WriteFileError> {
+    let folder = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // Cut, so that the temporary name stays within the 255 bytes a name may have
+    // where the target's own name is long.
+    let prefix: String = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().chars().take(64).collect())
+        .unwrap_or_default();
+    let prefix = format!(".{prefix}.");
+    let suffix = file
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(&suffix);
+    // As `File::create` would make it (0666 less the umask), not tempfile's 0600:
+    // results and charts are shared.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(folder).map_err(|e| {
+        error(
+            target,
+            WriteProblem::Folder {
+                folder: folder.to_path_buf(),
+                error: io::Error::new(e.kind(), strip_path(e)),
+            },
+        )
+    })
 }
 
 /// tempfile's errors end in " at path …/.name.XXXXXX": the message names the target and
@@ -358,7 +559,7 @@ mod tests {
         let pending = PendingFile::beside(&dir.path().join("chart.png")).unwrap();
         let name = pending
             .path()
-            .file_name()
+            .and_then(Path::file_name)
             .unwrap()
             .to_string_lossy()
             .into_owned();
@@ -387,5 +588,212 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let e = write_new(&file.join("m.json"), |w| w.write_all(b"x")).unwrap_err();
         assert!(e.to_string().contains("is not a folder"), "{e}");
+    }
+
+    /// Runs `f` on a thread of its own and returns what it returns, or fails the test
+    /// after `seconds`: a FIFO that nobody opens would otherwise hang the test for ever.
+    #[cfg(unix)]
+    fn within<T: Send + 'static>(
+        seconds: u64,
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(seconds))
+            .unwrap_or_else(|_| panic!("{what} did not finish within {seconds} s"))
+    }
+
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo (coreutils) makes the test's FIFO");
+        assert!(status.success(), "mkfifo {}", path.display());
+    }
+
+    /// `report -o FIFO` (or `-o /dev/null` as root) renamed a regular file over it. The
+    /// FIFO receives the bytes and stays a FIFO, through `write_replacing` and through a
+    /// `PendingFile` made `beside` it (whose content is copied in at the end). Never a
+    /// real device here: a bug would turn the machine's `/dev/null` into a file.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_written_into_and_stays_a_fifo() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("report.md");
+        mkfifo(&fifo);
+        for (round, text) in ["# report\n", "# again\n"].into_iter().enumerate() {
+            let reading = fifo.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(std::fs::read(reading));
+            });
+            let writing = fifo.clone();
+            within(30, "writing into the FIFO", move || {
+                if round == 0 {
+                    write_replacing(&writing, |w| w.write_all(text.as_bytes()))
+                } else {
+                    let mut pending = PendingFile::beside(&writing)?;
+                    pending.write_with(|w| w.write_all(text.as_bytes()))?;
+                    pending.persist_replacing()
+                }
+            })
+            .unwrap();
+            let read = rx
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the FIFO's reader got its bytes");
+            assert_eq!(read.unwrap(), text.as_bytes());
+            let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+            assert!(kind.is_fifo(), "round {round}: {kind:?}");
+            assert_eq!(names(dir.path()), ["report.md"], "no temporary file left");
+        }
+        // A stream has no temporary file to hand a writer that opens one itself.
+        let reading = fifo.clone();
+        std::thread::spawn(move || std::fs::read(reading));
+        let writing = fifo.clone();
+        let pending = within(30, "opening the FIFO", move || {
+            PendingFile::replacing(&writing).map(|p| p.path().is_none())
+        });
+        assert!(pending.unwrap());
+    }
+
+    /// A link to a regular file stays a link; the file it leads to is replaced atomically,
+    /// from a temporary file made beside that file (not beside the link, which may be on
+    /// another file system); a link to nothing makes the file where it leads.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_stays_and_the_file_it_leads_to_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.md");
+        std::fs::write(&real, "old").unwrap();
+        let links = dir.path().join("links");
+        std::fs::create_dir(&links).unwrap();
+        let link = links.join("out.md");
+        std::os::unix::fs::symlink("../real.md", &link).unwrap();
+        let held = std::fs::File::open(&real).unwrap();
+
+        let pending = PendingFile::replacing(&link).unwrap();
+        let folder = pending.path().and_then(Path::parent).unwrap();
+        assert_eq!(
+            folder.canonicalize().unwrap(),
+            dir.path().canonicalize().unwrap()
+        );
+        assert_eq!(pending.target(), link);
+        drop(pending);
+        write_replacing(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("../real.md"));
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(
+            io::read_to_string(held).unwrap(),
+            "old",
+            "replaced by a rename"
+        );
+        assert_eq!(names(&links), ["out.md"]);
+        assert_eq!(names(dir.path()), ["links", "real.md"]);
+
+        // A link to that link, absolute.
+        let twice = dir.path().join("twice.md");
+        std::os::unix::fs::symlink(&link, &twice).unwrap();
+        write_replacing(&twice, |w| w.write_all(b"again")).unwrap();
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "again");
+        assert!(std::fs::symlink_metadata(&twice)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+
+        // A link to nothing yet.
+        let later = links.join("later.md");
+        std::os::unix::fs::symlink("../later.md", &later).unwrap();
+        write_replacing(&later, |w| w.write_all(b"made")).unwrap();
+        assert!(std::fs::symlink_metadata(&later)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("later.md")).unwrap(),
+            "made"
+        );
+        assert_eq!(
+            names(dir.path()),
+            ["later.md", "links", "real.md", "twice.md"]
+        );
+
+        // A loop is an error, not a hang.
+        let a = dir.path().join("a.md");
+        std::os::unix::fs::symlink("b.md", &a).unwrap();
+        std::os::unix::fs::symlink("a.md", dir.path().join("b.md")).unwrap();
+        assert!(write_replacing(&a, |w| w.write_all(b"x")).is_err());
+    }
+
+    /// A folder is refused, with what to do, and left as it was (through a link too).
+    #[test]
+    fn a_folder_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("out.md");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("keep.txt"), "kept").unwrap();
+        let e = write_replacing(&folder, |w| w.write_all(b"x")).unwrap_err();
+        assert!(
+            matches!(&e.problem, WriteProblem::Persist(io) if io.kind() == io::ErrorKind::IsADirectory),
+            "{e:?}"
+        );
+        let message = e.to_string();
+        assert!(
+            message.contains("out.md")
+                && message.contains("it is a folder")
+                && message.contains("left as it is")
+                && message.contains("name a file in it, or another path"),
+            "{message}"
+        );
+        assert!(std::fs::metadata(&folder).unwrap().is_dir());
+        assert_eq!(names(&folder), ["keep.txt"]);
+        assert_eq!(names(dir.path()), ["out.md"], "no temporary file left");
+        // Nor does a pending file made beside it rename over it at the end.
+        let mut pending = PendingFile::beside(&folder).unwrap();
+        pending.write_with(|w| w.write_all(b"x")).unwrap();
+        assert!(pending.persist_replacing().is_err());
+        assert_eq!(names(&folder), ["keep.txt"]);
+        assert_eq!(names(dir.path()), ["out.md"]);
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link.md");
+            std::os::unix::fs::symlink("out.md", &link).unwrap();
+            assert!(write_replacing(&link, |w| w.write_all(b"x")).is_err());
+            assert_eq!(names(&folder), ["keep.txt"]);
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+    }
+
+    /// A socket cannot be opened for writing (as a shell's `>` cannot): an error naming
+    /// it, and the socket stays.
+    #[cfg(unix)]
+    #[test]
+    fn a_socket_is_an_error_and_stays_a_socket() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("out.md");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let e = write_replacing(&socket, |w| w.write_all(b"x")).unwrap_err();
+        assert!(e.to_string().contains("out.md"), "{e}");
+        assert!(std::fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_socket());
+        assert_eq!(names(dir.path()), ["out.md"]);
     }
 }

@@ -115,7 +115,8 @@ fn write_png(chart: &impl Chart, png: &Path) -> anyhow::Result<()> {
         chart.draw(&root).map_err(|e| failed(format!("{e:#}")))?;
         root.present().map_err(|e| failed(e.to_string()))?;
     }
-    let mut pending = cnnbench_graph::PendingFile::beside(png).map_err(|e| anyhow::anyhow!(e))?;
+    let mut pending =
+        cnnbench_graph::PendingFile::replacing(png).map_err(|e| anyhow::anyhow!(e))?;
     pending
         .write_with(|out| {
             use image::ImageEncoder;
@@ -124,7 +125,10 @@ fn write_png(chart: &impl Chart, png: &Path) -> anyhow::Result<()> {
                 .map_err(std::io::Error::other)
         })
         .map_err(|e| anyhow::anyhow!(e))?;
-    png_is_complete(pending.path()).map_err(failed)?;
+    // A FIFO or a device in the chart's place is written into and cannot be read back.
+    if let Some(written) = pending.path() {
+        png_is_complete(written).map_err(failed)?;
+    }
     pending.persist_replacing().map_err(|e| anyhow::anyhow!(e))
 }
 
