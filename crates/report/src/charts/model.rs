@@ -138,27 +138,32 @@ fn draw_table<DB: DrawingBackend>(
     let stat = report.stat;
     let rows: Vec<&Entry> = report.rows(t).collect();
     let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+    let mut values = Vec::new();
     for e in &rows {
         let v = e.value(Quantity::Total, stat).unwrap_or(0.0) * 1000.0;
         let (a, b) = spread(e, stat).map_or((v, v), |s| (s.0 * 1000.0, s.1 * 1000.0));
         if v > 0.0 {
             lo = lo.min(v).min(if a > 0.0 { a } else { v });
+            values.extend([v, if a > 0.0 { a } else { v }]);
             // The first phase's segment must show on a log axis too.
             let first = e.value(Quantity::Forward, stat).map_or(v, |f| f * 1000.0);
             if first > 0.0 {
                 lo = lo.min(first);
+                values.push(first);
             }
         }
         hi = hi.max(v).max(b);
+        values.push(b);
     }
     if hi <= 0.0 || !lo.is_finite() {
-        return draw_table_on(root, report, t, 0f64..1.0, 0.0, false);
+        return draw_table_on(root, report, t, 0f64..1.0, 0.0..1.0, false);
     }
     if hi / lo > LOG_AXIS_SPAN {
-        let x0 = lo / 2.0;
-        draw_table_on(root, report, t, (x0..hi * 1.3).log_scale(), x0, true)
+        let x = plot::log_range(values, 2.0, 1.3);
+        draw_table_on(root, report, t, x.clone().log_scale(), x, true)
     } else {
-        draw_table_on(root, report, t, 0f64..hi * 1.04, 0.0, false)
+        let x = 0.0..hi * 1.04;
+        draw_table_on(root, report, t, x.clone(), x, false)
     }
 }
 
@@ -203,7 +208,7 @@ fn draw_table_on<DB, XR>(
     report: &Report,
     t: &Table,
     x_range: XR,
-    x0: f64,
+    x_span: std::ops::Range<f64>,
     log: bool,
 ) -> anyhow::Result<()>
 where
@@ -212,6 +217,9 @@ where
     XR::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     draw!(root.fill(&WHITE));
+    // Bars start at the axis's start; a value beyond its end is drawn to the end.
+    let x0 = x_span.start;
+    let at = |v: f64| plot::clamp_to(&x_span, v);
     let rows: Vec<&Entry> = report.rows(t).collect();
     let n = rows.len().max(1);
     let stat = report.stat;
@@ -288,7 +296,7 @@ where
         let mut x = x0;
         for (k, v) in parts {
             cumulative += if sum > 0.0 { total * v / sum } else { 0.0 };
-            let end = cumulative.max(x0);
+            let end = at(cumulative);
             draw!(chart.draw_series(std::iter::once(Rectangle::new(
                 [(x, lo), (end, hi)],
                 PHASES[k].1.filled()
@@ -297,7 +305,7 @@ where
         }
         let mut right = total;
         if let Some((a, b)) = spread(e, stat) {
-            let (a, b) = ((a * 1000.0).max(x0), b * 1000.0);
+            let (a, b) = (at(a * 1000.0), at(b * 1000.0));
             right = right.max(b);
             let style = BLACK.stroke_width(2);
             draw!(chart.draw_series([
@@ -312,7 +320,7 @@ where
             (px - 10, py),
             label_style.clone()
         )));
-        let (vx, vy) = chart.backend_coord(&(right, yc));
+        let (vx, vy) = chart.backend_coord(&(at(right), yc));
         draw!(root.draw(&Text::new(
             values[i].clone(),
             (vx + 8, vy),
@@ -469,14 +477,10 @@ fn draw_overview<DB: DrawingBackend>(
             }
         }
     }
-    values.retain(|v| *v > 0.0);
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(0.0, f64::max);
-    let (lo, hi) = if values.is_empty() {
-        (1.0, 10.0)
-    } else {
-        (lo / 1.3, hi * 1.3)
-    };
+    let x = plot::log_range(values, 1.3, 1.3);
+    let (lo, hi) = (x.start, x.end);
+    // A value the axis does not reach is drawn at its edge.
+    let at = |v: f64| plot::clamp_to(&x, v);
 
     let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
     let family_style = TextStyle::from((FONT_NAME, 13).into_font())
@@ -509,7 +513,7 @@ fn draw_overview<DB: DrawingBackend>(
         .margin_bottom(8)
         .x_label_area_size(50)
         .y_label_area_size(0)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64));
+        .build_cartesian_2d(x.clone().log_scale(), 0f64..n as f64));
     // Families shaded in turn, named once at their first row.
     let mut shade = false;
     for (i, fam) in families.iter().enumerate() {
@@ -562,13 +566,13 @@ fn draw_overview<DB: DrawingBackend>(
             let y = yc + (k as f64 - (configs.len() as f64 - 1.0) / 2.0) * dodge;
             let color = PALETTE[k % PALETTE.len()];
             if let Some((a, b)) = spread(e, stat) {
-                let (a, b) = ((a * 1000.0).max(lo), b * 1000.0);
+                let (a, b) = (at(a * 1000.0), at(b * 1000.0));
                 draw!(chart.draw_series(std::iter::once(PathElement::new(
                     vec![(a, y), (b, y)],
                     color.stroke_width(2)
                 ))));
             }
-            let (mx, my) = chart.backend_coord(&(v * 1000.0, y));
+            let (mx, my) = chart.backend_coord(&(at(v * 1000.0), y));
             marker(root, k, (mx, my))?;
         }
     }
@@ -658,8 +662,8 @@ fn draw_speedups<DB: DrawingBackend>(
         .filter(|r| *r > 0.0)
         .chain([1.0])
         .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min) / 1.25;
-    let hi = all.iter().copied().fold(0.0, f64::max) * 1.25;
+    let x = plot::log_range(all, 1.25, 1.25);
+    let lo = x.start;
     let label_style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
     let label_w = rows
         .iter()
@@ -674,7 +678,7 @@ fn draw_speedups<DB: DrawingBackend>(
         .margin_bottom(8)
         .x_label_area_size(50)
         .y_label_area_size(0)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64));
+        .build_cartesian_2d(x.clone().log_scale(), 0f64..n as f64));
     draw!(chart
         .configure_mesh()
         .disable_y_mesh()
@@ -700,24 +704,30 @@ fn draw_speedups<DB: DrawingBackend>(
         .label_style((FONT_NAME, 13))
         .axis_desc_style((FONT_NAME, 14))
         .draw());
-    draw!(chart.draw_series(std::iter::once(PathElement::new(
-        vec![(1.0, 0.0), (1.0, n as f64)],
-        BLACK.stroke_width(2)
-    ))));
+    // A line the axis does not reach (1×, a mean, beside ratios of 1e300) is left out:
+    // at the edge it would say a value it is not.
+    if x.contains(&1.0) {
+        draw!(chart.draw_series(std::iter::once(PathElement::new(
+            vec![(1.0, 0.0), (1.0, n as f64)],
+            BLACK.stroke_width(2)
+        ))));
+    }
     let pairs = report.speedups.len().max(1);
     let dodge = (0.6 / pairs as f64).min(0.22);
     for (k, s) in report.speedups.iter().enumerate() {
         let color = PALETTE[k % PALETTE.len()];
-        draw!(chart.draw_series(std::iter::once(PathElement::new(
-            vec![(s.geomean, 0.0), (s.geomean, n as f64)],
-            color.mix(0.6).stroke_width(2)
-        ))));
+        if x.contains(&s.geomean) {
+            draw!(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(s.geomean, 0.0), (s.geomean, n as f64)],
+                color.mix(0.6).stroke_width(2)
+            ))));
+        }
         for (model, ratio) in &s.ratios {
             let Some(row) = rows.iter().position(|r| r == model) else {
                 continue;
             };
             let y = (n - 1 - row) as f64 + 0.5 + (k as f64 - (pairs as f64 - 1.0) / 2.0) * dodge;
-            let (mx, my) = chart.backend_coord(&(*ratio, y));
+            let (mx, my) = chart.backend_coord(&(plot::clamp_to(&x, *ratio), y));
             marker(root, k, (mx, my))?;
         }
     }

@@ -5,7 +5,7 @@
 //! the chart, each with what it lacks, not placed.
 
 use super::plot::{
-    draw, draw_legend_entry, ensure_font, line_colour, write_svg_and_png, Chart, FONT_NAME,
+    self, draw, draw_legend_entry, ensure_font, line_colour, write_svg_and_png, Chart, FONT_NAME,
 };
 use crate::choose::{Choice, ServingChoice};
 use plotters::coord::Shift;
@@ -59,22 +59,18 @@ impl Chart for Pareto {
         let title = self.title.clone();
         let errors = self.points.iter().map(|p| p.1.max(ERROR_FLOOR));
         let latencies = self.points.iter().map(|p| p.2);
-        let (e_lo, e_hi) = errors.fold((f64::INFINITY, 0.0f64), |(lo, hi), e| {
-            (lo.min(e), hi.max(e))
-        });
-        let (l_lo, l_hi) = latencies.fold((f64::INFINITY, 0.0f64), |(lo, hi), l| {
-            (lo.min(l), hi.max(l))
-        });
-        let (e_lo, e_hi) = if e_lo.is_finite() {
-            (e_lo / 3.0, (e_hi * 3.0).max(e_lo * 10.0))
-        } else {
-            (ERROR_FLOOR, 1.0)
-        };
+        // At least a decade and a half of errors: the data's least times 10 and a third.
+        let e = plot::log_range(errors, 3.0, 3.0);
+        let (e_lo, e_hi) = (e.start, e.end.max(e.start * 30.0));
         // Logarithmic too: stacks differ by tens of times.
-        let (l_lo, l_hi) = if l_lo.is_finite() && l_lo > 0.0 {
-            (l_lo / 1.5, l_hi * 1.5)
-        } else {
-            (0.1, 1.0)
+        let l = plot::log_range(latencies, 1.5, 1.5);
+        let (l_lo, l_hi) = (l.start, l.end);
+        // A point the axes do not reach is drawn at their edge.
+        let at = |error: f64, latency: f64| {
+            (
+                plot::clamp_to(&(e_lo..e_hi), error.max(ERROR_FLOOR)),
+                plot::clamp_to(&l, latency),
+            )
         };
         let mut chart = draw!(ChartBuilder::on(&plot)
             .caption(title, (FONT_NAME, 17))
@@ -112,7 +108,7 @@ impl Chart for Pareto {
             .points
             .iter()
             .filter(|p| p.3)
-            .map(|p| (p.1.max(ERROR_FLOOR), p.2))
+            .map(|p| at(p.1, p.2))
             .collect();
         front.sort_by(|a, b| a.0.total_cmp(&b.0));
         draw!(chart.draw_series(LineSeries::new(
@@ -122,7 +118,7 @@ impl Chart for Pareto {
         for (i, (_, error, latency, on_front)) in self.points.iter().enumerate() {
             let colour = colour(i);
             let size = if *on_front { 7 } else { 5 };
-            let at = (error.max(ERROR_FLOOR), *latency);
+            let at = at(*error, *latency);
             draw!(chart.draw_series(std::iter::once(Circle::new(at, size, colour.filled()))));
             // The number beside the dot, up and to the right, in the dot's colour.
             draw!(chart.draw_series(std::iter::once(
@@ -340,5 +336,31 @@ mod tests {
                 ("unmeasured".to_string(), "no accuracy cost"),
             ]
         );
+    }
+
+    /// Errors and speeds at f64's ends (a hostile or broken result): the chart is drawn,
+    /// every point at its place or the axes' edge, in bounded time.
+    #[test]
+    fn extreme_points_are_drawn_and_finish() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let chart = Pareto {
+                title: "t".into(),
+                speed_desc: "ms".into(),
+                speed_unit: "ms",
+                points: vec![
+                    ("a".into(), 1e308, 5e-324, true),
+                    ("b".into(), 5e-324, f64::MAX, false),
+                    ("c".into(), 1e-3, 4.0, true),
+                    ("d".into(), 2e-3, 9.0, false),
+                ],
+                unplaced: Vec::new(),
+            };
+            let _ = tx.send(plot::svg(&chart).map(|svg| svg.len()));
+        });
+        let drawn = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the chart was drawn within 2 minutes");
+        assert!(drawn.unwrap() > 1000);
     }
 }

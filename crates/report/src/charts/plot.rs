@@ -46,6 +46,80 @@ pub(crate) trait Chart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>;
 }
 
+/// A log axis shows at most this many decades of data, its margins besides: a result's
+/// times run from 1 ns to a day, 14 decades, so an honest chart needs no more.
+pub(crate) const LOG_AXIS_DECADES: f64 = 20.0;
+/// What a log axis may reach: far inside f64's range, so that a margin's factor, a
+/// logarithm or plotters' walk over the decades stays finite.
+const LOG_AXIS_LIMITS: (f64, f64) = (1e-300, 1e300);
+
+/// The span of the data a log axis shows: the finite positive `values` (others are left
+/// out), each within [`LOG_AXIS_LIMITS`]; where they span more than [`LOG_AXIS_DECADES`],
+/// the window of that many decades that holds the most of them (the lowest of equals).
+/// `None` without a value. A value outside is not the axis's to show: its chart draws
+/// it at the edge ([`clamp_to`]) or leaves it out.
+pub(crate) fn log_window(values: impl IntoIterator<Item = f64>) -> Option<Range<f64>> {
+    let (floor, ceiling) = LOG_AXIS_LIMITS;
+    let mut v: Vec<f64> = values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v.clamp(floor, ceiling))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    // The largest run of sorted values within the decades: two pointers.
+    let (mut best, mut end) = ((0, 0), 0);
+    for start in 0..v.len() {
+        while end < v.len() && v[end].log10() - v[start].log10() <= LOG_AXIS_DECADES {
+            end += 1;
+        }
+        if end - start > best.1 - best.0 {
+            best = (start, end);
+        }
+    }
+    (best.1 > best.0).then(|| v[best.0]..v[best.1 - 1])
+}
+
+/// The range of every log axis (`(range).log_scale()`): [`log_window`]'s span of
+/// `values`, `below` and `above` (factors of 1 to 1000) added, at least a factor of 10
+/// wide where that leaves it empty; 1 to 10 without a value. plotters labels a log axis
+/// by walking it decade by decade: one that reached infinity or began at zero never
+/// ended (a latency bound of 1e308 or 5e-324 ms hung `report -f html`), and one of
+/// hundreds of decades took minutes.
+pub(crate) fn log_range(
+    values: impl IntoIterator<Item = f64>,
+    below: f64,
+    above: f64,
+) -> Range<f64> {
+    let margin = |m: f64| {
+        if m.is_finite() {
+            m.clamp(1.0, 1e3)
+        } else {
+            1.0
+        }
+    };
+    let Some(window) = log_window(values) else {
+        return 1.0..10.0;
+    };
+    let lo = window.start / margin(below);
+    let hi = window.end * margin(above);
+    if hi > lo {
+        lo..hi
+    } else {
+        lo..lo * 10.0
+    }
+}
+
+/// A finite `v` moved into `range` (an axis's, from [`log_range`]), so that a value the
+/// axis does not show is drawn at its edge rather than pixels by the billion away; NaN
+/// and infinities are returned as they are, for the caller's filter to leave out.
+pub(crate) fn clamp_to(range: &Range<f64>, v: f64) -> f64 {
+    if v.is_finite() {
+        v.max(range.start).min(range.end)
+    } else {
+        v
+    }
+}
+
 /// The chart as an SVG document.
 pub(crate) fn svg(chart: &impl Chart) -> anyhow::Result<String> {
     ensure_font()?;
@@ -321,6 +395,53 @@ pub(crate) fn draw_legend_entry<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Infinite, zero, NaN, subnormal and far-apart values: the range is finite, positive,
+    /// ordered and at most the decades wide (with its margins), around most of the data.
+    #[test]
+    fn a_log_range_is_finite_positive_and_a_bounded_number_of_decades() {
+        let decades = |r: &Range<f64>| (r.end / r.start).log10();
+        let cases: [&[f64]; 9] = [
+            &[1.0, 3.0, 1e308],
+            &[5e-324, 1.0, 3.0],
+            &[5e-324, 1e308],
+            &[f64::INFINITY, f64::NAN, 0.0, -1.0, 2.0],
+            &[f64::MAX, f64::MIN_POSITIVE],
+            &[f64::INFINITY, 0.0],
+            &[],
+            &[7.0],
+            &[1e-300, 1e-200, 1e-100, 1.0, 1e100, 1e200, 1e300],
+        ];
+        for values in cases {
+            let r = log_range(values.iter().copied(), 1.5, 1.5);
+            assert!(
+                r.start.is_finite() && r.end.is_finite() && r.start > 0.0 && r.end > r.start,
+                "{values:?}: {r:?}"
+            );
+            assert!(
+                decades(&r) <= LOG_AXIS_DECADES + 2.0 * 1.5f64.log10() + 1e-9,
+                "{values:?}: {r:?}"
+            );
+            // plotters labels it, and soon.
+            let started = std::time::Instant::now();
+            let coord: plotters::coord::combinators::LogCoord<f64> = r.clone().log_scale().into();
+            assert!(
+                !coord.key_points(10).is_empty() || decades(&r) < 1.0,
+                "{values:?}"
+            );
+            assert!(started.elapsed().as_secs() < 5, "{values:?}");
+        }
+        // The data is kept, the outlier is not the axis's.
+        let r = log_range([1.0, 3.0, 1e308], 1.0, 1.0);
+        assert_eq!(r, 1.0..3.0);
+        assert_eq!(clamp_to(&r, 1e308), 3.0);
+        assert_eq!(log_range([5e-324, 1.0, 3.0], 2.0, 1.0), 0.5..3.0);
+        assert_eq!(log_window([f64::NAN, f64::INFINITY]), None);
+        // Honest data spanning a ns to a day (in ms) is shown whole.
+        assert_eq!(log_window([1e-6, 8.64e7, 5.0]), Some(1e-6..8.64e7));
+        // A single value gets a decade.
+        assert_eq!(log_range([7.0], 1.0, 1.0), 7.0..70.0);
+    }
 
     /// A white square: the least a chart draws.
     struct Blank;

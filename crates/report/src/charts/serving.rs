@@ -59,9 +59,30 @@ fn drawn(s: &ServingSeries) -> Drawn {
     }
 }
 
+impl Drawn {
+    /// The latencies moved into the axis's `span`: one it does not reach is drawn at its
+    /// edge (where a hostile file's value would otherwise be drawn pixels by the billion).
+    fn clamped(mut self, span: &std::ops::Range<f64>) -> Drawn {
+        let y = |v: f64| plot::clamp_to(span, v);
+        for p in &mut self.p99 {
+            p.1 = y(p.1);
+        }
+        for p in &mut self.p50 {
+            p.1 = y(p.1);
+        }
+        if let Some(p) = &mut self.peak {
+            p.1 = y(p.1);
+        }
+        self
+    }
+}
+
 /// An axis or legend number: whole numbers bare, small ones with the decimals they need.
 fn number(v: f64) -> String {
-    if v >= 100.0 || v == v.round() {
+    if v.is_finite() && v != 0.0 && !(0.005..1e7).contains(&v.abs()) {
+        // A bound of 1e308 ms is not 309 digits, nor one of 5e-324 ms "0.00".
+        format!("{v:.1e}")
+    } else if v >= 100.0 || v == v.round() {
         format!("{v:.0}")
     } else if v >= 1.0 {
         format!("{v:.1}")
@@ -97,6 +118,7 @@ impl LoadChart<'_> {
         area: &DrawingArea<DB, Shift>,
         x: std::ops::Range<f64>,
         y: YR,
+        y_span: std::ops::Range<f64>,
         y_desc: &str,
     ) -> anyhow::Result<()>
     where
@@ -132,7 +154,14 @@ impl LoadChart<'_> {
             .label_style((FONT_NAME, 12))
             .axis_desc_style((FONT_NAME, 13))
             .draw());
-        for b in self.bounds() {
+        // A bound the axis does not reach (1e308 ms) is left out of the plot, and only
+        // said in the legend: a line at the edge would put it where it is not.
+        let bounds: Vec<f64> = self
+            .bounds()
+            .into_iter()
+            .filter(|b| y_span.contains(b))
+            .collect();
+        for &b in &bounds {
             draw!(chart.draw_series(std::iter::once(PathElement::new(
                 vec![(x.start, b), (x.end, b)],
                 BOUND_GREY.stroke_width(2),
@@ -142,13 +171,13 @@ impl LoadChart<'_> {
         let dot = if crowded { 2 } else { 4 };
         for (i, s) in self.series.iter().enumerate() {
             let colour = line_colour(i);
-            let d = drawn(s);
+            let d = drawn(s).clamped(&y_span);
             draw_on(&mut chart, &d, colour, dot)?;
         }
         // The bounds' labels last, at the right end above their lines: the loads there
         // are the heaviest, whose latencies are far above any bound, so the label is
         // clear of the lines (at the left it sat among the slow engines' points).
-        for b in self.bounds() {
+        for &b in &bounds {
             draw!(chart.draw_series(std::iter::once(
                 EmptyElement::at((x.end, b))
                     + Text::new(
@@ -246,25 +275,34 @@ impl Chart for LoadChart<'_> {
             let margin = (x_hi - x_lo) * 0.08;
             (x_lo - margin, x_hi + margin)
         };
-        let (mut lo, mut hi) = (f64::INFINITY, 0f64);
-        for v in all
+        let latencies: Vec<f64> = all
             .iter()
             .flat_map(|d| d.p99.iter().map(|p| p.1).chain(d.p50.iter().map(|p| p.1)))
             .chain(self.bounds())
-        {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-        if positive(lo) && hi / lo > LOG_AXIS_SPAN {
-            self.draw_plot(
-                &area,
-                x_lo..x_hi,
-                (lo / 1.5..hi * 1.5).log_scale(),
-                "latency per query, ms (log scale)",
-            )?;
-        } else {
-            let hi = if positive(hi) { hi * 1.15 } else { 1.0 };
-            self.draw_plot(&area, x_lo..x_hi, 0f64..hi, "latency per query, ms")?;
+            .collect();
+        // The span the axis shows: most of the latencies and bounds, not a bound of
+        // 1e308 ms or 5e-324 ms beside them (the legend still says it).
+        match plot::log_window(latencies.iter().copied()) {
+            Some(w) if w.end / w.start > LOG_AXIS_SPAN => {
+                let y = plot::log_range(latencies, 1.5, 1.5);
+                self.draw_plot(
+                    &area,
+                    x_lo..x_hi,
+                    y.clone().log_scale(),
+                    y,
+                    "latency per query, ms (log scale)",
+                )?;
+            }
+            w => {
+                let hi = w.map_or(1.0, |w| w.end * 1.15);
+                self.draw_plot(
+                    &area,
+                    x_lo..x_hi,
+                    0f64..hi,
+                    0.0..hi,
+                    "latency per query, ms",
+                )?;
+            }
         }
         let with_device = self.devices_differ();
         for (i, (s, d)) in self.series.iter().zip(&all).enumerate() {
@@ -466,5 +504,62 @@ mod tests {
         one.server.truncate(1);
         one.server[0].bound_ms = None;
         assert_eq!(write_serving_charts(&one, dir.path()).unwrap().len(), 2);
+    }
+
+    /// A server result with a latency bound of 1e308 or 5e-324 ms made `report -f html`
+    /// spin for ever (plotters' log axis walked to infinity, or up from zero); loads and
+    /// latencies as far out are drawn too. Each chart, SVG (the HTML report's) and PNG,
+    /// finishes, and says the bound in words; a regression fails here instead of hanging.
+    #[test]
+    fn extreme_bounds_and_values_are_drawn_and_finish() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let dir = tempfile::tempdir().unwrap();
+            let mut said = Vec::new();
+            let points = || {
+                // Below a millisecond: 1e308 ms over the fastest overflowed plotters' count
+                // of decades to infinity.
+                vec![
+                    (10.0, Some(0.0002), Some(0.0004), true),
+                    (20.0, Some(0.0003), Some(0.0008), false),
+                ]
+            };
+            let mut cases: Vec<ServingSeries> = [1e308, 5e-324, f64::MAX, f64::MIN_POSITIVE]
+                .into_iter()
+                .map(|bound| ServingSeries {
+                    bound_ms: Some(bound),
+                    ..series("a", points())
+                })
+                .collect();
+            cases.push(series(
+                "far",
+                vec![
+                    (1e308, Some(5e-324), Some(1e305), true),
+                    (5e-324, Some(1e-300), Some(f64::MAX), false),
+                    (20.0, Some(0.003), Some(0.008), true),
+                ],
+            ));
+            for s in cases {
+                let serving = Serving {
+                    server: vec![s, series("b", points())],
+                    others: Vec::new(),
+                };
+                let svgs = serving_svgs(&serving).unwrap();
+                assert_eq!(svgs.len(), 1);
+                said.push(
+                    svgs[0].contains("bound 1.0e308 ms") || svgs[0].contains("bound 4.9e-324 ms"),
+                );
+                assert_eq!(write_serving_charts(&serving, dir.path()).unwrap().len(), 2);
+            }
+            let _ = tx.send(said);
+        });
+        let said = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the charts were drawn within 2 minutes");
+        assert_eq!(
+            said,
+            [true, true, false, false, false],
+            "the bound, in words"
+        );
     }
 }

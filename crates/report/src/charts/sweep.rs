@@ -108,6 +108,7 @@ fn draw_sweep<DB: DrawingBackend>(
 
     let mut tp_hi = 0f64;
     let (mut lat_lo, mut lat_hi) = (f64::INFINITY, 0f64);
+    let mut latencies = Vec::new();
     for s in &sweep.series {
         for p in &s.points {
             if p.images_per_s_ci.1.is_finite() {
@@ -115,6 +116,7 @@ fn draw_sweep<DB: DrawingBackend>(
             }
             lat_lo = lat_lo.min(p.latency_ci_s.0 * 1e3).min(p.latency_s * 1e3);
             lat_hi = lat_hi.max(p.latency_ci_s.1 * 1e3);
+            latencies.extend([p.latency_ci_s.0, p.latency_s, p.latency_ci_s.1].map(|v| v * 1e3));
         }
     }
     let tp_hi = if tp_hi > 0.0 { tp_hi * 1.12 } else { 1.0 };
@@ -134,13 +136,18 @@ fn draw_sweep<DB: DrawingBackend>(
         )
     };
     if lat_lo > 0.0 && lat_lo.is_finite() && lat_hi / lat_lo > LOG_AXIS_SPAN {
+        let y = plot::log_range(latencies, 1.5, 1.5);
         panel(
             &right,
             sweep,
             "Latency of a batch",
             "ms per batch (median, log scale)",
-            (lat_lo / 1.5..lat_hi * 1.5).log_scale(),
-            &latency,
+            y.clone().log_scale(),
+            &|p| {
+                let (v, a, b) = latency(p);
+                let at = |v| plot::clamp_to(&y, v);
+                (at(v), at(a), at(b))
+            },
         )?;
     } else {
         let hi = if lat_hi > 0.0 { lat_hi * 1.12 } else { 1.0 };
