@@ -353,8 +353,23 @@ fn report_with_profiles(
                 None => String::new(),
             };
             for p in profiles {
-                text.push_str(&format!("\nprofile: {}\n", p.path.display()));
-                text.push_str(&super::profile::profile_text(&p.doc, 10));
+                let section = format!(
+                    "\nprofile: {}\n{}",
+                    p.path.display(),
+                    super::profile::profile_text(&p.doc, 10)
+                );
+                // A profile's names reach markdown as text, as the results' do; its tables'
+                // `|` stay, so that they still render as tables (a `|` in a name splits its
+                // cell, as the terminal table does not, but starts no markup).
+                if format == Format::Markdown {
+                    let cells: Vec<String> = section
+                        .split('|')
+                        .map(cnnbench_report::export::escape_markdown)
+                        .collect();
+                    text.push_str(&cells.join("|"));
+                } else {
+                    text.push_str(&section);
+                }
             }
             text
         }

@@ -1197,3 +1197,93 @@ fn nothing_a_file_or_a_name_holds_acts_on_the_terminal() {
         serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     assert_eq!(r["model"]["name"], format!("tiny{hostile}").as_str());
 }
+
+/// Round four (#63): `report -o` renamed a regular file over whatever the name held (a
+/// FIFO became a file; as root, `-o /dev/null` did). A FIFO now receives the report and
+/// stays a FIFO; a folder is refused and left as it is. Never a real device here.
+#[cfg(unix)]
+#[test]
+fn report_writes_into_a_fifo_and_refuses_a_folder() {
+    use std::os::unix::fs::FileTypeExt;
+    let results =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/ours/base");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("report.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils) makes the test's FIFO");
+    assert!(made.success());
+    let reading = fifo.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read_to_string(reading));
+    });
+    cnnbench()
+        .arg("report")
+        .arg(&results)
+        .args(["-f", "markdown", "-o"])
+        .arg(&fifo)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    let text = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the FIFO's reader got the report")
+        .unwrap();
+    assert!(text.contains("|Model|"), "{text}");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+
+    let folder = dir.path().join("out.md");
+    std::fs::create_dir(&folder).unwrap();
+    cnnbench()
+        .arg("report")
+        .arg(&results)
+        .args(["-f", "markdown", "-o"])
+        .arg(&folder)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("it is a folder"));
+    assert!(folder.is_dir());
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+}
+
+/// A profile's names reached `report -f markdown` raw, after the results' escaped tables.
+#[test]
+fn a_profiles_names_are_text_in_markdown() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../report/tests/fixtures/profile/resnet50.profile.json");
+    let mut profile: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    profile["model"]["name"] = "<img src=x onerror=alert(1)> [x](javascript:alert(1)) <!--".into();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("evil.profile.json"),
+        serde_json::to_string(&profile).unwrap(),
+    )
+    .unwrap();
+    let out = cnnbench()
+        .arg("report")
+        .arg(dir.path())
+        .args(["-f", "markdown"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("&lt;img src=x onerror=alert(1)&gt; \\[x\\](javascript:alert(1)) &lt;!--"),
+        "{md}"
+    );
+    assert!(!md.contains('<'), "{md}");
+    let chars: Vec<char> = md.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if matches!(c, '[' | ']') {
+            assert!(i > 0 && chars[i - 1] == '\\', "a live bracket at {i}: {md}");
+        }
+    }
+    // The profile's tables still render as tables.
+    assert!(md.lines().any(|l| l.starts_with("| Op type")), "{md}");
+}

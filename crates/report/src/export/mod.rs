@@ -10,7 +10,7 @@ pub mod pretty;
 pub use csv::CsvExporter;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
-pub use markdown::MarkdownExporter;
+pub use markdown::{escape as escape_markdown, MarkdownExporter};
 pub use pretty::PrettyExporter;
 
 use crate::compare::Comparison;
