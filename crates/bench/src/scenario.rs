@@ -16,6 +16,7 @@ use cnnbench_graph::SplitMix64;
 use cnnbench_results::scenario::{
     early_stopping_bound, fewest_queries_for, BatcherRecord, BatcherSpec, LatencySummary,
     PeakProbe, ScenarioKind, ScenarioRecord, ScenarioSpec, EARLY_STOPPING_CONFIDENCE,
+    MAX_SCENARIO_QUERIES, MAX_TARGET_QPS,
 };
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
@@ -317,8 +318,10 @@ fn planned_queries(load: &Load) -> usize {
     match (load.kind, load.target_qps) {
         (ScenarioKind::Server, Some(qps)) => {
             let for_duration = (qps * load.min_duration.as_secs_f64()).ceil();
-            // Bounded by the spec's limits (qps ≤ 10⁷, 10⁷ s): a float to count cast.
-            load.min_queries.max(for_duration.min(1e9) as usize)
+            // The spec's validation bounds this for a given load; the peak search's
+            // probes are held to the same bound here.
+            let for_duration = for_duration.min(MAX_SCENARIO_QUERIES as f64) as usize;
+            load.min_queries.max(for_duration).min(MAX_SCENARIO_QUERIES)
         }
         _ => load.min_queries,
     }
@@ -391,6 +394,42 @@ fn summarise(latencies_s: &[f64]) -> Result<LatencySummary> {
     })
 }
 
+/// Why a server run at `target_qps` did not sustain its load, if it did not: it
+/// completed fewer queries per second than arrived, by more than the Poisson schedule's
+/// own spread (4 standard deviations of its count), and its queue grew all run (the
+/// median latency of the last quarter of queries more than twice the first quarter's).
+/// Both are asked: a run that starts near saturation grows its queue for a while without
+/// falling behind, and a short run's last latency alone can lower its rate. A run
+/// whose latency bound allows any queue would otherwise be valid at any load, and the
+/// peak search would report a rate the engine never reached.
+fn fell_short(target_qps: f64, latencies_s: &[f64], duration_s: f64) -> Option<String> {
+    let n = latencies_s.len();
+    if n < 8 || duration_s <= 0.0 {
+        return None;
+    }
+    let achieved = n as f64 / duration_s;
+    let tolerance = 4.0 / (n as f64).sqrt();
+    if achieved >= target_qps * (1.0 - tolerance) {
+        return None;
+    }
+    let median = |part: &[f64]| {
+        let mut part = part.to_vec();
+        part.sort_by(f64::total_cmp);
+        part[part.len() / 2]
+    };
+    let (first, last) = (
+        median(&latencies_s[..n / 4]),
+        median(&latencies_s[n - n / 4..]),
+    );
+    (last > 2.0 * first).then(|| {
+        format!(
+            "the engine completed {achieved:.1} of the {target_qps:.1} queries per second that arrived, and its queue grew all run (median latency {:.2} ms over the first quarter of queries, {:.2} ms over the last): this load is beyond what it sustains",
+            first * 1e3,
+            last * 1e3
+        )
+    })
+}
+
 /// The record of a run, with its verdicts.
 fn judge(
     spec: &ScenarioSpec,
@@ -433,6 +472,12 @@ fn judge(
             )),
             Some(_) | None => {}
         }
+    }
+    if let Some(shortfall) = load
+        .target_qps
+        .and_then(|qps| fell_short(qps, &timeline.latencies_s, timeline.duration_s))
+    {
+        invalid_reasons.push(shortfall);
     }
     let counted = match kind {
         ScenarioKind::Offline => timeline.samples,
@@ -573,7 +618,7 @@ fn find_peak(
         let (valid, timeline, load) = probe(qps, sessions, on_query, &mut probes)?;
         if valid {
             best = Some((qps, timeline, load));
-            if lowest_invalid.is_some() {
+            if lowest_invalid.is_some() || qps * 2.0 > MAX_TARGET_QPS {
                 break;
             }
             qps *= 2.0;
@@ -878,5 +923,60 @@ mod tests {
             .filter(|p| !p.valid)
             .all(|p| p.target_qps > best));
         assert!(best < 4000.0, "{best}");
+    }
+
+    #[test]
+    fn a_peak_whose_queue_grows_is_not_valid_however_loose_the_bound() {
+        // 1 ms a query, so at most 1000 per second complete, under a bound of an hour:
+        // by latency alone every load is valid, and the search doubled to 10¹¹ QPS.
+        // Each load it calls valid completed what arrived, within the schedule's spread.
+        let mut session = Fixed {
+            took: Duration::from_millis(1),
+            calls: 0,
+            prepared: false,
+        };
+        let search = ScenarioSpec {
+            target_qps: Some(500.0),
+            latency_bound_ms: Some(3_600_000.0),
+            min_queries: fewest_queries_for(0.99),
+            find_peak: true,
+            ..spec(ScenarioKind::Server)
+        };
+        let r = run(&mut session, &search, 1).record;
+        let best = r.target_qps.unwrap();
+        let tolerance = 4.0 / (fewest_queries_for(0.99) as f64).sqrt();
+        assert!(best <= 1000.0 / (1.0 - tolerance), "{best}");
+        for p in r.peak_search.iter().filter(|p| p.valid) {
+            assert!(p.achieved_qps >= p.target_qps * (1.0 - tolerance), "{p:?}");
+        }
+        let short = r
+            .peak_search
+            .iter()
+            .find(|p| !p.valid)
+            .expect("an overload probe");
+        assert!(
+            short
+                .invalid_reasons
+                .iter()
+                .any(|w| w.contains("beyond what it sustains")),
+            "{short:?}"
+        );
+    }
+
+    #[test]
+    fn a_run_falls_short_only_when_it_lags_and_its_queue_grows() {
+        // Steady: 1000 queries at 100 per second in 10 s, latencies flat.
+        let flat = vec![0.01; 1000];
+        assert_eq!(fell_short(100.0, &flat, 10.0), None);
+        // The same run taking twice as long, its latency flat: a slow schedule, not a queue.
+        assert_eq!(fell_short(100.0, &flat, 20.0), None);
+        // Near saturation the queue grows for a while, but what arrived completed.
+        let ramp: Vec<f64> = (0..1000)
+            .map(|i| 0.001 * (1.0 + i as f64 / 100.0))
+            .collect();
+        assert_eq!(fell_short(100.0, &ramp, 10.05), None);
+        // Overloaded: completed at half the arrival rate, the queue growing all run.
+        let why = fell_short(100.0, &ramp, 20.0).expect("an overloaded run");
+        assert!(why.contains("completed 50.0 of the 100.0"), "{why}");
     }
 }

@@ -124,6 +124,10 @@ pub enum NotAResult {
     /// day), by the field's name, and why.
     #[error("`{0}` holds {1}")]
     NotATime(String, String),
+    /// A scenario's record that no run can have written (a load, bound or count out of
+    /// the range a run is held to), with what is wrong.
+    #[error("{0}")]
+    InvalidScenario(String),
     /// A result with no timings to report.
     #[error("no `total` samples and no phase samples to sum")]
     NoSamples,
@@ -292,6 +296,14 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
                 return Err(NotAResult::NotATime(field.to_string(), why));
             }
         }
+    }
+    if let Some(scenario) = &r.scenario {
+        scenario.check().map_err(NotAResult::InvalidScenario)?;
+    }
+    if let Some(scenario) = r.spec.as_ref().and_then(|spec| spec.scenario.as_ref()) {
+        scenario
+            .validate()
+            .map_err(|why| NotAResult::InvalidScenario(format!("its `spec.scenario`: {why}")))?;
     }
     let mut variant = r.engine.variant_words();
     // How a scenario's queries were served changes the compute time per sample (the

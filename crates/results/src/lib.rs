@@ -46,6 +46,18 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A number as an error message shows it: as given where it is of a readable size
+/// (`20`, `0.5`), in scientific notation where plain digits would run to hundreds
+/// (`1e300`, `5e-324`), and NaN or infinity by name.
+pub fn number(x: f64) -> String {
+    let magnitude = x.abs();
+    if x.is_finite() && (magnitude == 0.0 || (1e-4..1e15).contains(&magnitude)) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// Text from a file or a user (a model, device or file name, a label) made safe to print
 /// on a terminal or write into a table, a heading or a comment line: control characters
 /// (ESC, CR, newlines, NEL) and the characters that act like them are shown escaped
@@ -117,7 +129,19 @@ pub fn acts_on_the_text(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{number, printable};
+
+    /// A bound of 1e300 was printed in 301 digits. (#63)
+    #[test]
+    fn a_number_in_a_message_is_short_whatever_its_size() {
+        assert_eq!(number(20.0), "20");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(1e300), "1e300");
+        assert_eq!(number(5e-324), "5e-324");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(-f64::INFINITY), "-inf");
+        assert!(number(-1.5e-9).len() < 10, "{}", number(-1.5e-9));
+    }
 
     /// ESC, BEL, CR, a C1 control and a bidi override from a file reach the terminal as
     /// text; the newline and tab of the lines themselves are kept; JSON stays the same JSON.

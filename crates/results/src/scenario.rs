@@ -196,6 +196,27 @@ pub struct BatcherRecord {
 /// copy of the network, so the bound keeps a typo from loading it thousands of times.
 pub const MAX_IN_FLIGHT: usize = 64;
 
+/// The most queries (offline: samples) one scenario run issues: each one's latency is
+/// kept and written, about 20 bytes of JSON each, so that a result stays within what
+/// `report` reads (MLPerf's server and multi-stream runs need 270,336).
+pub const MAX_SCENARIO_QUERIES: usize = 2_000_000;
+
+/// The longest a scenario run is planned to take, seconds: a day (MLPerf's runs take
+/// 600 s). A run whose queries would take longer to arrive is refused before it starts.
+pub const MAX_SCENARIO_SECONDS: f64 = 86_400.0;
+
+/// The lightest server load, queries per second: one query in 1,000 s.
+pub const MIN_TARGET_QPS: f64 = 1e-3;
+
+/// The heaviest server load, queries per second.
+pub const MAX_TARGET_QPS: f64 = 1e7;
+
+/// The tightest latency bound, milliseconds: a microsecond, below any query's compute.
+pub const MIN_LATENCY_BOUND_MS: f64 = 1e-3;
+
+/// The loosest latency bound, milliseconds: an hour, beyond which a bound bounds nothing.
+pub const MAX_LATENCY_BOUND_MS: f64 = 3_600_000.0;
+
 fn one_in_flight() -> usize {
     1
 }
@@ -240,35 +261,66 @@ impl ScenarioSpec {
             | ScenarioKind::Offline
             | ScenarioKind::MultiStream => {}
         }
-        if !(self.min_duration_s >= 0.0
-            && self.min_duration_s.is_finite()
-            && self.min_duration_s < 1e7)
-        {
+        if !(self.min_duration_s >= 0.0 && self.min_duration_s <= MAX_SCENARIO_SECONDS) {
             return Err(format!(
-                "--scenario-time must be a number of seconds, not {}",
-                self.min_duration_s
+                "--scenario-time must be from 0 to {MAX_SCENARIO_SECONDS} seconds (a day), not {}",
+                crate::number(self.min_duration_s)
             ));
         }
-        if self.min_queries == 0 {
-            return Err("--min-queries must be at least 1".into());
+        if !(1..=MAX_SCENARIO_QUERIES).contains(&self.min_queries) {
+            return Err(format!(
+                "--min-queries must be from 1 to {MAX_SCENARIO_QUERIES} (each query's latency is kept), not {}",
+                self.min_queries
+            ));
         }
         let server = kind == ScenarioKind::Server;
         match (server, self.target_qps) {
             (true, None) if !self.find_peak => {
                 return Err("--scenario server needs the load: --qps N (queries per second), or --find-peak to search for the highest valid one".into())
             }
-            (true, Some(qps)) if !(qps > 0.0 && qps.is_finite() && qps <= 1e7) => {
-                return Err(format!("--qps must be a positive number of queries per second, not {qps}"))
+            (true, Some(qps)) if !(MIN_TARGET_QPS..=MAX_TARGET_QPS).contains(&qps) => {
+                return Err(format!(
+                    "--qps must be from {MIN_TARGET_QPS} to {} queries per second, not {}",
+                    crate::number(MAX_TARGET_QPS),
+                    crate::number(qps)
+                ))
+            }
+            (true, Some(qps)) => {
+                // What the run plans before it starts: the queries the duration asks for
+                // at this load, and how long the queries asked for take to arrive.
+                let for_duration = qps * self.min_duration_s;
+                if for_duration > MAX_SCENARIO_QUERIES as f64 {
+                    return Err(format!(
+                        "--qps {} for --scenario-time {} s is {} queries, more than the {MAX_SCENARIO_QUERIES} a run keeps the latency of: a lower --qps or a shorter --scenario-time",
+                        crate::number(qps),
+                        crate::number(self.min_duration_s),
+                        crate::number(for_duration.ceil())
+                    ));
+                }
+                let arriving_s = self.min_queries as f64 / qps;
+                if arriving_s > MAX_SCENARIO_SECONDS {
+                    return Err(format!(
+                        "--min-queries {} at --qps {} take {} s to arrive, more than a day ({MAX_SCENARIO_SECONDS} s): fewer --min-queries or a higher --qps",
+                        self.min_queries,
+                        crate::number(qps),
+                        crate::number(arriving_s.round())
+                    ));
+                }
             }
             (false, Some(_)) => return Err(format!("--qps is the server scenario's load; {kind} issues its next query when the last completes")),
-            _ => {}
+            // The peak search chooses its loads (held to the same bounds as it runs).
+            (true, None) | (false, None) => {}
         }
         match (server, self.latency_bound_ms) {
             (true, None) => {
                 return Err("--scenario server needs --latency-bound MS: the p99 latency a valid run stays within (MLPerf's ResNet-50 bound is 15 ms)".into())
             }
-            (true, Some(ms)) if !(ms > 0.0 && ms.is_finite()) => {
-                return Err(format!("--latency-bound must be a positive number of milliseconds, not {ms}"))
+            (true, Some(ms)) if !(MIN_LATENCY_BOUND_MS..=MAX_LATENCY_BOUND_MS).contains(&ms) => {
+                return Err(format!(
+                    "--latency-bound must be from {MIN_LATENCY_BOUND_MS} to {} milliseconds (an hour), not {}",
+                    crate::number(MAX_LATENCY_BOUND_MS),
+                    crate::number(ms)
+                ))
             }
             (false, Some(_)) => return Err(format!("--latency-bound is the server scenario's bound; {kind} reports its latency without one")),
             _ => {}
@@ -408,6 +460,94 @@ pub struct ScenarioRecord {
     /// Server with the dynamic batcher: what it gathered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batcher: Option<BatcherRecord>,
+}
+
+impl ScenarioRecord {
+    /// What no run can have recorded, in the record's field names: a file that holds it
+    /// was written by hand or damaged, and is refused at load rather than drawn (a bound
+    /// of 10³⁰⁸ ms made the load chart's axis spin for ever). The bounds are those the
+    /// run spec's validation holds a run to.
+    pub fn check(&self) -> Result<(), String> {
+        let within = |value: f64, lo: f64, hi: f64| (lo..=hi).contains(&value);
+        if let Some(qps) = self.target_qps {
+            if !within(qps, MIN_TARGET_QPS, MAX_TARGET_QPS) {
+                return Err(format!(
+                    "`scenario.target_qps` is {}, not a load from {MIN_TARGET_QPS} to {} queries per second",
+                    crate::number(qps),
+                    crate::number(MAX_TARGET_QPS)
+                ));
+            }
+        }
+        if let Some(ms) = self.latency_bound_ms {
+            if !within(ms, MIN_LATENCY_BOUND_MS, MAX_LATENCY_BOUND_MS) {
+                return Err(format!(
+                    "`scenario.latency_bound_ms` is {}, not a bound from {MIN_LATENCY_BOUND_MS} to {} ms",
+                    crate::number(ms),
+                    crate::number(MAX_LATENCY_BOUND_MS)
+                ));
+            }
+        }
+        if !(1..=MAX_IN_FLIGHT).contains(&self.in_flight) {
+            return Err(format!(
+                "`scenario.in_flight` is {}, not from 1 to {MAX_IN_FLIGHT}",
+                self.in_flight
+            ));
+        }
+        if self.samples_per_query == 0 {
+            return Err("`scenario.samples_per_query` is 0".into());
+        }
+        if self.latencies_s.len() > MAX_SCENARIO_QUERIES || self.queries > MAX_SCENARIO_QUERIES {
+            return Err(format!(
+                "`scenario` holds {} queries, more than the {MAX_SCENARIO_QUERIES} a run issues",
+                self.queries.max(self.latencies_s.len())
+            ));
+        }
+        for (field, seconds) in [
+            ("duration_s", self.duration_s),
+            ("issuer_overhead_s", self.issuer_overhead_s),
+        ] {
+            if !within(seconds, 0.0, 1e7) {
+                return Err(format!(
+                    "`scenario.{field}` is {}, not a number of seconds",
+                    crate::number(seconds)
+                ));
+            }
+        }
+        if let Some(bad) = self.latencies_s.iter().find(|&&s| !within(s, 0.0, 1e7)) {
+            return Err(format!(
+                "`scenario.latencies_s` holds {}, not a latency in seconds",
+                crate::number(*bad)
+            ));
+        }
+        if let Some(q) = self.percentile {
+            if !(q > 0.0 && q < 1.0) {
+                return Err(format!(
+                    "`scenario.percentile` is {}, not a fraction between 0 and 1",
+                    crate::number(q)
+                ));
+            }
+        }
+        if let Some(batcher) = &self.batcher {
+            if !(2..=MAX_DYNAMIC_BATCH).contains(&batcher.max_batch)
+                || !within(batcher.timeout_ms, 0.0, MAX_BATCH_TIMEOUT_MS)
+            {
+                return Err(format!(
+                    "`scenario.batcher` gathers up to {} queries within {} ms, not a batcher a run can have",
+                    batcher.max_batch,
+                    crate::number(batcher.timeout_ms)
+                ));
+            }
+        }
+        for probe in &self.peak_search {
+            if !within(probe.target_qps, MIN_TARGET_QPS, MAX_TARGET_QPS) {
+                return Err(format!(
+                    "`scenario.peak_search` holds a load of {} queries per second",
+                    crate::number(probe.target_qps)
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Percentiles of the latencies, seconds.

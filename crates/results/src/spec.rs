@@ -80,6 +80,24 @@ fn is_one(n: &usize) -> bool {
 /// The most runs `--repeat` starts per configuration.
 pub const MAX_REPEAT: usize = 100;
 
+/// The most processes one `cnnbench run` starts for its configurations and their
+/// repeats (`--again` results × `--repeat`, a spec's points × `--repeat`): beyond it a
+/// typo or a hostile list of files would start processes for days. More is a matrix
+/// (`plan`), whose cells run apart.
+pub const MAX_RUN_PROCESSES: usize = 1000;
+
+/// Refuses `configurations` × `runs` above [`MAX_RUN_PROCESSES`], in the command line's
+/// words.
+pub fn check_process_count(configurations: usize, runs: usize) -> Result<(), String> {
+    let processes = configurations.saturating_mul(runs);
+    if processes > MAX_RUN_PROCESSES {
+        return Err(format!(
+            "{configurations} configuration(s) × {runs} run(s) is {processes} processes, more than the {MAX_RUN_PROCESSES} one command starts: fewer --again results or a smaller --repeat, or list the configurations in a matrix file and run its cells (cnnbench plan)"
+        ));
+    }
+    Ok(())
+}
+
 /// The most models one run takes. A run builds every model's graph before the first
 /// measurement: a result file of 10⁵ models (3 MB of the 256 MiB a result may be) took
 /// 2.4 GB and 20 s before anything ran. The zoo has far fewer; a sweep larger than this
@@ -517,13 +535,16 @@ impl RunSpec {
             ));
         }
         for (given, flag) in [
+            // A spec always holds a number of passes: any other than the default was
+            // asked for, by flag, matrix or a result's spec.
+            (self.passes != DEFAULT_PASSES, "--passes"),
             (self.min_time_s.is_some(), "--min-time"),
             (self.max_time_s.is_some(), "--max-time"),
             (self.target_ci_pct.is_some(), "--target-ci"),
         ] {
             if given {
                 return Err(format!(
-                    "{flag} rules the passes of a closed loop; a scenario runs for --scenario-time and --min-queries"
+                    "{flag} rules the passes of a closed loop; a scenario runs for --scenario-time and --min-queries: leave out {flag}"
                 ));
             }
         }
@@ -671,6 +692,15 @@ mod tests {
         s.data_parallel = dp;
         s.mode = Mode::Infer;
         assert!(s.validate().unwrap_err().contains("trains"));
+    }
+
+    /// `--again` results × `--repeat` started a process each, without a cap. (#63)
+    #[test]
+    fn a_command_starts_at_most_a_thousand_processes() {
+        assert_eq!(check_process_count(10, 100), Ok(()));
+        let e = check_process_count(5000, 100).unwrap_err();
+        assert!(e.contains("500000 processes"), "{e}");
+        assert!(check_process_count(usize::MAX, 2).is_err());
     }
 
     /// A spec of 10⁵ models built every graph before the first measurement (2.4 GB,

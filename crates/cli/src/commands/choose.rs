@@ -23,6 +23,7 @@ use cnnbench_report::choose::{
 };
 use cnnbench_report::group::{self, Duplicates, Stat};
 use cnnbench_report::serving::{ScenarioRun, Serving};
+use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -138,18 +139,27 @@ impl ServerRanking {
         let bound_ms = args
             .latency_bound
             .ok_or_else(|| anyhow!("--scenario server needs --latency-bound MS"))?;
-        if !(bound_ms.is_finite() && bound_ms > 0.0) {
-            return Err(anyhow!(
-                "--latency-bound must be a positive number of milliseconds, not {bound_ms}"
-            ));
-        }
-        Ok(Some(ServerRanking {
+        let ranking = ServerRanking {
             bound_ms,
             min_queries: args.min_queries.unwrap_or(FEWEST_FOR_P99),
             scenario_time: args.scenario_time,
-        }))
+        };
+        // The probes' scenario, checked as `run` checks it, before the matrix that
+        // carries it is written: a value `run` refuses would leave a matrix no cell runs.
+        let mut probe = ScenarioSpec::new(ScenarioKind::Server);
+        probe.find_peak = true;
+        probe.latency_bound_ms = Some(ranking.bound_ms);
+        probe.min_queries = ranking.min_queries;
+        if let Some(seconds) = ranking.scenario_time {
+            probe.min_duration_s = seconds;
+        }
+        probe.validate().map_err(|e| anyhow!(e))?;
+        Ok(Some(ranking))
     }
 }
+
+/// The longest `--budget`, seconds: 30 days.
+const MAX_BUDGET_S: f64 = 2_592_000.0;
 
 /// The label of `choose`'s runs.
 const LABEL: &str = "choose";
@@ -213,14 +223,18 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
         ));
     }
     if let Some(budget) = args.budget {
-        if !(budget.is_finite() && budget > 0.0) {
+        if !(budget > 0.0 && budget <= MAX_BUDGET_S) {
             return Err(anyhow!(
-                "--budget must be a positive number of seconds, not {budget}"
+                "--budget must be from 0 to {MAX_BUDGET_S} seconds (30 days), not {}",
+                cnnbench_results::number(budget)
             ));
         }
     }
     let server = ServerRanking::of(&args)?;
     let graph = zoo_model(&args.model, args.image_size)?;
+    // What the accuracy costs are measured with, read before any cell runs: a wrong
+    // path found after an hour of runs would cost the hour.
+    let measured_on = AccuracyInputs::load(&args, &graph)?;
     let output = args
         .output
         .clone()
@@ -303,7 +317,14 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
             );
         }
     }
-    let costs = accuracy_costs(&args, &graph, &candidates, &output, budget, started)?;
+    let costs = accuracy_costs(
+        &args,
+        &graph,
+        &candidates,
+        &output,
+        (budget, started),
+        measured_on,
+    )?;
     let chart = match server {
         None => {
             let choice = rank(&runs, &costs, &graph, [small, large])?;
@@ -418,12 +439,11 @@ fn write_matrix(
     let list = |items: Vec<String>| items.join(", ");
     let [_, h, w] = graph.input_shape();
     let mut text = format!(
-        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nmodes = [\"infer\"]\nprecisions = [{}]\npasses = {}\nwarmup = {}\nseed = {}\nrepeat = {}\n",
+        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nmodes = [\"infer\"]\nprecisions = [{}]\nwarmup = {}\nseed = {}\nrepeat = {}\n",
         args.model,
         quoted(&args.model),
         list(engines.iter().map(|e| quoted(e)).collect()),
         list(precisions.iter().map(|p| quoted(p.as_str())).collect()),
-        args.passes,
         args.warmup,
         args.seed,
         args.repeat,
@@ -439,7 +459,11 @@ fn write_matrix(
                 text.push_str(&format!("scenario_time = {seconds}\n"));
             }
         }
-        None => text.push_str(&format!("batch_sizes = [{small}, {large}]\n")),
+        // The passes rule the closed loop; a scenario runs for its time and queries.
+        None => text.push_str(&format!(
+            "batch_sizes = [{small}, {large}]\npasses = {}\n",
+            args.passes
+        )),
     }
     if let Some(threads) = args.threads {
         text.push_str(&format!("threads = {threads}\n"));
@@ -495,6 +519,36 @@ fn write_matrix(
     Ok(path)
 }
 
+/// The weights and images of `--weights` and `--images`, read and checked against the
+/// model.
+struct AccuracyInputs {
+    weights: Option<cnnbench_graph::Weights>,
+    folder: Option<Arc<ImageFolder>>,
+}
+
+impl AccuracyInputs {
+    fn load(args: &ChooseArgs, graph: &cnnbench_graph::Graph) -> Result<AccuracyInputs> {
+        let weights = args
+            .weights
+            .as_deref()
+            .map(|file| {
+                let w = cnnbench_graph::Weights::load(file)
+                    .with_context(|| format!("cannot use --weights {}", file.display()))?;
+                w.check(graph, true).with_context(|| {
+                    format!("the weights {} do not fit {}", file.display(), graph.name())
+                })?;
+                Ok::<_, anyhow::Error>(w)
+            })
+            .transpose()?;
+        let folder = args
+            .images
+            .as_deref()
+            .map(|folder| ImageFolder::load(folder, graph.input_shape()).map(Arc::new))
+            .transpose()?;
+        Ok(AccuracyInputs { weights, folder })
+    }
+}
+
 /// Each candidate's accuracy cost: `verify` against burn-flex in f32 (the inference
 /// output, batch 2, the run's seed), kept in the output folder so a resumed choice does
 /// not measure it again.
@@ -503,22 +557,10 @@ fn accuracy_costs(
     graph: &cnnbench_graph::Graph,
     candidates: &[Candidate],
     output: &Path,
-    budget: Option<Duration>,
-    started: Instant,
+    (budget, started): (Option<Duration>, Instant),
+    AccuracyInputs { weights, folder }: AccuracyInputs,
 ) -> Result<Vec<AccuracyCost>> {
     let path = output.join(ACCURACY_FILE);
-    let weights = args
-        .weights
-        .as_deref()
-        .map(|file| {
-            let w = cnnbench_graph::Weights::load(file)
-                .with_context(|| format!("cannot use --weights {}", file.display()))?;
-            w.check(graph, true).with_context(|| {
-                format!("the weights {} do not fit {}", file.display(), graph.name())
-            })?;
-            Ok::<_, anyhow::Error>(w)
-        })
-        .transpose()?;
     let mut costs: Vec<AccuracyCost> = match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a choose accuracy file", path.display()))?,
@@ -529,11 +571,6 @@ fn accuracy_costs(
         Some(file) => format!("from {}", file.display()),
         None => format!("random, seed {}", args.seed),
     };
-    let folder = args
-        .images
-        .as_deref()
-        .map(|folder| ImageFolder::load(folder, graph.input_shape()).map(Arc::new))
-        .transpose()?;
     let image_folder = folder.as_ref().map(|f| f.describe(f.len()));
     let options = EngineOptions {
         threads: args.threads,

@@ -114,8 +114,37 @@ fn batch_sizes_and_engines_are_checked_before_anything_runs() {
     fails_saying(&mut choose(&out, &["-b", "1,2,4"]), "takes two");
     fails_saying(
         &mut choose(&out, &["--budget=-1"]),
-        "--budget must be a positive number",
+        "--budget must be from 0 to 2592000 seconds",
     );
+    // Round four (#63): a budget of 1e300 s panicked (a Duration cannot hold it).
+    fails_saying(&mut choose(&out, &["--budget", "1e300"]), "not 1e300");
+    // A server bound or time that `run` refuses was written into the matrix, which
+    // then had no cell that could run; now nothing is written.
+    for (extra, says) in [
+        (
+            &["--scenario", "server", "--latency-bound", "1e308"][..],
+            "--latency-bound must be from 0.001",
+        ),
+        (
+            &[
+                "--scenario",
+                "server",
+                "--latency-bound",
+                "100",
+                "--scenario-time",
+                "NaN",
+            ][..],
+            "--scenario-time must be from 0 to 86400",
+        ),
+    ] {
+        fails_saying(&mut choose(&out, extra), says);
+    }
+    // Images that cannot be read are found before the first run, not after the last.
+    fails_saying(
+        &mut choose(&out, &["--images", "/nonexistent/images"]),
+        "/nonexistent/images",
+    );
+    assert!(!out.join("choose.toml").exists() && !out.join("runs").exists());
     fails_saying(
         &mut choose(&out, &["--precisions", "int8"]),
         "no engine here runs inference in int8",
@@ -194,6 +223,6 @@ fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
             "--latency-bound",
             "0",
         ]),
-        "--latency-bound must be a positive number of milliseconds",
+        "--latency-bound must be from 0.001 to 3600000 milliseconds (an hour), not 0",
     );
 }

@@ -1287,3 +1287,96 @@ fn a_profiles_names_are_text_in_markdown() {
     // The profile's tables still render as tables.
     assert!(md.lines().any(|l| l.starts_with("| Op type")), "{md}");
 }
+
+/// Round four (#63): a scenario's numbers held to the flags' bounds only when typed. A
+/// result for `--again` or a matrix cell with 10¹² offline queries planned them (and
+/// their latencies' memory) before the first; `--again` of many results × `--repeat`
+/// started a process each without a cap. Each is refused before anything runs.
+#[test]
+fn a_scenario_no_run_can_plan_is_refused_however_it_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, mut result) = a_result_to_edit(dir.path());
+    result["spec"]["passes"] = 10.into();
+    result["spec"]["scenario"] = serde_json::json!({
+        "kind": "offline",
+        "samples_per_query": 1,
+        "min_duration_s": 0.0,
+        "min_queries": 1_000_000_000_000u64,
+    });
+    std::fs::write(&file, result.to_string()).unwrap();
+    run_again(&file, dir.path())
+        .failure()
+        .stderr(predicate::str::contains(
+            "--min-queries must be from 1 to 2000000",
+        ));
+    assert!(!dir.path().join("again").exists(), "it ran");
+
+    let matrix = dir.path().join("m.toml");
+    std::fs::write(
+        &matrix,
+        "format = \"cnnbench-matrix\"\nversion = 1\nmodels = [\"resnet18\"]\nengines = [\"burn-flex\"]\nmodes = [\"infer\"]\nscenario = \"server\"\nqps = [1e-300]\nlatency_bound = 10\n",
+    )
+    .unwrap();
+    cnnbench()
+        .args(["run", "--plan"])
+        .arg(&matrix)
+        .args(["--cell", "0", "-q", "-o"])
+        .arg(dir.path().join("cell"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not 1e-300"));
+    assert!(!dir.path().join("cell").exists(), "it ran");
+
+    let mut again = cnnbench();
+    again.args(["run", "--repeat", "100", "-q", "-o"]);
+    again.arg(dir.path().join("many"));
+    for _ in 0..11 {
+        again.arg("--again").arg(&file);
+    }
+    again.assert().failure().stderr(predicate::str::contains(
+        "11 configuration(s) × 100 run(s) is 1100 processes, more than the 1000",
+    ));
+    assert!(!dir.path().join("many").exists(), "it ran");
+}
+
+/// Round four (#63): a result recording what no run can have (a load of 10³⁰⁸ QPS, a
+/// negative bound, nothing in flight) reached the serving table and its charts; `report`
+/// now skips it, saying which field is wrong, and reports the rest.
+#[test]
+fn a_scenario_record_no_run_can_have_is_skipped_by_report() {
+    let served = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../docs/results/2026-12-04-epyc-2core/serving/amd-epyc_burn-flex/mobilenet-v2_infer_b1_224x224_20261204T174033Z.json",
+    );
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(served).unwrap()).unwrap();
+    for (field, value, says) in [
+        (
+            "target_qps",
+            serde_json::json!(1e308),
+            "`scenario.target_qps` is 1e308",
+        ),
+        (
+            "latency_bound_ms",
+            serde_json::json!(-5.0),
+            "`scenario.latency_bound_ms` is -5",
+        ),
+        (
+            "in_flight",
+            serde_json::json!(0),
+            "`scenario.in_flight` is 0",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("good.json"), good.to_string()).unwrap();
+        let mut bad = good.clone();
+        bad["scenario"][field] = value;
+        std::fs::write(dir.path().join("bad.json"), bad.to_string()).unwrap();
+        cnnbench()
+            .arg("report")
+            .arg(dir.path())
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("bad.json").and(predicate::str::contains(says)))
+            .stdout(predicate::str::contains("mobilenet-v2"));
+    }
+}

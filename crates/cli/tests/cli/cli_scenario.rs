@@ -359,7 +359,7 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
         ),
         (
             vec!["--scenario", "server", "--qps=-3", "--latency-bound", "10"],
-            "--qps must be a positive",
+            "--qps must be from 0.001 to 10000000 queries per second",
         ),
         (
             vec![
@@ -370,7 +370,7 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
                 "--latency-bound",
                 "10",
             ],
-            "--qps must be a positive",
+            "--qps must be from 0.001 to 10000000 queries per second",
         ),
         (
             vec![
@@ -381,7 +381,107 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
                 "--latency-bound",
                 "NaN",
             ],
-            "--latency-bound must be a positive",
+            "--latency-bound must be from 0.001 to 3600000 milliseconds",
+        ),
+        // Round four (#63): a load, a count or a time no run can plan, which planned
+        // 10^12 queries (and allocated their latencies) or a first query 10^300 s away.
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "1e-300",
+                "--latency-bound",
+                "10",
+            ],
+            "not 1e-300",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "1e-9",
+                "--latency-bound",
+                "10",
+            ],
+            "--qps must be from 0.001",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "10",
+                "--latency-bound",
+                "1e308",
+            ],
+            "not 1e308",
+        ),
+        (
+            vec![
+                "--scenario",
+                "offline",
+                "--min-queries",
+                "18446744073709551615",
+            ],
+            "--min-queries must be from 1 to 2000000",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "10",
+                "--latency-bound",
+                "10",
+                "--min-queries",
+                "1000000000000",
+            ],
+            "--min-queries must be from 1 to 2000000",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "10000000",
+                "--latency-bound",
+                "10",
+                "--scenario-time",
+                "9999999",
+            ],
+            "--scenario-time must be from 0 to 86400 seconds",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "10000000",
+                "--latency-bound",
+                "10",
+                "--scenario-time",
+                "86400",
+            ],
+            "is 864000000000 queries, more than the 2000000",
+        ),
+        (
+            vec![
+                "--scenario",
+                "server",
+                "--qps",
+                "0.001",
+                "--latency-bound",
+                "10",
+                "--min-queries",
+                "1000",
+            ],
+            "take 1000000 s to arrive, more than a day",
+        ),
+        (
+            vec!["--scenario", "single-stream", "--passes", "5"],
+            "leave out --passes",
         ),
         (
             vec!["--scenario", "single-stream", "--in-flight", "2"],

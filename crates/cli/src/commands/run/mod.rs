@@ -261,6 +261,9 @@ fn again_several(
     given: &Given,
     delivery: Delivery,
 ) -> Result<ExitCode> {
+    // Before any file is read: each is at least one configuration.
+    cnnbench_results::spec::check_process_count(results.len(), args.repeat.max(1))
+        .map_err(|e| anyhow!(e))?;
     let mut configurations = Vec::new();
     let mut runs: Option<(usize, &PathBuf)> = None;
     for path in results {

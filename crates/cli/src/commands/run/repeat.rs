@@ -125,6 +125,8 @@ pub fn run_configurations(
     runs: usize,
     delivery: Delivery,
 ) -> Result<ExitCode> {
+    cnnbench_results::spec::check_process_count(configurations.len(), runs)
+        .map_err(|e| anyhow!(e))?;
     output::check_writable(&delivery.output)?;
     let cancel = crate::commands::common::stop_on_ctrl_c();
     let order = interleaved(configurations.len(), runs);

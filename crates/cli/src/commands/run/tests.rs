@@ -9,7 +9,10 @@ use super::spec::{self, Given};
 use super::RunArgs;
 use clap::{Args, FromArgMatches};
 use cnnbench_engine::{Mode, Precision};
-use cnnbench_results::scenario::{fewest_queries_for, ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{
+    fewest_queries_for, ScenarioKind, ScenarioSpec, MAX_SCENARIO_QUERIES, MAX_SCENARIO_SECONDS,
+};
+use cnnbench_results::spec::DEFAULT_PASSES;
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
 use proptest::prelude::*;
 
@@ -111,6 +114,16 @@ prop_compose! {
                 let kind = [ScenarioKind::SingleStream, ScenarioKind::MultiStream, ScenarioKind::Server, ScenarioKind::Offline][kind];
                 let server = kind == ScenarioKind::Server;
                 let find_peak = server && peak;
+                // A server's load asks for no more queries than a run keeps, arriving
+                // within a day (validate refuses more).
+                let (time, queries) = if server {
+                    (
+                        time.min(MAX_SCENARIO_QUERIES as f64 / qps / 2.0),
+                        queries.min((qps * MAX_SCENARIO_SECONDS) as usize).max(1),
+                    )
+                } else {
+                    (time, queries)
+                };
                 // A peak search needs runs that can be valid: enough queries to bound its
                 // percentile (validate refuses fewer).
                 let queries = match kind.percentile() {
@@ -155,6 +168,7 @@ prop_compose! {
         // A scenario serves inference in one process, a query's samples its batch.
         if let Some(scenario) = &spec.scenario {
             spec.mode = Mode::Infer;
+            spec.passes = DEFAULT_PASSES;
             spec.data_parallel = None;
             spec.min_time_s = None;
             spec.max_time_s = None;
