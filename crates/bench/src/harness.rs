@@ -509,7 +509,12 @@ pub fn run(
             peak_rss_reset,
             device_peak_bytes: device_peak,
             worker_peak_rss_bytes: worker_peak_rss,
-            estimate_bytes: memory::estimate_bytes(graph, point.mode, batch_size),
+            estimate_bytes: memory::estimate_run_bytes(
+                graph,
+                point.mode,
+                batch_size,
+                point.scenario.as_ref(),
+            ),
         },
         peak: request.peak.clone().into(),
         warnings,

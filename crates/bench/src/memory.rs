@@ -3,6 +3,7 @@
 
 use cnnbench_engine::Mode;
 use cnnbench_graph::Graph;
+use cnnbench_results::scenario::ScenarioSpec;
 
 /// Resets the kernel's resident-set high-water mark for this process (Linux ≥ 4.0,
 /// `echo 5 > /proc/self/clear_refs`). Returns whether it worked.
@@ -62,6 +63,42 @@ pub fn estimate_bytes(graph: &Graph, mode: Mode, batch: usize) -> u64 {
     }
 }
 
+/// The batch of every session a run holds at once: the one session at `batch`, or for a
+/// scenario one per query in flight (`--in-flight`), each with the dynamic batcher's
+/// sessions at its larger batches (`--max-batch`): every session is prepared before the
+/// first query and holds its own weights and activations, so all of them must fit.
+pub fn session_batches(batch: usize, scenario: Option<&ScenarioSpec>) -> Vec<usize> {
+    let Some(scenario) = scenario else {
+        return vec![batch];
+    };
+    let per_query: Vec<usize> = match &scenario.batcher {
+        // The batcher's sessions compute that many queries of `batch` samples a call.
+        Some(batcher) => batcher
+            .session_batch_sizes()
+            .into_iter()
+            .map(|queries| queries.saturating_mul(batch))
+            .collect(),
+        None => vec![batch],
+    };
+    std::iter::repeat_n(per_query, scenario.in_flight.max(1))
+        .flatten()
+        .collect()
+}
+
+/// [`estimate_bytes`] summed over every session the run holds at once
+/// ([`session_batches`]).
+pub fn estimate_run_bytes(
+    graph: &Graph,
+    mode: Mode,
+    batch: usize,
+    scenario: Option<&ScenarioSpec>,
+) -> u64 {
+    session_batches(batch, scenario)
+        .into_iter()
+        .map(|b| estimate_bytes(graph, mode, b))
+        .fold(0, u64::saturating_add)
+}
+
 /// An estimate past this (1 EiB) is beyond any machine: refused even with `--force`,
 /// since the engines' own size arithmetic would overflow (burn panics, allocators abort).
 pub const BEYOND_ANY_MACHINE: u64 = 1 << 60;
@@ -101,6 +138,49 @@ mod tests {
             assert!(large > small, "{mode}: {large} <= {small}");
             assert_eq!(estimate_bytes(&graph, mode, usize::MAX), u64::MAX);
         }
+    }
+
+    /// Round four (#63): `--in-flight 64` on vgg19 grew past 10 GB while the check
+    /// counted one session; every session a scenario holds is counted now.
+    #[test]
+    fn a_scenario_is_estimated_with_every_session_it_holds() {
+        use cnnbench_results::scenario::{BatcherSpec, ScenarioKind};
+        let mut g = cnnbench_graph::GraphBuilder::new("tiny", [3, 8, 8]);
+        let x = g.input();
+        let y = g.relu("r", &x);
+        let graph = g.finish(&y).unwrap();
+        let server = |in_flight, batcher| ScenarioSpec {
+            kind: ScenarioKind::Server,
+            samples_per_query: 1,
+            target_qps: Some(10.0),
+            latency_bound_ms: None,
+            min_duration_s: 1.0,
+            min_queries: 100,
+            find_peak: false,
+            in_flight,
+            batcher,
+        };
+        assert_eq!(session_batches(2, None), vec![2]);
+        assert_eq!(session_batches(1, Some(&server(3, None))), vec![1, 1, 1]);
+        let batcher = Some(BatcherSpec {
+            max_batch: 6,
+            timeout_ms: 1.0,
+        });
+        assert_eq!(
+            session_batches(1, Some(&server(2, batcher))),
+            vec![1, 2, 4, 6, 1, 2, 4, 6]
+        );
+        let one = estimate_bytes(&graph, Mode::Infer, 1);
+        assert_eq!(
+            estimate_run_bytes(&graph, Mode::Infer, 1, Some(&server(64, None))),
+            64 * one
+        );
+        assert_eq!(estimate_run_bytes(&graph, Mode::Infer, 1, None), one);
+        // A count past any machine saturates rather than wraps.
+        assert_eq!(
+            estimate_run_bytes(&graph, Mode::Infer, usize::MAX, Some(&server(4, None))),
+            u64::MAX
+        );
     }
 
     #[test]

@@ -84,6 +84,11 @@ mod tests {
         bad.noise.pct = 1e9;
         std::fs::write(&path, serde_json::to_string(&bad).unwrap()).unwrap();
         assert_eq!(load(dir.path(), &machine), None);
+        // Round four (#63): a noise of 0% judged every difference a change.
+        bad.noise.pct = 0.0;
+        std::fs::write(&path, serde_json::to_string(&bad).unwrap()).unwrap();
+        assert_eq!(load(dir.path(), &machine), None);
+        assert!(RunNoise::of_medians(&[1.0, 1.0, 1.0], "x", chrono::Utc::now()).is_err());
         std::fs::remove_file(&path).unwrap();
         let made = std::process::Command::new("mkfifo").arg(&path).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo (coreutils) failed");

@@ -19,6 +19,7 @@ use cnnbench_results::scenario::{
     MAX_SCENARIO_QUERIES, MAX_TARGET_QPS,
 };
 use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod batcher;
@@ -155,6 +156,9 @@ struct Load {
     batch: usize,
     /// Server: the dynamic batcher.
     batcher: Option<BatcherSpec>,
+    /// Server: the least wait that stops the run early ([`OVERDUE_AT_LEAST`]; a test's
+    /// own, shorter, so that it need not wait ten seconds).
+    overdue_at_least: Duration,
 }
 
 impl Load {
@@ -170,6 +174,7 @@ impl Load {
             seed,
             batch,
             batcher: spec.batcher,
+            overdue_at_least: OVERDUE_AT_LEAST,
         }
     }
 }
@@ -187,6 +192,63 @@ struct Timeline {
     input_draw_s: Option<f64>,
     /// The dynamic batcher's calls, where it gathered the queries.
     batcher: Option<BatcherRecord>,
+    /// Server: the queries not served because the run stopped early ([`Overload`]).
+    abandoned: usize,
+    /// Server: how long a query could wait before the run stopped ([`Overload::after`]).
+    overdue_after_s: Option<f64>,
+}
+
+/// The early stop of an overloaded server run. An engine that sustains a tenth of the
+/// load serves its backlog for ten times the schedule (hours at MLPerf's ten minutes),
+/// and the run is INVALID whatever it finds; so once a query has waited longer than the
+/// whole schedule (at least [`OVERDUE_AT_LEAST`]), the queue has outgrown anything a
+/// stable server holds, and the run stops: no more queries are released or served, and
+/// the ones left are counted as abandoned. A run stops at about twice its schedule.
+struct Overload {
+    after: Duration,
+    stopped: AtomicBool,
+}
+
+/// The least wait that stops a run early, so that a short run near its capacity is not
+/// stopped by one slow query (a page fault, a busy neighbour).
+const OVERDUE_AT_LEAST: Duration = Duration::from_secs(10);
+
+impl Overload {
+    /// For a schedule of these arrivals (offsets from the start).
+    fn for_schedule(arrivals: &[Duration], load: &Load) -> Overload {
+        let schedule = arrivals.last().copied().unwrap_or_default();
+        Overload {
+            after: schedule.max(load.overdue_at_least),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the run has stopped: a query scheduled at `scheduled` that starts
+    /// being served now has waited too long (which stops it), or one did before.
+    fn overdue(&self, scheduled: Instant) -> bool {
+        if self.stopped() {
+            return true;
+        }
+        let late = Instant::now().saturating_duration_since(scheduled) > self.after;
+        if late {
+            self.stopped.store(true, Ordering::SeqCst);
+        }
+        late
+    }
+
+    /// Whether a query stopped the run.
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// The queries of `planned` not served when `served` were.
+    fn abandoned(&self, planned: usize, served: usize) -> usize {
+        if self.stopped() {
+            planned.saturating_sub(served)
+        } else {
+            0
+        }
+    }
 }
 
 /// Issues the load to the sessions and times it.
@@ -251,6 +313,8 @@ fn issue_to_one(
                 duration_s: busy.as_secs_f64(),
                 input_draw_s: None,
                 batcher: None,
+                abandoned: 0,
+                overdue_after_s: None,
             })
         }
         ScenarioKind::Server => {
@@ -258,6 +322,7 @@ fn issue_to_one(
                 .target_qps
                 .ok_or_else(|| anyhow!("the server scenario needs a target QPS"))?;
             let arrivals = poisson_arrivals(qps, planned, load.seed);
+            let overload = Overload::for_schedule(&arrivals, load);
             let mut last_done = Duration::ZERO;
             for (done, arrival) in arrivals.iter().enumerate() {
                 check()?;
@@ -265,6 +330,9 @@ fn issue_to_one(
                 // The schedule, shifted by the time spent drawing inputs.
                 let scheduled = start + *arrival + paused;
                 wait_until(scheduled);
+                if overload.overdue(scheduled) {
+                    break;
+                }
                 let took = serve(session)?;
                 let finished = Instant::now();
                 latencies_s.push(finished.saturating_duration_since(scheduled).as_secs_f64());
@@ -283,6 +351,8 @@ fn issue_to_one(
                 duration_s: last_done.as_secs_f64(),
                 input_draw_s: None,
                 batcher: None,
+                abandoned: overload.abandoned(planned, queries),
+                overdue_after_s: Some(overload.after.as_secs_f64()),
             })
         }
         ScenarioKind::Offline => {
@@ -308,6 +378,8 @@ fn issue_to_one(
                 duration_s: clock.as_secs_f64(),
                 input_draw_s: None,
                 batcher: None,
+                abandoned: 0,
+                overdue_after_s: None,
             })
         }
     }
@@ -473,7 +545,13 @@ fn judge(
             Some(_) | None => {}
         }
     }
-    if let Some(shortfall) = load
+    if let (abandoned @ 1.., Some(after)) = (timeline.abandoned, timeline.overdue_after_s) {
+        invalid_reasons.push(format!(
+            "the run stopped early: a query waited more than {after:.1} s (the whole schedule, at least {} s) before it was served, so the queue was growing without end; {abandoned} of the {} queries planned were not served: this load is beyond what the engine sustains",
+            OVERDUE_AT_LEAST.as_secs(),
+            abandoned + timeline.queries
+        ));
+    } else if let Some(shortfall) = load
         .target_qps
         .and_then(|qps| fell_short(qps, &timeline.latencies_s, timeline.duration_s))
     {
@@ -537,6 +615,7 @@ fn judge(
         mlperf_shortfalls,
         peak_search,
         batcher: timeline.batcher.clone(),
+        abandoned_queries: timeline.abandoned,
     })
 }
 
@@ -719,6 +798,84 @@ mod tests {
             description: SERVING.into(),
         };
         drive(serving, spec, 7, batch, &|| Ok(()), &mut |_, _, _| {}).unwrap()
+    }
+
+    /// Round four (#63): a server run at twenty times what its engine sustains served its
+    /// backlog to the end (hours at MLPerf's ten minutes). Once a query has waited longer
+    /// than the whole schedule the run stops, with one session or several, and says
+    /// what it left unserved; a run within its capacity is never stopped.
+    #[test]
+    fn an_overloaded_server_run_stops_early_and_is_invalid() {
+        for in_flight in [1, 2] {
+            let mut fixed: Vec<Fixed> = (0..in_flight)
+                .map(|_| Fixed {
+                    took: Duration::from_millis(20),
+                    calls: 0,
+                    prepared: false,
+                })
+                .collect();
+            let spec = ScenarioSpec {
+                target_qps: Some(1000.0),
+                latency_bound_ms: Some(1e6),
+                min_duration_s: 0.0,
+                min_queries: 200,
+                in_flight,
+                ..ScenarioSpec::new(ScenarioKind::Server)
+            };
+            let mut load = Load::of(&spec, spec.target_qps, 7, 1);
+            load.overdue_at_least = Duration::from_millis(50);
+            let mut workers: Vec<batcher::Worker<'_>> = fixed
+                .iter_mut()
+                .map(|f| vec![(1, f as &mut (dyn Session + 'static))])
+                .collect();
+            let clock = Instant::now();
+            let timeline = issue(&mut workers, &load, &|| Ok(()), &mut |_, _, _| {}).unwrap();
+            let took = clock.elapsed();
+            let served = ServedBy {
+                in_flight,
+                description: SERVING.into(),
+            };
+            let r = judge(&spec, &load, &timeline, &served, 0.0, Vec::new()).unwrap();
+            // Served to the end, the 200 queries take 4 s on one session, 2 s on two.
+            assert!(
+                r.abandoned_queries > 0,
+                "{in_flight}: {:?}",
+                r.invalid_reasons
+            );
+            assert_eq!(r.abandoned_queries + r.queries, 200);
+            let calls: usize = fixed.iter().map(|f| f.calls).sum();
+            assert_eq!(calls, r.queries);
+            assert!(!r.valid);
+            assert!(
+                r.invalid_reasons
+                    .iter()
+                    .any(|w| w.contains("stopped early")),
+                "{:?}",
+                r.invalid_reasons
+            );
+            // What stopped it: the wait, measured against the schedule; a stop at the
+            // first overdue query ends the run long before the backlog would.
+            assert!(
+                took < Duration::from_secs(4) / in_flight as u32,
+                "{in_flight}: {took:?}"
+            );
+        }
+        // Within capacity (a query takes 1 ms, arriving 100 a second): never stopped.
+        let mut session = Fixed {
+            took: Duration::from_millis(1),
+            calls: 0,
+            prepared: false,
+        };
+        let spec = ScenarioSpec {
+            target_qps: Some(100.0),
+            latency_bound_ms: Some(1e6),
+            min_duration_s: 0.0,
+            min_queries: 20,
+            ..ScenarioSpec::new(ScenarioKind::Server)
+        };
+        let driven = run(&mut session, &spec, 1);
+        assert_eq!(driven.record.abandoned_queries, 0);
+        assert_eq!(driven.record.queries, 20);
     }
 
     #[test]

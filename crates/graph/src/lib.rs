@@ -25,11 +25,13 @@ pub use geometry::{Hw, Pad2d, Shape};
 pub use graph::{saturating_sum, Graph, ModelInfo, Node, NodeSpec, Source, INPUT_NAME};
 pub use model_file::{MODEL_FORMAT, MODEL_VERSION};
 pub use ops::{Activation, Op, OpWeight, WeightInit};
-pub use read::{read_bounded, read_bounded_to_string, ReadFileError, ReadProblem};
+pub use read::{read_bounded, read_bounded_to_string, read_owned, ReadFileError, ReadProblem};
 pub use weights::{
     cosine_similarity, max_relative_error, relative_l2_error, HostTensor, WeightSpec, Weights,
 };
-pub use write::{write_new, write_replacing, PendingFile, WriteFileError, WriteProblem};
+pub use write::{
+    write_new, write_owned, write_replacing, PendingFile, WriteFileError, WriteProblem,
+};
 
 #[cfg(test)]
 mod tests;

@@ -99,6 +99,28 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Read
     Ok(bytes)
 }
 
+/// Reads a file cnnbench keeps in a folder of its own (the accuracy costs of `choose`),
+/// as [`read_bounded`] does but without following a link: what is planted under its
+/// name (a link to `/dev/zero` or to another user's file, a FIFO) is refused, not read.
+/// `Ok(None)`: nothing is there yet.
+pub fn read_owned(path: &Path, limit: u64, what: &str) -> Result<Option<Vec<u8>>, ReadFileError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(ReadFileError {
+            path: path.to_path_buf(),
+            problem: ReadProblem::NotRegular {
+                kind: "a symbolic link",
+                what: what.to_string(),
+            },
+        }),
+        Ok(_) => read_bounded(path, limit, what).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ReadFileError {
+            path: path.to_path_buf(),
+            problem: ReadProblem::Io(e),
+        }),
+    }
+}
+
 /// [`read_bounded`], then the bytes as UTF-8 text.
 pub fn read_bounded_to_string(
     path: &Path,
@@ -130,7 +152,10 @@ fn check(meta: &std::fs::Metadata, limit: u64, what: &str) -> Result<(), ReadPro
 }
 
 /// What a file that is not a regular file is, with its article.
-fn kind_of(t: &std::fs::FileType) -> &'static str {
+pub(crate) fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        return "a symbolic link";
+    }
     if t.is_dir() {
         return "a folder";
     }

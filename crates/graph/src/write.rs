@@ -142,6 +142,45 @@ pub fn write_replacing(
     pending.persist_replacing()
 }
 
+/// Writes a file cnnbench keeps in a folder of its own (`choose.toml`, the accuracy
+/// costs beside it), replacing it atomically. Unlike [`write_replacing`] nothing planted
+/// under its name is followed or written into: a link there could send the write to any
+/// file the user may write (`~/.bashrc`), and a FIFO would hang the command, so a name
+/// that holds anything but a regular file is refused and left as it is.
+pub fn write_owned(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), WriteFileError> {
+    refuse_planted(path)?;
+    let mut pending = PendingFile::beside(path)?;
+    pending.write_with(write)?;
+    // Looked at again: what took the name meanwhile is refused as well.
+    refuse_planted(path)?;
+    let (temp, target) = pending.synced()?;
+    temp.persist(&target)
+        .map(|_| ())
+        .map_err(|e| error(&target, WriteProblem::Persist(e.error)))
+}
+
+/// Refuses a name that holds something other than a regular file (links not followed).
+fn refuse_planted(path: &Path) -> Result<(), WriteFileError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(m) => Err(error(
+            path,
+            WriteProblem::Persist(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "it is {}, and cnnbench keeps its own files there only as regular files (remove it, or choose another folder)",
+                    crate::read::kind_of(&m.file_type())
+                ),
+            )),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(error(path, WriteProblem::Write(e))),
+    }
+}
+
 fn error(path: &Path, problem: WriteProblem) -> WriteFileError {
     WriteFileError {
         path: path.to_path_buf(),
@@ -453,6 +492,48 @@ fn strip_path(e: io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file cnnbench keeps in its own folder is replaced when it is a regular file,
+    /// and whatever else was planted under its name is refused and left as it is.
+    #[cfg(unix)]
+    #[test]
+    fn an_owned_file_is_never_written_through_what_was_planted() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("choose.toml");
+        let write = |text: &'static str| move |out: &mut dyn Write| out.write_all(text.as_bytes());
+        write_owned(&own, write("one")).unwrap();
+        write_owned(&own, write("two")).unwrap();
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "two");
+        assert_eq!(
+            crate::read_owned(&own, 100, "files").unwrap().as_deref(),
+            Some(&b"two"[..])
+        );
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = write_owned(&link, write("evil")).unwrap_err().to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        let e = crate::read_owned(&link, 100, "files")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(crate::read_owned(&dir.path().join("none"), 100, "files")
+            .unwrap()
+            .is_none());
+        // Nothing but the files themselves is left in the folder.
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["choose.toml", "link.toml", "victim"]);
+    }
 
     /// Every name in `dir`, sorted.
     fn names(dir: &Path) -> Vec<String> {

@@ -247,6 +247,9 @@ fn differences(base: &[Entry], new: &[Entry], pairs: &[(usize, usize)]) -> Vec<S
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        // A scenario's samples are the engine's compute time per query under its load,
+        // paired with closed-loop passes only when nothing else pairs: said, not hidden.
+        note("load", a.load.clone(), b.load.clone());
         note("libraries", libs(&ga.libraries), libs(&gb.libraries));
         note("settings", libs(&ga.settings), libs(&gb.settings));
         note(

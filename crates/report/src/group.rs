@@ -123,6 +123,9 @@ pub struct Entry {
     pub cold_start: Option<crate::record::ColdStartSeconds>,
     /// The machines its ranks ran on, where its runs agree (data-parallel rows).
     pub hosts: Option<usize>,
+    /// How its runs were loaded: `closed-loop passes`, a scenario's name (`server`), or
+    /// both joined; `compare` says so when the two sides of a pair differ.
+    pub load: String,
 }
 
 impl Entry {
@@ -420,6 +423,18 @@ fn make_entry(
             .first()
             .and_then(|r| r.hosts)
             .filter(|h| runs.iter().all(|r| r.hosts == Some(*h))),
+        load: {
+            let mut loads: Vec<String> = runs
+                .iter()
+                .map(|r| match &r.scenario {
+                    Some(s) => format!("{} scenario runs", s.kind),
+                    None => "closed-loop passes".to_string(),
+                })
+                .collect();
+            loads.sort();
+            loads.dedup();
+            loads.join(" and ")
+        },
         table,
         config,
     })

@@ -131,6 +131,10 @@ pub enum NotAResult {
     /// A result with no timings to report.
     #[error("no `total` samples and no phase samples to sum")]
     NoSamples,
+    /// The same run as a file loaded before it (a copy: the same start, engine, model,
+    /// configuration and samples): counted once, so that copies cannot outvote the runs of a comparison.
+    #[error("the same run as {0} (a copy: same start, engine, model, configuration and samples), counted once")]
+    Copy(String),
     /// Looks like the original suite's file but is not a valid one.
     #[error("invalid cnn-benchmarks file: {0}")]
     InvalidLegacy(String),
@@ -185,6 +189,7 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
         }
     }
     let mut seen_files = HashSet::new();
+    let mut seen_runs = SeenRuns::default();
     for f in files {
         // The same file reached twice (a folder and a file in it) counts once.
         let canon = std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone());
@@ -193,7 +198,17 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
         }
         out.files += 1;
         match load_file(&f) {
-            Ok(r) => out.records.push(r),
+            Ok(r) => match seen_runs.copy_of(&r, &out.records) {
+                // Not an error under --strict: the file is a good result, once.
+                Some(first) => {
+                    let why = NotAResult::Copy(first.display().to_string());
+                    out.warnings.push(LoadWarning::file(&f, why));
+                }
+                None => {
+                    seen_runs.add(&r, out.records.len());
+                    out.records.push(r);
+                }
+            },
             Err(why) => {
                 if strict {
                     return Err(LoadError::Strict(format!("{}: {why}", f.display())));
@@ -203,6 +218,64 @@ pub fn load_paths(paths: &[PathBuf], strict: bool) -> Result<Loaded, LoadError> 
         }
     }
     Ok(out)
+}
+
+/// The runs loaded so far by what makes a run itself, to find copies of one: two processes
+/// never start at the same instant with the same samples, so a file that matches one
+/// loaded before it in start, engine, model, input, batch, mode, device and every sample
+/// is that run again (a copy
+/// made by hand, a folder copied into another), whatever its name or layout.
+#[derive(Default)]
+struct SeenRuns {
+    by_key: std::collections::HashMap<u64, Vec<usize>>,
+}
+
+impl SeenRuns {
+    fn key(r: &Record) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        r.started_at.hash(&mut h);
+        r.engine.name.hash(&mut h);
+        r.model_id.hash(&mut h);
+        (r.input, r.batch_size, r.mode.to_string()).hash(&mut h);
+        r.device_name.hash(&mut h);
+        for (quantity, values) in &r.samples {
+            quantity.as_str().hash(&mut h);
+            for v in values {
+                v.to_bits().hash(&mut h);
+            }
+        }
+        h.finish()
+    }
+
+    fn same_run(a: &Record, b: &Record) -> bool {
+        let bits = |r: &Record| -> Vec<(Quantity, Vec<u64>)> {
+            r.samples
+                .iter()
+                .map(|(q, v)| (*q, v.iter().map(|x| x.to_bits()).collect()))
+                .collect()
+        };
+        a.started_at == b.started_at
+            && a.engine.name == b.engine.name
+            && a.model_id == b.model_id
+            && (a.input, a.batch_size, a.mode) == (b.input, b.batch_size, b.mode)
+            && a.device_name == b.device_name
+            && bits(a) == bits(b)
+    }
+
+    /// The path of the record in `records` that `r` is a copy of.
+    fn copy_of<'a>(&self, r: &Record, records: &'a [Record]) -> Option<&'a Path> {
+        self.by_key
+            .get(&Self::key(r))?
+            .iter()
+            .map(|&i| &records[i])
+            .find(|seen| Self::same_run(seen, r))
+            .map(|seen| seen.path.as_path())
+    }
+
+    fn add(&mut self, r: &Record, index: usize) {
+        self.by_key.entry(Self::key(r)).or_default().push(index);
+    }
 }
 
 pub use cnnbench_results::folders::MAX_RESULT_FILE_BYTES;
@@ -218,10 +291,47 @@ pub fn load_file(path: &Path) -> Result<Record, NotAResult> {
         })
     };
     let text = read_bounded_to_string(path, MAX_RESULT_FILE_BYTES, "result files").map_err(why)?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| NotAResult::NotJson(e.to_string()))?;
-    let mut record = parse_value(path, v)?;
+    let mut record = parse_text(path, &text)?;
     record.make_printable();
     Ok(record)
+}
+
+/// The two fields that say what a document is, read without building the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    format: Option<String>,
+    version: Option<u64>,
+}
+
+/// Recognises a document's text as ours or legacy. A result of ours is read straight into
+/// its types: a tree of JSON values first cost some 16 times the file's size (a 134 MiB
+/// result took 2.1 GB to report); only what is not ours goes through [`parse_value`].
+fn parse_text(path: &Path, text: &str) -> Result<Record, NotAResult> {
+    if let Ok(Head {
+        format: Some(format),
+        version,
+    }) = serde_json::from_str::<Head>(text)
+    {
+        if format == RESULT_FORMAT {
+            check_version(version.unwrap_or(0))?;
+            let r: BenchResult =
+                serde_json::from_str(text).map_err(|e| NotAResult::InvalidResult(e.to_string()))?;
+            return from_result(path, r);
+        }
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| NotAResult::NotJson(e.to_string()))?;
+    parse_value(path, v)
+}
+
+/// A result of this schema version is one this cnnbench reads.
+fn check_version(version: u64) -> Result<(), NotAResult> {
+    if version > RESULT_VERSION as u64 {
+        return Err(NotAResult::NewerVersion(version));
+    }
+    if !RESULT_VERSIONS_READ.contains(&(version as u32)) {
+        return Err(NotAResult::UnknownVersion(version));
+    }
+    Ok(())
 }
 
 /// Recognises a parsed document as ours or legacy.
@@ -236,13 +346,7 @@ pub fn parse_value(path: &Path, v: Value) -> Result<Record, NotAResult> {
         if format != RESULT_FORMAT {
             return Err(NotAResult::OtherFormat(format.to_string()));
         }
-        let version = v.get("version").and_then(Value::as_u64).unwrap_or(0);
-        if version > RESULT_VERSION as u64 {
-            return Err(NotAResult::NewerVersion(version));
-        }
-        if !RESULT_VERSIONS_READ.contains(&(version as u32)) {
-            return Err(NotAResult::UnknownVersion(version));
-        }
+        check_version(v.get("version").and_then(Value::as_u64).unwrap_or(0))?;
         let r: BenchResult =
             serde_json::from_value(v).map_err(|e| NotAResult::InvalidResult(e.to_string()))?;
         return from_result(path, r);

@@ -545,6 +545,7 @@ mod tests {
             mlperf_shortfalls: Vec::new(),
             peak_search: Vec::new(),
             batcher: None,
+            abandoned_queries: 0,
         }
     }
 

@@ -56,13 +56,14 @@ impl RunNoise {
         Ok(noise)
     }
 
-    /// What a file must hold to be believed: a finite percentage below 100 on at least
-    /// [`MIN_NOISE_RUNS`] runs.
+    /// What a file must hold to be believed: a finite percentage above 0 and below 100
+    /// on at least [`MIN_NOISE_RUNS`] runs. No machine runs a benchmark the same twice: a
+    /// noise of 0 would judge every difference, however small, a change.
     pub fn check(&self) -> Result<(), String> {
-        if !(self.pct.is_finite() && (0.0..100.0).contains(&self.pct)) {
+        if !(self.pct.is_finite() && self.pct > 0.0 && self.pct < 100.0) {
             return Err(format!(
-                "a run-to-run noise of {}% is not a measurement",
-                self.pct
+                "a run-to-run noise of {}% is not a measurement (runs of one configuration never agree exactly, nor differ by 100%)",
+                crate::number(self.pct)
             ));
         }
         if self.runs < MIN_NOISE_RUNS {

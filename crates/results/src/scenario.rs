@@ -221,6 +221,10 @@ fn one_in_flight() -> usize {
     1
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn is_one(n: &usize) -> bool {
     *n == 1
 }
@@ -460,6 +464,11 @@ pub struct ScenarioRecord {
     /// Server with the dynamic batcher: what it gathered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batcher: Option<BatcherRecord>,
+    /// Server: the queries of the schedule not served because the run stopped early, a
+    /// query having waited longer than the whole schedule (an overloaded engine would
+    /// otherwise serve its backlog for hours); 0 for a run that served them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_queries: usize,
 }
 
 impl ScenarioRecord {
@@ -496,10 +505,15 @@ impl ScenarioRecord {
         if self.samples_per_query == 0 {
             return Err("`scenario.samples_per_query` is 0".into());
         }
-        if self.latencies_s.len() > MAX_SCENARIO_QUERIES || self.queries > MAX_SCENARIO_QUERIES {
+        if self.latencies_s.len() > MAX_SCENARIO_QUERIES
+            || self.queries > MAX_SCENARIO_QUERIES
+            || self.abandoned_queries > MAX_SCENARIO_QUERIES
+        {
             return Err(format!(
                 "`scenario` holds {} queries, more than the {MAX_SCENARIO_QUERIES} a run issues",
-                self.queries.max(self.latencies_s.len())
+                self.queries
+                    .max(self.latencies_s.len())
+                    .max(self.abandoned_queries)
             ));
         }
         for (field, seconds) in [

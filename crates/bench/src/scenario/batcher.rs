@@ -11,7 +11,7 @@
 //! scheduled arrival, so the time it waited for the batch to fill is part of it.
 
 use super::concurrent::{draw, release_on_schedule, timeline, Released, Served};
-use super::{planned_queries, poisson_arrivals, serve, Load, OnQuery, Timeline};
+use super::{planned_queries, poisson_arrivals, serve, Load, OnQuery, Overload, Timeline};
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_results::scenario::{BatcherRecord, BatcherSpec, ScenarioKind};
@@ -88,6 +88,7 @@ pub(super) fn server(
     let timeout = Duration::try_from_secs_f64(batcher.timeout_ms / 1e3).unwrap_or_default();
     let planned = planned_queries(load);
     let arrivals = poisson_arrivals(qps, planned, load.seed);
+    let overload = Overload::for_schedule(&arrivals, load);
     let (release, queue) = mpsc::channel::<Released>();
     let queue = Mutex::new(queue);
     let failed = AtomicBool::new(false);
@@ -95,9 +96,9 @@ pub(super) fn server(
         let handles: Vec<_> = workers
             .iter_mut()
             .map(|worker| {
-                let (queue, failed) = (&queue, &failed);
+                let (queue, failed, overload) = (&queue, &failed, &overload);
                 scope.spawn(move || {
-                    let outcome = work(worker, queue, batcher.max_batch, timeout);
+                    let outcome = work(worker, queue, (batcher.max_batch, timeout), overload);
                     if outcome.is_err() {
                         failed.store(true, Ordering::SeqCst);
                     }
@@ -105,7 +106,8 @@ pub(super) fn server(
                 })
             })
             .collect();
-        let (start, outcome) = release_on_schedule(&arrivals, release, &failed, check, on_query);
+        let (start, outcome) =
+            release_on_schedule(&arrivals, release, (&failed, &overload), check, on_query);
         let mut results = Vec::new();
         for handle in handles {
             results.push(
@@ -128,6 +130,8 @@ pub(super) fn server(
     // The engine's compute time per call, as the result's samples.
     timeline.compute_s = calls.iter().map(|call| call.compute_s).collect();
     timeline.batcher = Some(record(batcher, &sizes, &calls));
+    timeline.abandoned = overload.abandoned(planned, timeline.queries);
+    timeline.overdue_after_s = Some(overload.after.as_secs_f64());
     Ok(timeline)
 }
 
@@ -139,8 +143,8 @@ type WorkDone = (Vec<Served>, Vec<Call>);
 fn work(
     worker: &mut Worker<'_>,
     queue: &Mutex<mpsc::Receiver<Released>>,
-    max_batch: usize,
-    timeout: Duration,
+    (max_batch, timeout): (usize, Duration),
+    overload: &Overload,
 ) -> Result<WorkDone> {
     let mut served = Vec::new();
     let mut calls = Vec::new();
@@ -156,6 +160,10 @@ fn work(
             Err(_) => None,
         };
         let Some(batch) = batch else { break };
+        // Past the early stop the queue is drained unserved.
+        if overload.overdue(batch[0].scheduled) {
+            continue;
+        }
         let (session_batch, session) = worker
             .iter_mut()
             .find(|(size, _)| *size >= batch.len())

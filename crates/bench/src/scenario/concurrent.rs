@@ -17,7 +17,9 @@
 //! A query's latency runs from its scheduled arrival (server) or the run's start
 //! (offline) to its completion.
 
-use super::{planned_queries, poisson_arrivals, serve, wait_until, Load, OnQuery, Timeline};
+use super::{
+    planned_queries, poisson_arrivals, serve, wait_until, Load, OnQuery, Overload, Timeline,
+};
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_results::scenario::ScenarioKind;
@@ -86,6 +88,7 @@ fn server(
         .ok_or_else(|| anyhow!("the server scenario needs a target QPS"))?;
     let planned = planned_queries(load);
     let arrivals = poisson_arrivals(qps, planned, load.seed);
+    let overload = Overload::for_schedule(&arrivals, load);
     let (release, queue) = mpsc::channel::<Released>();
     let queue = Mutex::new(queue);
     let failed = AtomicBool::new(false);
@@ -93,7 +96,7 @@ fn server(
         let workers: Vec<_> = sessions
             .iter_mut()
             .map(|session| {
-                let (queue, failed) = (&queue, &failed);
+                let (queue, failed, overload) = (&queue, &failed, &overload);
                 scope.spawn(move || {
                     let mut served = Vec::new();
                     loop {
@@ -111,6 +114,10 @@ fn server(
                             Err(_) => break,
                         };
                         let Ok(query) = next else { break };
+                        // Past the early stop the queue is drained unserved.
+                        if overload.overdue(query.scheduled) {
+                            continue;
+                        }
                         match serve(&mut **session) {
                             Ok(compute) => served.push(Served {
                                 index: query.index,
@@ -129,21 +136,25 @@ fn server(
                 })
             })
             .collect();
-        let (start, outcome) = release_on_schedule(&arrivals, release, &failed, check, on_query);
+        let (start, outcome) =
+            release_on_schedule(&arrivals, release, (&failed, &overload), check, on_query);
         (start, outcome, join(workers))
     });
     outcome?;
-    timeline(served?, start, 1, load.kind)
+    let mut timeline = timeline(served?, start, 1, load.kind)?;
+    timeline.abandoned = overload.abandoned(planned, timeline.queries);
+    timeline.overdue_after_s = Some(overload.after.as_secs_f64());
+    Ok(timeline)
 }
 
 /// The issuer of the server scenario: releases each query into the queue at its
 /// scheduled arrival (from the start it returns), until the schedule ends, `check`
-/// fails or a worker has failed; then closes the queue, so that the workers finish what
-/// was released and stop.
+/// fails, a worker has failed or the run stopped early (`overload`); then closes the
+/// queue, so that the workers finish what was released and stop.
 pub(super) fn release_on_schedule(
     arrivals: &[Duration],
     release: mpsc::Sender<Released>,
-    failed: &AtomicBool,
+    (failed, overload): (&AtomicBool, &Overload),
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
 ) -> (Instant, Result<()>) {
@@ -154,7 +165,7 @@ pub(super) fn release_on_schedule(
             outcome = Err(e);
             break;
         }
-        if failed.load(Ordering::SeqCst) {
+        if failed.load(Ordering::SeqCst) || overload.stopped() {
             break;
         }
         let scheduled = start + *arrival;
@@ -287,6 +298,8 @@ pub(super) fn timeline(
         duration_s: last.saturating_duration_since(start).as_secs_f64(),
         input_draw_s: Some(draws[draws.len() / 2]),
         batcher: None,
+        abandoned: 0,
+        overdue_after_s: None,
     })
 }
 

@@ -241,6 +241,13 @@ pub fn run(args: ChooseArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("results").join(format!("choose-{}", graph.name())));
     std::fs::create_dir_all(&output)
         .with_context(|| format!("cannot make the folder {}", output.display()))?;
+    // The accuracy costs kept from an earlier choice are read after the runs; what is
+    // planted under their name (a link, a FIFO) is refused now, before any cell runs.
+    cnnbench_graph::read_owned(
+        &output.join(ACCURACY_FILE),
+        MAX_ACCURACY_FILE_BYTES,
+        "choose accuracy files",
+    )?;
     let precisions: Vec<Precision> = match &args.precisions {
         Some(given) => given.iter().map(|&p| p.into()).collect(),
         None => PRECISIONS.to_vec(),
@@ -515,7 +522,7 @@ fn write_matrix(
         }
     }
     let path = output.join("choose.toml");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    cnnbench_graph::write_owned(&path, |out| out.write_all(text.as_bytes()))?;
     Ok(path)
 }
 
@@ -549,6 +556,9 @@ impl AccuracyInputs {
     }
 }
 
+/// An accuracy file holds a few hundred bytes per candidate; one far larger is not ours.
+const MAX_ACCURACY_FILE_BYTES: u64 = 16 << 20;
+
 /// Each candidate's accuracy cost: `verify` against burn-flex in f32 (the inference
 /// output, batch 2, the run's seed), kept in the output folder so a resumed choice does
 /// not measure it again.
@@ -561,11 +571,14 @@ fn accuracy_costs(
     AccuracyInputs { weights, folder }: AccuracyInputs,
 ) -> Result<Vec<AccuracyCost>> {
     let path = output.join(ACCURACY_FILE);
-    let mut costs: Vec<AccuracyCost> = match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    let mut costs: Vec<AccuracyCost> = match cnnbench_graph::read_owned(
+        &path,
+        MAX_ACCURACY_FILE_BYTES,
+        "choose accuracy files",
+    )? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a choose accuracy file", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(anyhow!("cannot read {}: {e}", path.display())),
+        None => Vec::new(),
     };
     let source = match &args.weights {
         Some(file) => format!("from {}", file.display()),
@@ -668,7 +681,7 @@ fn accuracy_costs(
         costs.retain(|k| !k.is_for(&cost.engine, cost.precision, &cost.variant));
         costs.push(cost);
         let text = serde_json::to_string_pretty(&costs)?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        cnnbench_graph::write_owned(&path, |out| out.write_all(text.as_bytes()))?;
     }
     Ok(costs)
 }

@@ -133,6 +133,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .run_noise
         .map(|v| percent("--run-noise", v))
         .transpose()?;
+    // A noise of 0 judges every difference a change: no machine runs the same twice.
+    if run_noise.is_some_and(|noise| noise <= 0.0 || noise >= 1.0) {
+        bail!(
+            "--run-noise must be above 0 and below 100 (%): runs of one configuration never agree exactly; `cnnbench noise` measures this machine's"
+        );
+    }
     if args.resamples < 100 {
         bail!("--resamples must be at least 100 (10000 is the default)");
     }

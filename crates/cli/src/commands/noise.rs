@@ -45,24 +45,36 @@ pub fn run(args: NoiseArgs) -> Result<ExitCode> {
     super::engines::find(&args.engine)?;
     let cache = cnnbench_bench::noise::default_cache_dir();
     // The runs' own result files are kept, named, beside the cache (not among the
-    // user's results, where they would become rows of a report).
-    let runs_dir = match &cache {
-        Some(dir) => dir.join(format!(
+    // user's results, where they would become rows of a report); with --no-save
+    // nothing is kept: they go to a temporary folder that is removed at the end.
+    let temporary = if args.no_save {
+        Some(
+            tempfile::Builder::new()
+                .prefix("cnnbench-noise-")
+                .tempdir()
+                .context("cannot make a temporary folder for the runs")?,
+        )
+    } else {
+        None
+    };
+    let runs_dir = match (&temporary, &cache) {
+        (Some(temporary), _) => temporary.path().to_path_buf(),
+        (None, Some(dir)) => dir.join(format!(
             "runs-{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
         )),
-        None => std::env::temp_dir().join(format!("cnnbench-noise-{}", std::process::id())),
+        (None, None) => std::env::temp_dir().join(format!("cnnbench-noise-{}", std::process::id())),
     };
     let configuration = format!(
         "{} {MODEL} {IMAGE_SIZE}×{IMAGE_SIZE}, batch {BATCH}, train, {PASSES} passes",
         args.engine
     );
     if !args.json {
-        errln!(
-            "{} fresh processes of {configuration}; results in {}",
-            args.runs,
-            runs_dir.display()
-        );
+        let kept = match &temporary {
+            Some(_) => format!("results in {} until it ends", runs_dir.display()),
+            None => format!("results in {}", runs_dir.display()),
+        };
+        errln!("{} fresh processes of {configuration}; {kept}", args.runs);
     }
     let results = measure(&args, &runs_dir)?;
     let disturbed = results

@@ -151,6 +151,67 @@ fn batch_sizes_and_engines_are_checked_before_anything_runs() {
     );
 }
 
+/// Round four (#63): what is planted in choose's folder under the names of its own files
+/// is refused before any cell runs, and left as it is: a link at `choose.toml` wrote the
+/// matrix into the file it led to, a link at `choose-accuracy.json` to `/dev/zero` read
+/// until memory ran out, a FIFO there hung the command.
+#[cfg(unix)]
+#[test]
+fn what_is_planted_under_chooses_own_names_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let planted = |case: usize, name: &str, how: &dyn Fn(&std::path::Path)| {
+        let out = dir.path().join(format!("choice-{case}"));
+        std::fs::create_dir_all(&out).unwrap();
+        how(&out.join(name));
+        out
+    };
+    let link_to = |target: std::path::PathBuf| {
+        move |at: &std::path::Path| std::os::unix::fs::symlink(&target, at).unwrap()
+    };
+    let fifo = |at: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo")
+            .arg(at)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    for (case, (name, how, says)) in [
+        (
+            "choose.toml",
+            &link_to(victim.clone()) as &dyn Fn(&std::path::Path),
+            "is a symbolic link",
+        ),
+        ("choose.toml", &fifo, "is a named pipe (FIFO)"),
+        (
+            "choose-accuracy.json",
+            &link_to(victim.clone()),
+            "is a symbolic link",
+        ),
+        (
+            "choose-accuracy.json",
+            &link_to("/dev/zero".into()),
+            "is a symbolic link",
+        ),
+        ("choose-accuracy.json", &fifo, "is a named pipe (FIFO)"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = planted(case, name, how);
+        let mut cmd = choose(&out, &[]);
+        cmd.timeout(std::time::Duration::from_secs(120));
+        fails_saying(&mut cmd, says);
+        assert!(!out.join("runs").exists(), "{name}: a cell ran");
+        assert!(
+            std::fs::symlink_metadata(out.join(name)).is_ok_and(|m| !m.is_file()),
+            "{name}: what was planted was replaced"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+}
+
 /// `--scenario server --latency-bound MS`: each cell is a `--find-peak` server run of
 /// one-image queries, and the ranking is by the highest load held within the bound,
 /// the accuracy cost beside it, with its own chart. The bound is ten times what the

@@ -117,3 +117,32 @@ fn the_noise_is_measured_cached_recorded_and_used_by_compare() {
     let csv = String::from_utf8_lossy(&compared);
     assert!(!csv.contains("one run"), "{csv}");
 }
+
+/// Round four (#63): `noise --no-save` left its runs' folder in the cache; a noise of 0%
+/// (given, or in a cached file) judged every difference a change.
+#[test]
+fn no_save_keeps_nothing_and_a_noise_of_zero_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let output = cnnbench()
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["noise", "--runs", "3", "--no-save"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // 0 on a quiet machine, 3 (not cached) on a busy one: nothing is kept either way.
+    assert!(
+        matches!(output.status.code(), Some(0 | 3)),
+        "{:?}: {stderr}",
+        output.status
+    );
+    let left: Vec<_> = std::fs::read_dir(cache.join("cnnbench").join("noise"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?} {stderr}");
+
+    fails_saying(
+        cnnbench().args(["compare", "a", "b", "--run-noise", "0"]),
+        "--run-noise must be above 0",
+    );
+}

@@ -79,6 +79,22 @@ fn single_stream_records_every_query_and_a_rerun_serves_the_same_scenario() {
     let record = again.scenario.unwrap();
     assert_eq!(record.queries, 50);
     assert_eq!(again.spec.unwrap().scenario.unwrap().min_duration_s, 0.0);
+    // Round four (#63): compare paired the scenario's compute times with closed-loop
+    // passes and said nothing; the pair now says how each side was loaded.
+    run_ok(
+        cnnbench()
+            .current_dir(dir.path())
+            .args(["run", "--model-file", "tiny.json", "--mode", "infer"])
+            .args(["-b", "1", "-n", "5", "-q", "-o", "plain"]),
+    );
+    cnnbench()
+        .current_dir(dir.path())
+        .args(["compare", "plain", "first"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "load differs: BASE closed-loop passes vs NEW single-stream scenario runs",
+        ));
 }
 
 #[test]
@@ -529,6 +545,48 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
         cnnbench().args(["run", "resnet18", "--qps", "5"]),
         "--scenario",
     );
+    // Round four (#63): the memory check counted one session while `--in-flight 64` held
+    // 64 (and the batcher one more per batch size each): every session is counted, and
+    // the advice is the queries in flight that fit.
+    let out = dir.path().join("refused");
+    let in_flight = |extra: &[&str]| {
+        let mut cmd = cnnbench();
+        cmd.args([
+            "run",
+            "resnet18",
+            "--image-size",
+            "32",
+            "--mode",
+            "infer",
+            "--memory-limit",
+            "1GiB",
+        ])
+        .args(extra)
+        .arg("-o")
+        .arg(&out);
+        cmd
+    };
+    fails_saying(
+        &mut in_flight(&["--scenario", "offline", "--in-flight", "64"]),
+        "with its 64 sessions",
+    )
+    .stderr(predicate::str::is_match(r"--in-flight \d+ fits").unwrap());
+    fails_saying(
+        &mut in_flight(&[
+            "--scenario",
+            "server",
+            "--qps",
+            "10",
+            "--latency-bound",
+            "100",
+            "--in-flight",
+            "2",
+            "--max-batch",
+            "1024",
+        ]),
+        "with its 22 sessions",
+    );
+    assert!(!out.exists(), "a refused run wrote nothing");
 }
 
 /// `report` answers the serving question from server runs at two loads: the serving

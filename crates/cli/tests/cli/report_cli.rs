@@ -239,6 +239,90 @@ fn compare_reports_verdicts_and_gates_regressions() {
         .stdout(predicate::str::contains("1 faster, 1 slower, 1 no change"));
 }
 
+/// Round four (#63): five copies a side of one run each turned "not judged" into "slower
+/// (regression)" and exit 1. A copy (byte for byte, or the same run written out again
+/// in another layout) is the same run: counted once, with a warning naming both files.
+#[test]
+fn copies_of_a_run_are_counted_once_and_cannot_outvote_a_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = |from: &std::path::Path, to: &std::path::Path| {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let path = entry.unwrap().path();
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for k in 1..=4 {
+                std::fs::write(to.join(format!("{stem}-copy{k}.json")), &text).unwrap();
+            }
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let compact = serde_json::to_string(&v).unwrap();
+            std::fs::write(to.join(format!("{stem}-compact.json")), compact).unwrap();
+        }
+    };
+    let (base, new) = (tmp.path().join("base"), tmp.path().join("new"));
+    copies(&fixtures().join("ours/base"), &base);
+    copies(&fixtures().join("ours/new"), &new);
+    cnnbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("not judged: one run"))
+        .stdout(predicate::str::contains("slower").not())
+        .stderr(predicate::str::contains("counted once"));
+    cnnbench()
+        .args(["compare", "--fail-on-regression", "10"])
+        .arg(&base)
+        .arg(&new)
+        .assert()
+        .code(3);
+    // The report counts the run once as well: one row, from one run.
+    let out = cnnbench()
+        .args(["report", "--format", "json"])
+        .arg(&base)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    assert!(rows.iter().all(|row| row["runs"] == 1), "{v}");
+}
+
+/// Round four (#63): a 134 MiB result took 2.1 GB to report (a tree of JSON values
+/// first, some 16 times the file). Read straight into its types, a 64 MiB result is
+/// reported within 512 MB of address space (`ulimit -v`), which the tree alone exceeded.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_result_is_reported_in_memory_of_its_own_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("ours/base/resnet18.json")).unwrap(),
+    )
+    .unwrap();
+    let samples: Vec<f64> = (0..3_000_000)
+        .map(|i| 0.05 + (i % 1000) as f64 * 1e-7)
+        .collect();
+    v["samples"] = serde_json::json!({ "total": samples, "forward": samples });
+    let file = tmp.path().join("large.json");
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(size > 48 << 20, "{size} bytes");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 512000 && exec \"$0\" report \"$1\" -f csv")
+        .arg(assert_cmd::cargo::cargo_bin("cnnbench"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(csv.lines().count(), 2, "{csv} {stderr}");
+}
+
 #[test]
 fn compare_with_nothing_in_common_fails() {
     let tmp = tempfile::tempdir().unwrap();

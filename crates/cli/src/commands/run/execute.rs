@@ -15,6 +15,7 @@ use cnnbench_bench::{env, memory, output, HarnessError, Quantity};
 use cnnbench_engine::provider::EngineOptions;
 use cnnbench_engine::{Capabilities, DeviceKind, Mode, Precision};
 use cnnbench_graph::{Graph, Weights};
+use cnnbench_results::scenario::ScenarioSpec;
 use cnnbench_results::{Batches, ModelRef, RunSpec};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,17 +74,29 @@ fn plan(spec: &RunSpec) -> Result<Vec<Planned>> {
 /// can still hand out for a CPU engine, the GPU's memory for a GPU engine.
 fn check_memory(
     planned: &[Planned],
-    mode: Mode,
-    batch: usize,
+    (mode, batch, scenario): (Mode, usize, Option<&ScenarioSpec>),
     force: bool,
     (available, of_what): (u64, &str),
     device_total: Option<u64>,
 ) -> Result<()> {
+    // A scenario's sessions (one per query in flight, the batcher's larger ones) are all
+    // prepared before its first query: the check counts every one.
+    let sessions = memory::session_batches(batch, scenario).len();
+    let held = if sessions > 1 {
+        format!(" with its {sessions} sessions (--in-flight, --max-batch)")
+    } else {
+        String::new()
+    };
+    let fewer = if sessions > 1 {
+        " or fewer sessions"
+    } else {
+        ""
+    };
     for p in planned {
-        let need = memory::estimate_bytes(&p.graph, mode, batch);
+        let need = memory::estimate_run_bytes(&p.graph, mode, batch, scenario);
         if need >= memory::BEYOND_ANY_MACHINE {
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode would need about {}, more than any machine has (--force cannot help): use a smaller batch size",
+                "{} at batch {batch} in {mode} mode{held} would need about {}, more than any machine has (--force cannot help): use a smaller batch size",
                 p.graph.name(),
                 bytes(need)
             ));
@@ -92,7 +105,7 @@ fn check_memory(
         // the run can only end in an allocation abort (exit 134) or the OOM killer.
         if let Some(total) = device_total.filter(|&t| force && t > 0 && need / 2 > t) {
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode would need about {}, more than twice this device's {} of memory (--force cannot help): use a smaller batch size",
+                "{} at batch {batch} in {mode} mode{held} would need about {}, more than twice this device's {} of memory (--force cannot help): use a smaller batch size{fewer}",
                 p.graph.name(),
                 bytes(need),
                 bytes(total)
@@ -103,13 +116,29 @@ fn check_memory(
         return Ok(());
     }
     for p in planned {
-        let need = memory::estimate_bytes(&p.graph, mode, batch);
+        let need = memory::estimate_run_bytes(&p.graph, mode, batch, scenario);
         if need > available {
-            let fits = memory::largest_batch_that_fits(&p.graph, mode, available);
-            let advice = if fits > 0 {
-                format!("--batch-size {fits} fits")
-            } else {
-                "not even batch 1 fits".to_string()
+            let advice = match scenario.filter(|_| sessions > 1) {
+                // Fewer queries in flight, each worker with its batcher's sessions.
+                Some(scenario) => {
+                    let one_worker = ScenarioSpec {
+                        in_flight: 1,
+                        ..scenario.clone()
+                    };
+                    let each = memory::estimate_run_bytes(&p.graph, mode, batch, Some(&one_worker));
+                    match available / each.max(1) {
+                        0 if scenario.batcher.is_some() => {
+                            "not even one query in flight fits: use a smaller --max-batch"
+                                .to_string()
+                        }
+                        0 => "not even one session fits".to_string(),
+                        n => format!("--in-flight {n} fits"),
+                    }
+                }
+                None => match memory::largest_batch_that_fits(&p.graph, mode, available) {
+                    0 => "not even batch 1 fits".to_string(),
+                    fits => format!("--batch-size {fits} fits"),
+                },
             };
             // Two sizes that round alike are told apart in bytes.
             let (need_text, available_text) = match (bytes(need), bytes(available)) {
@@ -117,12 +146,29 @@ fn check_memory(
                 pair => pair,
             };
             return Err(anyhow!(
-                "{} at batch {batch} in {mode} mode needs about {need_text} but {available_text} ({of_what}) is available; {advice}, or pass --force to try anyway",
+                "{} at batch {batch} in {mode} mode{held} needs about {need_text} but {available_text} ({of_what}) is available; {advice}, or pass --force to try anyway",
                 p.graph.name(),
             ));
         }
     }
     Ok(())
+}
+
+/// `--memory-limit` is what the device is taken to have: a run whose process peaked above
+/// it (the estimate is rough, an engine may hold more) did not run within it, and says so.
+fn over_memory_limit(limit: Option<u64>, result: &BenchResult) -> Option<String> {
+    let limit = limit?;
+    let peak = result
+        .memory
+        .device_peak_bytes
+        .or(result.memory.host_peak_bytes())?;
+    (peak > limit).then(|| {
+        format!(
+            "the run peaked at {} of memory, above --memory-limit {}: it did not fit the memory it was to be measured within (use a smaller batch, fewer sessions, or a larger limit)",
+            bytes(peak),
+            bytes(limit)
+        )
+    })
 }
 
 /// The memory a batch must fit in, and where that number comes from: `--memory-limit`,
@@ -169,8 +215,6 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     if rank != 0 {
         job.delivery.quiet = true;
         job.delivery.json = false;
-    } else {
-        output::check_writable(&job.delivery.output)?;
     }
     let spec = &job.spec;
     let caps = engine.capabilities();
@@ -189,13 +233,17 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
         for &batch in batches {
             check_memory(
                 &planned,
-                mode,
-                batch,
+                (mode, batch, spec.scenario.as_ref()),
                 delivery.force,
                 available,
                 device_total,
             )?;
         }
+    }
+    // Where the results go is checked before anything runs, after what can refuse the
+    // run without touching the disk (a refused run leaves no folder behind).
+    if rank == 0 {
+        output::check_writable(&delivery.output)?;
     }
 
     let cancel = crate::commands::common::stop_on_ctrl_c();
@@ -339,6 +387,9 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
                 Ok(Err(())) => {}
                 Ok(Ok(mut result)) => {
                     result.run_noise = run_noise.clone();
+                    if let Some(warning) = over_memory_limit(spec.memory_limit_bytes, &result) {
+                        result.warnings.push(warning);
+                    }
                     // A measurement that cannot be written where asked is kept elsewhere
                     // (the error says where); the run goes on and ends with failure.
                     let path = match output::write_result(&delivery.output, &result) {
