@@ -112,14 +112,21 @@ pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf> {
         }
         Err(second) => second,
     };
-    let printed = print_on_stderr(&name, &json);
-    let fate = match printed {
+    let block = format!("{BEGIN_MARK}{name}\n{json}\n{END_MARK}{name}\n");
+    let fate = match print_on(&mut std::io::stderr().lock(), &block) {
         Ok(()) => format!(
             "the whole result is printed above on stderr, between the lines {BEGIN_MARK}{name} and {END_MARK}{name}: save what is between them as {name}"
         ),
-        Err(third) => format!(
-            "printing it on stderr failed too ({third}): it is lost unless --json printed it"
-        ),
+        // Standard error full or closed (a pipe no one reads, /dev/full): standard
+        // output is the last place the measurement can go.
+        Err(third) => match print_on(&mut std::io::stdout().lock(), &block) {
+            Ok(()) => format!(
+                "printing it on stderr failed too ({third}); the whole result is printed on stdout, between the lines {BEGIN_MARK}{name} and {END_MARK}{name}: save what is between them as {name}"
+            ),
+            Err(fourth) => format!(
+                "printing it on stderr ({third}) and on stdout ({fourth}) failed too: it is lost unless --json printed it"
+            ),
+        },
     };
     Err(e.context(format!(
         "the result could not be written under {}, nor kept in a rescue folder ({second:#}); {fate}",
@@ -132,11 +139,10 @@ pub const BEGIN_MARK: &str = "-----BEGIN CNNBENCH RESULT ";
 /// The line after it.
 pub const END_MARK: &str = "-----END CNNBENCH RESULT ";
 
-/// The last resort: the result on stderr, in one write, between marker lines.
-fn print_on_stderr(name: &str, json: &str) -> std::io::Result<()> {
-    let block = format!("{BEGIN_MARK}{name}\n{json}\n{END_MARK}{name}\n");
-    let mut err = std::io::stderr().lock();
-    err.write_all(block.as_bytes()).and_then(|()| err.flush())
+/// The last resorts: the result on stderr, else on stdout, in one write, between marker
+/// lines.
+fn print_on(out: &mut dyn Write, block: &str) -> std::io::Result<()> {
+    out.write_all(block.as_bytes()).and_then(|()| out.flush())
 }
 
 /// The name of the shared rescue folder in the temporary folder.

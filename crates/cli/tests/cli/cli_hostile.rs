@@ -206,6 +206,43 @@ fn a_result_that_can_be_kept_nowhere_is_printed_and_a_planted_link_is_not_follow
     }
 }
 
+/// Round four (#63): with the result kept nowhere and standard error full (a pipe no one
+/// reads, `/dev/full`), the measurement was lost; standard output is its last place.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_result_kept_nowhere_with_stderr_full_is_printed_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    cnnbench()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let folder = result_files(&out)[0].parent().unwrap().to_path_buf();
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::write(&folder, "not a folder").unwrap();
+    let not_a_folder = dir.path().join("tmp-is-a-file");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let output = crate::common::cnnbench_process()
+        .args(TINY)
+        .args(["-q", "-o"])
+        .arg(&out)
+        .env("TMPDIR", &not_a_folder)
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let r = result_on_stderr(&stdout);
+    assert_eq!(r["model"]["name"], "resnet18", "{stdout}");
+}
+
 /// `cnnbench` with every file it writes limited to `bytes` (RLIMIT_FSIZE, with SIGXFSZ
 /// ignored): a write past the limit fails (EFBIG) as one on a full disk fails (ENOSPC),
 /// for any user, root included, and without a full disk.

@@ -625,7 +625,18 @@ fn report_shows_the_highest_valid_load_and_charts_latency_against_load() {
         .lines()
         .find(|l| l.starts_with("|tiny (32×32)|"))
         .unwrap_or_else(|| panic!("no serving row in\n{text}"));
-    assert!(row.contains("|500|2000.0|"), "{row}");
+    // The highest load whose run was valid, as the runs themselves judged it (beside a
+    // busy neighbour 2,000 queries a second of even this model may break the bound).
+    let highest_valid = result_files(&dir.path().join("served"))
+        .iter()
+        .map(|file| read_json::<BenchResult>(file).scenario.unwrap())
+        .filter(|record| record.valid)
+        .filter_map(|record| record.target_qps)
+        .reduce(f64::max);
+    match highest_valid {
+        Some(qps) => assert!(row.contains(&format!("|500|{qps:.1}|")), "{row}"),
+        None => assert!(row.contains("no valid load"), "{row}"),
+    }
     assert!(row.contains("|2 runs|"), "{row}");
     for ext in ["svg", "png"] {
         let chart = dir

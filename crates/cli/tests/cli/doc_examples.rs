@@ -287,10 +287,16 @@ fn replace_machine(line: &str, name: &str) -> String {
 
 /// Words of an output that the machine's load decides, each with the word the page
 /// shows in its place: they are the same word here, as the numbers are.
-const DECIDED_BY_LOAD: [(&str, &str); 2] = [
+const DECIDED_BY_LOAD: [(&str, &str); 3] = [
     // A scenario's verdict: a latency bound met on a quiet machine is missed beside a
     // busy neighbour.
     (": INVALID;", ": VALID;"),
+    // Whether its percentile is bounded: beside a busy neighbour a server run far past
+    // what the machine then sustains stops early, with fewer queries than a bound needs.
+    (
+        "(too few queries to bound it)",
+        "(below # ms at #% confidence)",
+    ),
     // What ended a run aiming at a confidence interval (the Passes column's
     // `# (target-ci, ±#%)`): the target on a quiet machine, the time limit beside a busy one.
     ("(max-time, ", "(target-ci, "),
@@ -632,6 +638,10 @@ fn the_comparison_ignores_numbers_spacing_and_machines_but_not_words() {
         (
             "| 4 | 72 (target-ci, ±4.9%) |",
             "| 4 | 284 (max-time, ±7.9%) |",
+        ),
+        (
+            "460 queries; p99 latency 53.10 ms (below 60.02 ms at 99% confidence), p50 9.6 ms",
+            "138 queries; p99 latency 9940.50 ms (too few queries to bound it), p50 5028.97 ms",
         ),
     ] {
         assert_eq!(normalise(page, &machines), normalise(here, &machines));
