@@ -18,7 +18,7 @@ pub mod library;
 mod provider;
 #[cfg(feature = "ort")]
 mod session;
-pub use provider::{providers, GraphOptimization, OrtSettings};
+pub use provider::{cpu_has_vnni, providers, GraphOptimization, Int8Products, OrtSettings};
 
 #[cfg(feature = "ort")]
 pub use session::{engine, onnxruntime_version, OrtEngine, OrtRuntime};

@@ -3,7 +3,10 @@
 //! inputs and outputs as host tensors.
 
 use crate::library;
-use crate::{capabilities, GraphOptimization, OrtSettings, ENGINE_NAME, ORT_CRATE_VERSION};
+use crate::{
+    capabilities, cpu_has_vnni, GraphOptimization, Int8Products, OrtSettings, ENGINE_NAME,
+    ORT_CRATE_VERSION,
+};
 use anyhow::{anyhow, Context, Result};
 use cnnbench_engine::coverage::KernelCoverage;
 use cnnbench_engine::settings::EngineSettingsRecord;
@@ -11,6 +14,7 @@ use cnnbench_engine::whole_model::{WholeModelEngine, WholeModelRuntime};
 use cnnbench_engine::{Capabilities, ChosenKernels, EngineInfo, Precision, SessionConfig};
 use cnnbench_graph::{Graph, HostTensor, Weights};
 use cnnbench_import::onnx::export::{to_onnx_as, EXPORT_OPSET};
+use cnnbench_import::onnx::{DATA_INT8, DATA_UINT8};
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
@@ -123,6 +127,8 @@ pub fn engine(threads: Option<usize>, settings: OrtSettings) -> Result<OrtEngine
         library: runtime()?,
         threads: cnnbench_engine::own_thread_pool_size(threads)?,
         graph_optimization: settings.graph_optimization,
+        int8_products: settings.int8_products,
+        vnni: cpu_has_vnni(),
     }))
 }
 
@@ -131,9 +137,32 @@ pub struct OrtRuntime {
     library: Arc<LoadedLibrary>,
     threads: usize,
     graph_optimization: GraphOptimization,
+    int8_products: Int8Products,
+    /// Whether this CPU has VNNI (see [`cpu_has_vnni`]).
+    vnni: bool,
 }
 
+/// ONNX Runtime's session entry for its exact u8 × u8 int8 kernels on x86
+/// (`kOrtSessionOptionsAvx2PrecisionMode`): it rewrites each int8 weight to u8 at graph
+/// optimisation level 2 and above.
+const EXACT_INT8_ENTRY: &str = "session.x64quantprecision";
+
 impl OrtRuntime {
+    /// What the record says of int8's products.
+    fn int8_products_record(&self) -> String {
+        let cpu = if self.vnni {
+            "this CPU has VNNI: 32-bit sums"
+        } else {
+            "this CPU has no VNNI: the fast kernels' 16-bit pair sums saturate"
+        };
+        let kernels = if self.int8_products.exact_kernels(self.vnni) {
+            format!("exact: u8 x u8 kernels ({EXACT_INT8_ENTRY}=1)")
+        } else {
+            "fast: u8 x s8 kernels".to_string()
+        };
+        format!("{} → {kernels}; {cpu}", self.int8_products.as_str())
+    }
+
     /// The library file this process loaded.
     pub fn library(&self) -> &Path {
         &self.library.library
@@ -159,6 +188,11 @@ impl OrtRuntime {
             .map_err(options)?
             .with_inter_threads(1)
             .map_err(options)?;
+        if self.int8_products.exact_kernels(self.vnni) {
+            builder = builder
+                .with_config_entry(EXACT_INT8_ENTRY, "1")
+                .map_err(options)?;
+        }
         if let Some(path) = optimized_to {
             builder = builder.with_optimized_model_path(path).map_err(options)?;
         }
@@ -184,6 +218,25 @@ impl OrtRuntime {
         let model = cnnbench_import::onnx::ModelProto::decode(written.as_slice())
             .context("ONNX Runtime's optimised graph does not decode")?;
         let mut coverage = KernelCoverage::new(Precision::Int8);
+        // The weight type of each QLinearConv (its fourth input): ONNX Runtime's exact
+        // products rewrite the int8 weights to uint8.
+        let mut weight_types = std::collections::BTreeSet::new();
+        for node in model.graph.iter().flat_map(|g| &g.node) {
+            if node.op_type == "QLinearConv" {
+                let weight = node.input.get(3).and_then(|name| {
+                    model
+                        .graph
+                        .iter()
+                        .flat_map(|g| &g.initializer)
+                        .find(|t| &t.name == name)
+                });
+                weight_types.insert(match weight.map(|t| t.data_type) {
+                    Some(DATA_UINT8) => "u8 (exact products)",
+                    Some(DATA_INT8) => "s8",
+                    Some(_) | None => "not read",
+                });
+            }
+        }
         for node in model.graph.iter().flat_map(|g| &g.node) {
             let int8 = match node.op_type.as_str() {
                 "QLinearConv"
@@ -199,7 +252,14 @@ impl OrtRuntime {
             };
             coverage.add(graph, &node.op_type, &node.name, int8);
         }
-        Ok(coverage.chosen_kernels("ONNX Runtime"))
+        let mut chosen = coverage.chosen_kernels("ONNX Runtime");
+        if !weight_types.is_empty() {
+            let types: Vec<&str> = weight_types.into_iter().collect();
+            chosen
+                .settings
+                .insert("int8_conv_weights".to_string(), types.join(", "));
+        }
+        Ok(chosen)
     }
 }
 
@@ -222,6 +282,7 @@ impl WholeModelRuntime for OrtRuntime {
             "graph_optimization_level".to_string(),
             format!("{} ({})", level.as_str(), level.onnxruntime_name()),
         );
+        settings.insert("int8_products".to_string(), self.int8_products_record());
         settings.insert("intra_op_threads".to_string(), self.threads.to_string());
         settings.insert("inter_op_threads".to_string(), "1".to_string());
         settings.insert("execution_mode".to_string(), "sequential".to_string());
@@ -238,6 +299,7 @@ impl WholeModelRuntime for OrtRuntime {
             settings,
             variant: OrtSettings {
                 graph_optimization: level,
+                int8_products: self.int8_products,
             }
             .label(),
             ..EngineInfo::on_the_cpu(

@@ -96,6 +96,7 @@ fn the_graph_optimization_setting_reaches_onnx_runtime_and_the_label() {
         Some(1),
         OrtSettings {
             graph_optimization: GraphOptimization::Disabled,
+            ..OrtSettings::default()
         },
     )
     .unwrap_or_else(|e| panic!("{e:#}"));
@@ -155,6 +156,77 @@ fn int8_computes_the_f32_answer_within_its_tolerance_all_in_int8_kernels() {
         );
         assert!(kernels.warnings.is_empty(), "{model}: {kernels:?}");
     }
+}
+
+/// `int8-products` reaches ONNX Runtime: `fast` runs every int8 convolution on s8
+/// weights (its u8 × s8 kernels); on a CPU without VNNI, whose u8 × s8 pair sums
+/// saturate, `exact` and `auto` run them on u8 weights (its exact u8 × u8 kernels),
+/// and on one with VNNI `auto` keeps the fast ones. The record and the label say which.
+#[test]
+fn the_int8_products_setting_reaches_onnx_runtime_the_record_and_the_label() {
+    use cnnbench_engine::{Mode, Precision, SessionConfig};
+    use cnnbench_graph::Weights;
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 2);
+    let reference = burn().unwrap();
+    let calibration =
+        cnnbench_bench::quantize::calibrate(&*reference, &graph, &weights, 1, 2).unwrap();
+    let config = SessionConfig {
+        mode: Mode::Infer,
+        batch_size: 1,
+        seed: 1,
+        precision: Precision::Int8,
+        deterministic: true,
+        calibration: Some(calibration.int8),
+    };
+    let exact_weights = "u8 (exact products)";
+    let vnni = cpu_has_vnni();
+    let mut cases = vec![
+        (Int8Products::Fast, Some("s8")),
+        (
+            Int8Products::Auto,
+            Some(if vnni { "s8" } else { exact_weights }),
+        ),
+    ];
+    // With VNNI ONNX Runtime may keep s8 weights when asked for exact products (its
+    // u8 × s8 kernels are exact there); without it, it must rewrite them.
+    cases.push((Int8Products::Exact, (!vnni).then_some(exact_weights)));
+    for (products, expected) in cases {
+        let engine = crate::engine(
+            Some(1),
+            OrtSettings {
+                int8_products: products,
+                ..OrtSettings::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e:#}"));
+        let info = engine.info();
+        let record = &info.settings["int8_products"];
+        assert!(record.starts_with(products.as_str()), "{record}");
+        let exact = products.exact_kernels(vnni);
+        assert_eq!(record.contains("exact: u8 x u8"), exact, "{record}");
+        assert_eq!(record.contains("has no VNNI"), !vnni, "{record}");
+        let label = info.variant.join(", ");
+        match products {
+            Int8Products::Auto => assert!(info.variant.is_empty(), "{label}"),
+            Int8Products::Exact | Int8Products::Fast => {
+                assert_eq!(label, format!("int8 products {}", products.as_str()))
+            }
+        }
+        let mut session = engine
+            .prepare(&graph, &config)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let kernels = session.kernels_chosen().unwrap();
+        let weights = &kernels.settings["int8_conv_weights"];
+        if let Some(expected) = expected {
+            assert_eq!(weights, expected, "{products:?}: {kernels:?}");
+        }
+        assert_eq!(kernels.settings["int8_mac_share"], "100.0%", "{kernels:?}");
+    }
+    assert!(Int8Products::Exact.exact_kernels(true));
+    assert!(!Int8Products::Fast.exact_kernels(false));
+    assert!(Int8Products::Auto.exact_kernels(false));
+    assert!(!Int8Products::Auto.exact_kernels(true));
 }
 
 /// A convolution whose output is the network's output has no quantised output to fuse
