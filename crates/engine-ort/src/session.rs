@@ -236,8 +236,6 @@ impl OrtRuntime {
                     Some(_) | None => "not read",
                 });
             }
-        }
-        for node in model.graph.iter().flat_map(|g| &g.node) {
             let int8 = match node.op_type.as_str() {
                 "QLinearConv"
                 | "ConvInteger"

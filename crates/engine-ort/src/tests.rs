@@ -158,27 +158,36 @@ fn int8_computes_the_f32_answer_within_its_tolerance_all_in_int8_kernels() {
     }
 }
 
-/// `int8-products` reaches ONNX Runtime: `fast` runs every int8 convolution on s8
-/// weights (its u8 × s8 kernels); on a CPU without VNNI, whose u8 × s8 pair sums
-/// saturate, `exact` and `auto` run them on u8 weights (its exact u8 × u8 kernels),
-/// and on one with VNNI `auto` keeps the fast ones. The record and the label say which.
-#[test]
-fn the_int8_products_setting_reaches_onnx_runtime_the_record_and_the_label() {
+/// An int8 session of one image for `graph` with `weights`, its ranges calibrated on
+/// burn-flex (two images, as `run --precision int8` calibrates).
+fn int8_config(
+    graph: &cnnbench_graph::Graph,
+    weights: &cnnbench_graph::Weights,
+) -> cnnbench_engine::SessionConfig {
     use cnnbench_engine::{Mode, Precision, SessionConfig};
-    use cnnbench_graph::Weights;
-    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
-    let weights = Weights::initial(&graph, 2);
     let reference = burn().unwrap();
     let calibration =
-        cnnbench_bench::quantize::calibrate(&*reference, &graph, &weights, 1, 2).unwrap();
-    let config = SessionConfig {
+        cnnbench_bench::quantize::calibrate(&*reference, graph, weights, 1, 2).unwrap();
+    SessionConfig {
         mode: Mode::Infer,
         batch_size: 1,
         seed: 1,
         precision: Precision::Int8,
         deterministic: true,
         calibration: Some(calibration.int8),
-    };
+    }
+}
+
+/// `int8-products` reaches ONNX Runtime: `fast` runs every int8 convolution on s8
+/// weights (its u8 × s8 kernels); on a CPU without VNNI, whose u8 × s8 pair sums
+/// saturate, `exact` and `auto` run them on u8 weights (its exact u8 × u8 kernels),
+/// and on one with VNNI `auto` keeps the fast ones. The record and the label say which.
+#[test]
+fn the_int8_products_setting_reaches_onnx_runtime_the_record_and_the_label() {
+    use cnnbench_graph::Weights;
+    let graph = cnnbench_zoo::build("resnet18", Some([3, 32, 32])).unwrap();
+    let weights = Weights::initial(&graph, 2);
+    let config = int8_config(&graph, &weights);
     let exact_weights = "u8 (exact products)";
     let vnni = cpu_has_vnni();
     let mut cases = vec![
@@ -233,7 +242,7 @@ fn the_int8_products_setting_reaches_onnx_runtime_the_record_and_the_label() {
 /// into ONNX Runtime's `QLinearConv`: it runs in f32, and the record says so by name.
 #[test]
 fn a_convolution_left_in_f32_is_caught_and_named() {
-    use cnnbench_engine::{Mode, Precision, SessionConfig};
+    use cnnbench_engine::SessionConfig;
     use cnnbench_graph::ops::Conv2d;
     use cnnbench_graph::{GraphBuilder, Weights};
     let mut b = GraphBuilder::new("float tail", [3, 16, 16]);
@@ -242,18 +251,8 @@ fn a_convolution_left_in_f32_is_caught_and_named() {
     let y = b.relu("relu", &y);
     let y = b.conv("large_tail", &y, Conv2d::new(64, 3).padding(1));
     let graph = b.finish(&y).unwrap();
-    let reference = burn().unwrap();
     let weights = Weights::initial(&graph, 1);
-    let calibration =
-        cnnbench_bench::quantize::calibrate(&*reference, &graph, &weights, 1, 2).unwrap();
-    let config = SessionConfig {
-        mode: Mode::Infer,
-        batch_size: 1,
-        seed: 1,
-        precision: Precision::Int8,
-        deterministic: true,
-        calibration: Some(calibration.int8),
-    };
+    let config = int8_config(&graph, &weights);
     let mut session = ort_engine(1)
         .prepare(&graph, &config)
         .unwrap_or_else(|e| panic!("{e:#}"));
