@@ -14,8 +14,7 @@ pub mod scripts;
 
 pub use finished::{finished_result, FinishedError};
 pub use matrix::{
-    Cell, ImageSize, Matrix, MatrixError, RunSetting, ScenarioSetting, MATRIX_FORMAT,
-    MATRIX_VERSION,
+    Cell, CellKeys, ImageSize, KeyValue, Matrix, MatrixError, MATRIX_FORMAT, MATRIX_VERSION,
 };
 pub use scripts::{
     k8s_job, shell_script, slurm_script, JobCommand, K8sOptions, ScriptError, SlurmOptions,

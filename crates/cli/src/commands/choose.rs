@@ -17,6 +17,7 @@ use cnnbench_bench::verify::{self, VerifyRequest};
 use cnnbench_engine::provider::EngineOptions;
 use cnnbench_engine::settings::SettingsMap;
 use cnnbench_engine::{Mode, Precision};
+use cnnbench_plan::matrix::{ExcludeDraft, MatrixDraft};
 use cnnbench_report::catalog::Cached;
 use cnnbench_report::choose::{
     choose, choose_serving, AccuracyCost, Choice, ServingChoice, ACCURACY_FILE,
@@ -432,95 +433,77 @@ fn write_matrix(
     [small, large]: [usize; 2],
     server: Option<ServerRanking>,
 ) -> Result<PathBuf> {
-    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let mut engines: Vec<&str> = Vec::new();
+    let mut engines: Vec<String> = Vec::new();
     let mut precisions: Vec<Precision> = Vec::new();
     for c in candidates {
-        if !engines.contains(&c.engine.as_str()) {
-            engines.push(&c.engine);
+        if !engines.contains(&c.engine) {
+            engines.push(c.engine.clone());
         }
         if !precisions.contains(&c.precision) {
             precisions.push(c.precision);
         }
     }
-    let list = |items: Vec<String>| items.join(", ");
     let [_, h, w] = graph.input_shape();
-    let mut text = format!(
-        "# Written by `cnnbench choose {}`: its runs, one cell each.\nformat = \"cnnbench-matrix\"\nversion = 1\nmodels = [{}]\nimage_sizes = [\"{h}x{w}\"]\nengines = [{}]\nmodes = [\"infer\"]\nprecisions = [{}]\nwarmup = {}\nseed = {}\nrepeat = {}\n",
-        args.model,
-        quoted(&args.model),
-        list(engines.iter().map(|e| quoted(e)).collect()),
-        list(precisions.iter().map(|p| quoted(p.as_str())).collect()),
-        args.warmup,
-        args.seed,
-        args.repeat,
-    );
+    let mut draft = MatrixDraft::new(vec![args.model.clone()], engines.clone());
+    draft.image_sizes = Some(vec![format!("{h}x{w}")]);
+    draft.precisions = precisions.clone();
+    draft.keys.warmup = Some(args.warmup);
+    draft.keys.seed = Some(args.seed);
+    draft.keys.repeat = Some(args.repeat);
+    draft.keys.threads = args.threads;
     match server {
         // A server query is one image: the batch is the query's.
         Some(server) => {
-            text.push_str(&format!(
-                "scenario = \"server\"\nfind_peak = true\nlatency_bound = {}\nmin_queries = {}\n",
-                server.bound_ms, server.min_queries
-            ));
-            if let Some(seconds) = server.scenario_time {
-                text.push_str(&format!("scenario_time = {seconds}\n"));
-            }
+            draft.keys.scenario = Some(ScenarioKind::Server);
+            draft.keys.find_peak = Some(true);
+            draft.keys.latency_bound = Some(server.bound_ms);
+            draft.keys.min_queries = Some(server.min_queries);
+            draft.keys.scenario_time = server.scenario_time;
         }
         // The passes rule the closed loop; a scenario runs for its time and queries.
-        None => text.push_str(&format!(
-            "batch_sizes = [{small}, {large}]\npasses = {}\n",
-            args.passes
-        )),
-    }
-    if let Some(threads) = args.threads {
-        text.push_str(&format!("threads = {threads}\n"));
-    }
-    // The engines' deployment settings as axes of their cells.
-    for engine in &engines {
-        let provider = engines::find(engine)?;
-        let axes = setting_axes(provider.as_ref());
-        if axes.is_empty() {
-            continue;
-        }
-        text.push_str(&format!("[engine_settings.{}]\n", quoted(engine)));
-        for (key, values) in axes {
-            text.push_str(&format!(
-                "{} = [{}]\n",
-                quoted(&key),
-                list(values.iter().map(|v| quoted(v)).collect())
-            ));
+        None => {
+            draft.batch_sizes = Some(vec![small, large]);
+            draft.keys.passes = Some(args.passes);
         }
     }
+    // The engines' deployment settings as axes of their cells; the pairs an engine
+    // does not offer (a precision, or one under some of its settings) excluded.
     for engine in &engines {
-        let variants = combinations(&setting_axes(engines::find(engine)?.as_ref()));
+        let axes = setting_axes(engines::find(engine)?.as_ref());
+        let variants = combinations(&axes);
+        if !axes.is_empty() {
+            draft.engine_settings.insert(
+                engine.clone(),
+                axes.into_iter().map(|(k, v)| (k, v.to_vec())).collect(),
+            );
+        }
         for precision in &precisions {
             let offered: Vec<&SettingsMap> = candidates
                 .iter()
                 .filter(|c| c.engine == *engine && c.precision == *precision)
                 .map(|c| &c.settings)
                 .collect();
-            let entry = format!(
-                "[[exclude]]\nengine = {}\nprecision = {}\n",
-                quoted(engine),
-                quoted(precision.as_str())
-            );
+            let exclude = |engine_settings: SettingsMap| ExcludeDraft {
+                engine: engine.clone(),
+                precision: *precision,
+                engine_settings,
+            };
             if offered.is_empty() {
-                text.push_str(&entry);
+                draft.exclude.push(exclude(SettingsMap::new()));
                 continue;
             }
             // A precision the engine offers, but not under every one of its settings.
             for variant in variants.iter().filter(|v| !offered.contains(v)) {
-                let values: Vec<String> = variant
-                    .iter()
-                    .map(|(k, v)| format!("{} = {}", quoted(k), quoted(v)))
-                    .collect();
-                text.push_str(&format!(
-                    "{entry}engine_settings = {{ {} }}\n",
-                    values.join(", ")
-                ));
+                draft.exclude.push(exclude(variant.clone()));
             }
         }
     }
+    let text = draft
+        .to_toml(&format!(
+            "Written by `cnnbench choose {}`: its runs, one cell each.",
+            args.model
+        ))
+        .context("cannot write the candidates as a matrix")?;
     let path = output.join("choose.toml");
     cnnbench_graph::write_owned(&path, |out| out.write_all(text.as_bytes()))?;
     Ok(path)

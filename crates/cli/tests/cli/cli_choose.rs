@@ -255,10 +255,18 @@ fn choose_by_the_servers_peak_ranks_by_the_load_held_within_the_bound() {
         "{text}"
     );
     let matrix = std::fs::read_to_string(out.join("choose.toml")).unwrap();
-    assert!(
-        matrix.contains(
-            "scenario = \"server\"\nfind_peak = true\nlatency_bound = 1000\nmin_queries = 459"
+    let cells = cnnbench_plan::matrix::Matrix::parse(&matrix, &["burn-flex"])
+        .unwrap_or_else(|e| panic!("{e}\n{matrix}"));
+    let scenario = cells.spec(&cells.cells[0]).scenario;
+    let scenario = scenario.unwrap_or_else(|| panic!("no scenario in\n{matrix}"));
+    assert_eq!(
+        (
+            scenario.kind.as_str(),
+            scenario.find_peak,
+            scenario.latency_bound_ms,
+            scenario.min_queries
         ),
+        ("server", true, Some(1000.0), 459),
         "{matrix}"
     );
     assert!(!matrix.contains("batch_sizes"), "{matrix}");

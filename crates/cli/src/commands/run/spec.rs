@@ -279,7 +279,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
     SpecOption {
         ids: &["max_batch", "batch_timeout"],
         flag: "--max-batch / --batch-timeout",
-        matrix_sets: false,
+        matrix_sets: true,
         take: |s, a| {
             let batcher = a.max_batch.map(|max_batch| BatcherSpec {
                 max_batch,

@@ -565,6 +565,19 @@ fn only_the_options_given_change_a_recorded_spec() {
     assert_eq!(spec.engine_options.device, Some(1));
 }
 
+/// Every key of a cell a matrix takes is a `run` option of the same name that the
+/// matrix sets (refused beside `--plan`), so the two cannot drift apart.
+#[test]
+fn every_cell_key_of_a_matrix_is_a_run_option_the_matrix_sets() {
+    for key in cnnbench_plan::matrix::cell_keys() {
+        let option = spec::SPEC_OPTIONS
+            .iter()
+            .find(|o| o.ids.contains(&key))
+            .unwrap_or_else(|| panic!("the matrix key `{key}` is no option of run"));
+        assert!(option.matrix_sets, "{key}: {}", option.flag);
+    }
+}
+
 #[test]
 fn a_job_that_is_not_ours_is_refused_with_what_to_do() {
     let e = job::decode("{\"spec\": 1}").unwrap_err();
