@@ -1,22 +1,18 @@
 //! The harness owns the clock. For every pass it prepares inputs outside the timed
 //! regions, synchronises the device around each timed phase, drops the warm-up passes and
-//! keeps every raw sample. Engines never time anything.
+//! keeps every raw sample. Engines never time anything. What a run is asked
+//! ([`RunRequest`]) and the pass itself live here; the run's pipeline (prepare, a load,
+//! record) is [`crate::measure`].
 
-use crate::memory;
 use crate::result::*;
 use crate::stats::{Percentiles, Summary};
-use crate::stopping::{StopRule, Stopper};
-use crate::validity::Watch;
+use crate::stopping::StopRule;
 use crate::Quantity;
 use anyhow::{anyhow, Context, Result};
-use chrono::Utc;
-use cnnbench_engine::{DeviceKind, Engine, Mode, Phase, Precision, Session, SessionConfig};
-use cnnbench_graph::Graph;
+use cnnbench_engine::{Mode, Phase, Session};
 use cnnbench_results::peak::BestRate;
-use cnnbench_results::validity::ColdStart;
 use cnnbench_results::{Batches, Round, RunSpec};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A coefficient of variation above this makes the result come with a warning.
@@ -72,7 +68,7 @@ impl RunRequest {
         }
     }
 
-    fn stop_rule(&self) -> StopRule {
+    pub(crate) fn stop_rule(&self) -> StopRule {
         StopRule {
             passes: self.point.passes,
             min_time: duration(self.point.min_time_s),
@@ -122,421 +118,16 @@ pub enum HarnessError {
     Interrupted,
 }
 
-/// Runs the benchmark and returns the result (not yet written anywhere).
-pub fn run(
-    engine: &dyn Engine,
-    graph: &Graph,
-    request: &RunRequest,
-    cancel: &AtomicBool,
-    on_progress: &mut dyn FnMut(Progress),
-) -> Result<BenchResult> {
-    let point = &request.point;
-    let batch_size = point_batch_size(point)?;
-    let peak_rss_reset = memory::reset_peak_rss();
-    let started_at = Utc::now();
-    let run_clock = Instant::now();
-    let config = SessionConfig {
-        mode: point.mode,
-        batch_size,
-        seed: point.seed,
-        precision: point.precision,
-        deterministic: false,
-        calibration: request
-            .calibration
-            .as_ref()
-            .map(|calibration| calibration.int8.clone()),
-    };
-    if point.precision == Precision::Int8 && config.calibration.is_none() {
-        return Err(anyhow!(
-            "an int8 run of {} needs its activation ranges: calibrate first (cnnbench_bench::quantize::calibrate)",
-            graph.name()
-        ));
-    }
-    let process_before_run_s = cnnbench_host::process_age_s();
-    let first_in_process = !RAN_BEFORE.swap(true, Ordering::SeqCst);
-    let prepare_clock = Instant::now();
-    let mut session = engine
-        .prepare(graph, &config)
-        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
-    let prepare_s = prepare_clock.elapsed().as_secs_f64();
-    // A lazily compiling engine compiles here, timed on its own, never in a pass.
-    let compile_clock = Instant::now();
-    let compiled = session
-        .compile()
-        .with_context(|| format!("{} cannot compile {}", engine.info().name, graph.name()))?;
-    let compile_s = compiled.then(|| compile_clock.elapsed().as_secs_f64());
-    let call_floor_s = call_floor(session.as_mut())?;
-    let mut first_pass_s: Option<f64> = None;
-
-    let group = session.data_parallel();
-    let phases = pass_phases(point.mode, group.is_some());
-    let planned = point.warmup + point.passes;
-    let check_cancel = || {
-        if cancel.load(Ordering::SeqCst) {
-            Err(HarnessError::Interrupted)
-        } else {
-            Ok(())
-        }
-    };
-
-    // Warm-up: the passes asked for, then more until the warm-up time is reached.
-    let warmup_clock = Instant::now();
-    let mut warmup_passes = 0;
-    let warmup_time = duration(point.warmup_time_s);
-    while warmup_passes < point.warmup || warmup_time.is_some_and(|t| warmup_clock.elapsed() < t) {
-        check_cancel()?;
-        let times = one_pass(session.as_mut(), point.mode).with_context(|| {
-            format!(
-                "warm-up pass {} of {} failed",
-                warmup_passes + 1,
-                graph.name()
-            )
-        })?;
-        first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
-        warmup_passes += 1;
-        on_progress(Progress {
-            pass: warmup_passes,
-            of: planned.max(warmup_passes + point.passes),
-            warmup: true,
-            timed_s: 0.0,
-        });
-    }
-
-    let mut samples: BTreeMap<Phase, Vec<f64>> = phases.iter().map(|p| (*p, Vec::new())).collect();
-    let mut totals: Vec<f64> = Vec::new();
-    let mut stopper = Stopper::new(request.stop_rule());
-    session.begin_timed_passes()?;
-    let process_to_first_timed_pass_s = cnnbench_host::process_age_s();
-    // `cuda:N` engines compute on CUDA device N: its clocks are watched through NVML.
-    let cuda_device = engine
-        .info()
-        .device
-        .strip_prefix("cuda:")
-        .and_then(|n| n.parse().ok());
-    let mut watch = Watch::new(request.process_tree_root, cuda_device);
-    let (stop, scenario) = match &point.scenario {
-        // A scenario's queries instead of the closed loop (`--scenario`); their compute
-        // times are the samples.
-        Some(scenario) => {
-            // Another session, prepared, compiled and warmed up as the first was
-            // (untimed); `what` names it in an error.
-            let another = |config: &SessionConfig, what: String| -> Result<Box<dyn Session>> {
-                let mut other = engine.prepare(graph, config).with_context(|| {
-                    format!(
-                        "{} cannot prepare {what} of {}",
-                        engine.info().name,
-                        graph.name()
-                    )
-                })?;
-                other.compile()?;
-                for _ in 0..warmup_passes {
-                    check_cancel()?;
-                    one_pass(other.as_mut(), point.mode)?;
-                }
-                other.begin_timed_passes()?;
-                Ok(other)
-            };
-            // The other sessions of a scenario with several queries in flight.
-            let mut others = (1..scenario.in_flight)
-                .map(|n| {
-                    another(
-                        &config,
-                        format!(
-                            "session {} of {} for --in-flight",
-                            n + 1,
-                            scenario.in_flight
-                        ),
-                    )
-                })
-                .collect::<Result<Vec<_>>>()?;
-            // The dynamic batcher's larger sessions, for each query in flight, each
-            // compiled for its batch size.
-            let mut larger: Vec<Vec<(usize, Box<dyn Session>)>> = Vec::new();
-            if let Some(batcher) = &scenario.batcher {
-                for _ in 0..scenario.in_flight {
-                    let mut theirs = Vec::new();
-                    for size in batcher.session_batch_sizes().into_iter().skip(1) {
-                        let sized = SessionConfig {
-                            batch_size: size,
-                            ..config.clone()
-                        };
-                        let what = format!("the dynamic batcher's session of batch {size}");
-                        theirs.push((size, another(&sized, what)?));
-                    }
-                    larger.push(theirs);
-                }
-            }
-            let serving = crate::scenario::Serving {
-                sessions: std::iter::once(session.as_mut())
-                    .chain(others.iter_mut().map(|s| s.as_mut()))
-                    .collect(),
-                batch_sessions: larger
-                    .iter_mut()
-                    .map(|theirs| {
-                        theirs
-                            .iter_mut()
-                            .map(|(size, s)| (*size, s.as_mut()))
-                            .collect()
-                    })
-                    .collect(),
-                description: match (&request.serving, scenario.in_flight) {
-                    (_, 1) => crate::scenario::SERVING.to_string(),
-                    (Some(words), _) => words.clone(),
-                    (None, n) => format!(
-                        "{n} sessions of the engine, each computing one query at a time; a query waits while all are busy"
-                    ),
-                },
-            };
-            watch.pass_begins();
-            let driven = crate::scenario::drive(
-                serving,
-                scenario,
-                point.seed,
-                batch_size,
-                &|| check_cancel().map_err(anyhow::Error::from),
-                &mut |done, of, timed_s| {
-                    on_progress(Progress {
-                        pass: warmup_passes + done,
-                        of: warmup_passes + of.max(done),
-                        warmup: false,
-                        timed_s,
-                    })
-                },
-            )
-            .with_context(|| {
-                format!("the {} scenario of {} failed", scenario.kind, graph.name())
-            })?;
-            watch.pass_ends();
-            if let Some(forward) = samples.get_mut(&Phase::Forward) {
-                forward.extend(&driven.compute_s);
-            }
-            totals.extend(&driven.compute_s);
-            let stop = StopRecord {
-                reason: StopReason::Scenario,
-                passes: totals.len(),
-                warmup_passes,
-                timed_s: totals.iter().sum(),
-                median_ci95_rel: None,
-            };
-            (stop, Some(driven.record))
-        }
-        None => {
-            let stop_reason = loop {
-                check_cancel()?;
-                watch.pass_begins();
-                let times = one_pass(session.as_mut(), point.mode).with_context(|| {
-                    format!("pass {} of {} failed", totals.len() + 1, graph.name())
-                })?;
-                watch.pass_ends();
-                first_pass_s.get_or_insert_with(|| times.iter().map(Duration::as_secs_f64).sum());
-                let mut total = 0.0;
-                for (phase, t) in phases.iter().zip(times) {
-                    if let Some(v) = samples.get_mut(phase) {
-                        v.push(t.as_secs_f64());
-                        total += t.as_secs_f64();
-                    }
-                }
-                totals.push(total);
-                let timed_s: f64 = totals.iter().sum();
-                on_progress(Progress {
-                    pass: warmup_passes + totals.len(),
-                    of: (warmup_passes + point.passes).max(warmup_passes + totals.len()),
-                    warmup: false,
-                    timed_s,
-                });
-                if let Some(reason) = stopper.after_pass(&totals, timed_s) {
-                    break reason;
-                }
-            };
-            let stop = StopRecord {
-                reason: stop_reason,
-                passes: totals.len(),
-                warmup_passes,
-                timed_s: totals.iter().sum(),
-                median_ci95_rel: stopper.final_ci(&totals, stop_reason),
-            };
-            (stop, None)
-        }
-    };
-    let device_peak = session.device_peak_memory();
-    let worker_peak_rss = session.worker_peak_rss();
-    let mut reported_settings = session.reported_settings();
-    let mut session_warnings = session.timed_pass_warnings()?;
-    // A failure to read which kernels ran costs that record, not the measurement.
-    match session.kernels_chosen() {
-        Ok(kernels) => {
-            reported_settings.extend(kernels.settings);
-            session_warnings.extend(kernels.warnings);
-        }
-        Err(e) => session_warnings.push(format!(
-            "which kernels ran was not recorded: asking the stack failed ({e:#})"
-        )),
-    }
-    drop(session);
-    let on_gpu = engine.capabilities().device == DeviceKind::Gpu;
-    let validity = match point.scenario.as_ref().map_or(1, |s| s.in_flight) {
-        1 => watch.finish(on_gpu),
-        n => watch.finish_contended(on_gpu, &format!("the {n} sessions in flight")),
-    };
-    let cold_start = ColdStart {
-        process_before_run_s,
-        prepare_s,
-        compile_s,
-        first_pass_s: first_pass_s.unwrap_or(0.0),
-        process_to_first_timed_pass_s,
-        first_in_process,
-    };
-
-    let mut by_quantity: BTreeMap<Quantity, Vec<f64>> = samples
-        .iter()
-        .map(|(p, v)| (Quantity::from(*p), v.clone()))
-        .collect();
-    by_quantity.insert(Quantity::Total, totals);
-    let summary: BTreeMap<Quantity, Summary> = by_quantity
-        .iter()
-        .filter_map(|(k, v)| Summary::of(v).map(|s| (*k, s)))
-        .collect();
-    let total = summary
-        .get(&Quantity::Total)
-        .ok_or_else(|| anyhow!("no valid timing samples were recorded"))?;
-
-    // A data-parallel pass trains every rank's batch.
-    let ranks = group.as_ref().map_or(1, |g| g.world_size);
-    let flops = flops_per_pass(point.mode, graph.macs(), batch_size * ranks);
-    // Under a scenario, what was served per second over the run (queueing and idle time
-    // included), not what back-to-back passes would compute.
-    let images_per_s = match &scenario {
-        Some(record) => record.samples_per_s,
-        None => (batch_size * ranks) as f64 / total.median,
-    };
-    let throughput = Throughput {
-        images_per_s,
-        gflops_per_s: flops / (batch_size * ranks) as f64 * images_per_s / 1e9,
-        flops_per_pass: flops,
-    };
-    let mut warnings = spread_warnings(&summary);
-    if let Some(record) = &scenario {
-        warnings.extend(
-            record
-                .invalid_reasons
-                .iter()
-                .map(|why| format!("the {} run is INVALID: {why}", record.kind)),
-        );
-    }
-    warnings.extend(session_warnings);
-    warnings.extend(
-        request
-            .calibration
-            .as_ref()
-            .and_then(|calibration| calibration.record.caveat()),
-    );
-    // An engine's own caveat about its numbers (e.g. a GPU engine on a CPU renderer).
-    warnings.extend(engine.info().settings.get("warning").cloned());
-    // Inference runs report latency with its tail (p90, p99), so that is where too few
-    // passes must be said; training results record percentiles without showing them.
-    if point.mode == Mode::Infer && scenario.is_none() {
-        warnings.extend(percentile_warning(total.count));
-    }
-    if stop.reason == StopReason::MaxTime {
-        if let (Some(pct), Some(ci)) = (point.target_ci_pct, stop.median_ci95_rel) {
-            warnings.push(format!(
-                "the time limit came before the target: the median total is known to ±{:.1}% (95% interval), not ±{pct}%",
-                ci * 100.0
-            ));
-        }
-    }
-    let [c, h, w] = graph.input_shape();
-    let distributed = group.map(|g| DistributedRecord {
-        backend: g.backend,
-        transport: g.transport,
-        bucket_bytes: g.bucket_bytes,
-        overlap: false,
-        ranks: vec![RankRecord {
-            rank: g.rank,
-            host: g.host.clone(),
-            address: g.endpoint.as_ref().map(|e| e.address.clone()),
-            interface: g.endpoint.as_ref().and_then(|e| e.interface.clone()),
-            address_chosen_by: g.endpoint.as_ref().map(|e| e.chosen_by.clone()),
-            samples: by_quantity.clone(),
-        }],
-    });
-    Ok(BenchResult {
-        format: RESULT_FORMAT.into(),
-        version: RESULT_VERSION,
-        tool: request.tool.clone(),
-        label: request.label.clone(),
-        model: ModelRecord {
-            name: graph.name().to_string(),
-            source: request.model_source.clone(),
-            params: graph.params(),
-            macs: graph.macs(),
-            depth: graph.depth(),
-            input: [c, h, w],
-        },
-        spec: Some(point.clone()),
-        config: RunConfig {
-            mode: point.mode,
-            batch_size,
-            image_size: [h, w],
-            warmup: point.warmup,
-            passes: point.passes,
-            seed: point.seed,
-            threads_requested: point.threads,
-            precision: point.precision,
-            min_time_s: point.min_time_s,
-            max_time_s: point.effective_max_time_s(),
-            target_ci_pct: point.target_ci_pct,
-            warmup_time_s: point.warmup_time_s,
-            world_size: distributed.is_some().then_some(ranks),
-            allocator: Some(crate::env::allocator_record()),
-            round: request.round,
-        },
-        engine: {
-            let mut info = engine.info();
-            info.settings.extend(reported_settings);
-            info
-        },
-        machine: crate::env::detect_machine(),
-        started_at,
-        duration_s: run_clock.elapsed().as_secs_f64(),
-        stop: Some(stop),
-        batch_search: request.batch_search.clone(),
-        samples: by_quantity,
-        summary,
-        throughput,
-        memory: MemoryRecord {
-            peak_rss_bytes: memory::peak_rss(),
-            peak_rss_reset,
-            device_peak_bytes: device_peak,
-            worker_peak_rss_bytes: worker_peak_rss,
-            estimate_bytes: memory::estimate_run_bytes(
-                graph,
-                point.mode,
-                batch_size,
-                point.scenario.as_ref(),
-            ),
-        },
-        peak: request.peak.clone().into(),
-        warnings,
-        distributed,
-        validity: Some(validity),
-        cold_start: Some(cold_start),
-        call_floor_s,
-        // The machine's, not the run's: the command that runs the harness adds it.
-        run_noise: None,
-        scenario,
-        quantization: request.calibration.as_ref().map(|calibration| {
-            calibration.quantization_record(&engine.info().name, engine.own_quantization())
-        }),
-    })
-}
+/// Runs the benchmark and returns the result (not yet written anywhere): the
+/// measurement's pipeline, [`crate::measure`].
+pub use crate::measure::run;
 
 /// Empty calls timed to find the floor of an engine that computes in another process.
 const FLOOR_CALLS: usize = 21;
 
 /// The median of [`FLOOR_CALLS`] empty calls, for a session that answers them; `None`
 /// for one that computes in this process.
-fn call_floor(session: &mut dyn Session) -> Result<Option<f64>> {
+pub(crate) fn call_floor(session: &mut dyn Session) -> Result<Option<f64>> {
     let mut times = Vec::with_capacity(FLOOR_CALLS);
     for _ in 0..FLOOR_CALLS {
         let t = Instant::now();
@@ -549,10 +140,6 @@ fn call_floor(session: &mut dyn Session) -> Result<Option<f64>> {
     times.sort_by(f64::total_cmp);
     Ok(Some(times[FLOOR_CALLS / 2]))
 }
-
-/// Whether this process has run a benchmark before: only its first run's time since the
-/// process started is that run's own cold start.
-static RAN_BEFORE: AtomicBool = AtomicBool::new(false);
 
 /// The timed phases of a pass: the mode's, with the gradients' all-reduce after
 /// backward when the session trains in a process group.
@@ -644,7 +231,7 @@ pub fn timer_resolution() -> Duration {
     best
 }
 
-fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
+pub(crate) fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
     let mut warnings = Vec::new();
     let resolution = timer_resolution().as_secs_f64();
     for (name, s) in summary {
@@ -670,8 +257,10 @@ fn spread_warnings(summary: &BTreeMap<Quantity, Summary>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_engine::{ChosenKernels, DataParallelRank, EngineInfo};
-    use cnnbench_graph::{ops::Conv2d, GraphBuilder};
+    use crate::stopping::Stopper;
+    use cnnbench_engine::{ChosenKernels, DataParallelRank, Engine, EngineInfo, SessionConfig};
+    use cnnbench_graph::{ops::Conv2d, Graph, GraphBuilder};
+    use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Mutex};
 
     /// A fake engine that sleeps a known time per phase and logs the calls it receives.

@@ -7,6 +7,7 @@ pub mod distributed;
 pub mod env;
 pub mod harness;
 pub mod images;
+pub mod measure;
 pub mod memory;
 pub mod noise;
 pub mod output;
