@@ -265,9 +265,7 @@ pub fn time_graph(
         deterministic: false,
         calibration: None,
     };
-    let mut session = engine
-        .prepare(graph, &config)
-        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
+    let mut session = crate::measure::ready(engine, graph, &config)?.session;
     let mut forward = Vec::with_capacity(passes);
     let mut backward = Vec::with_capacity(passes);
     for pass in 0..warmup + passes {

@@ -243,9 +243,7 @@ fn session(
         deterministic: true,
         calibration: calibration.map(|c| c.int8.clone()),
     };
-    engine
-        .prepare(graph, &config)
-        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))
+    Ok(crate::measure::ready(engine, graph, &config)?.session)
 }
 
 /// `t` with every element moved by a relative `size` (standard-normal factors).

@@ -10,6 +10,8 @@ mod prepare;
 mod record;
 mod served;
 
+pub use prepare::{ready, Ready};
+
 use crate::harness::{HarnessError, Progress, RunRequest};
 use crate::result::{BenchResult, StopRecord};
 use crate::validity::Watch;

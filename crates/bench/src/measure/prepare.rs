@@ -5,7 +5,8 @@
 use super::{Context, SessionPlan};
 use crate::harness::{call_floor, duration, one_pass, point_batch_size, Progress};
 use anyhow::{anyhow, Context as _, Result};
-use cnnbench_engine::{Precision, Session, SessionConfig};
+use cnnbench_engine::{Engine, Precision, Session, SessionConfig};
+use cnnbench_graph::Graph;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,34 @@ pub struct Prepared {
     pub first_pass_s: Option<f64>,
     /// The median empty call of an engine that computes in another process.
     pub call_floor_s: Option<f64>,
+}
+
+/// A session prepared and compiled, and what each took: the one way every measurement
+/// (a run, `profile`, `verify`) makes its session.
+pub struct Ready {
+    pub session: Box<dyn Session>,
+    pub prepare_s: f64,
+    /// `None`: the engine compiles nothing apart from preparing.
+    pub compile_s: Option<f64>,
+}
+
+/// Prepares a session of `graph` and compiles it: a lazily compiling engine compiles
+/// here, timed on its own, never in a pass.
+pub fn ready(engine: &dyn Engine, graph: &Graph, config: &SessionConfig) -> Result<Ready> {
+    let prepare_clock = Instant::now();
+    let mut session = engine
+        .prepare(graph, config)
+        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
+    let prepare_s = prepare_clock.elapsed().as_secs_f64();
+    let compile_clock = Instant::now();
+    let compiled = session
+        .compile()
+        .with_context(|| format!("{} cannot compile {}", engine.info().name, graph.name()))?;
+    Ok(Ready {
+        session,
+        prepare_s,
+        compile_s: compiled.then(|| compile_clock.elapsed().as_secs_f64()),
+    })
 }
 
 /// Prepares, compiles and warms up the point's session: the passes asked for, then more
@@ -56,17 +85,11 @@ pub(crate) fn prepare(ctx: &Context, on_progress: &mut dyn FnMut(Progress)) -> R
     }
     let process_before_run_s = cnnbench_host::process_age_s();
     let first_in_process = !RAN_BEFORE.swap(true, Ordering::SeqCst);
-    let prepare_clock = Instant::now();
-    let mut session = engine
-        .prepare(graph, &config)
-        .with_context(|| format!("{} cannot run {}", engine.info().name, graph.name()))?;
-    let prepare_s = prepare_clock.elapsed().as_secs_f64();
-    // A lazily compiling engine compiles here, timed on its own, never in a pass.
-    let compile_clock = Instant::now();
-    let compiled = session
-        .compile()
-        .with_context(|| format!("{} cannot compile {}", engine.info().name, graph.name()))?;
-    let compile_s = compiled.then(|| compile_clock.elapsed().as_secs_f64());
+    let Ready {
+        mut session,
+        prepare_s,
+        compile_s,
+    } = ready(engine, graph, &config)?;
     let call_floor_s = call_floor(session.as_mut())?;
 
     let planned = point.warmup + point.passes;
