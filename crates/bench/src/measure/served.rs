@@ -38,8 +38,9 @@ impl Load for Served<'_> {
                 what: format!("session {} of {in_flight} for --in-flight", n + 1),
             })
             .collect();
+        let sizes = self.larger_sizes();
         for _ in 0..in_flight {
-            for size in self.larger_sizes() {
+            for &size in &sizes {
                 plan.push(SessionPlan {
                     config: SessionConfig {
                         batch_size: size,

@@ -5,7 +5,7 @@
 
 use super::keys::{self, CellKeys, Key, Reach};
 use super::{check_axis, MatrixError};
-use cnnbench_results::scenario::ScenarioKind;
+use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::de::{DeString, DeTable, DeValue};
@@ -32,6 +32,8 @@ pub(super) struct KeyAxes {
 /// where the cell's scenario takes it) and the values of the lists, in cell order.
 pub(super) struct CellValues {
     pub keys: CellKeys,
+    /// The scenario its keys make (`None`: passes back to back).
+    pub scenario: Option<ScenarioSpec>,
     pub listed: Vec<KeyValue>,
 }
 
@@ -194,26 +196,36 @@ impl KeyAxes {
     /// varies fastest). A file without lists has one, so that its cells number as before.
     pub fn cells(&self) -> Result<Vec<CellValues>, MatrixError> {
         let kind_is_axis = self.get("scenario").is_some_and(|g| g.is_axis);
+        // Each scenario's values, made once: the one values it takes and each
+        // combination of its lists (led by its own value where `scenario` is a list).
+        let mut scenarios = Vec::new();
+        for kind in self.kinds() {
+            let head = match kind {
+                Some(k) if kind_is_axis => vec![("scenario", Value::from(k.as_str()))],
+                Some(_) | None => Vec::new(),
+            };
+            let one: Map<String, Value> = self
+                .given
+                .iter()
+                .filter(|g| !g.is_axis && g.key.reaches(kind))
+                .map(|g| (g.key.name.to_string(), g.values[0].clone()))
+                .collect();
+            let lists = product(self.lists_of(kind).filter(|g| g.key.reach != Reach::Every));
+            scenarios.push((head, one, lists));
+        }
         let mut out = Vec::new();
-        for run in product(self.lists_of(None).filter(|g| g.key.reach == Reach::Every)) {
-            for kind in self.kinds() {
-                let head = match kind {
-                    Some(k) if kind_is_axis => vec![("scenario", Value::from(k.as_str()))],
-                    Some(_) | None => Vec::new(),
-                };
-                let scenario_lists = self.lists_of(kind).filter(|g| g.key.reach != Reach::Every);
-                for rest in product(scenario_lists) {
+        // Passes back to back take only the run settings' lists.
+        for run in product(self.lists_of(None)) {
+            for (head, one, lists) in &scenarios {
+                for rest in lists {
                     let listed: Vec<KeyValue> =
-                        run.iter().chain(&head).chain(&rest).cloned().collect();
-                    let mut values: Map<String, Value> = self
-                        .given
-                        .iter()
-                        .filter(|g| !g.is_axis && g.key.reaches(kind))
-                        .map(|g| (g.key.name.to_string(), g.values[0].clone()))
-                        .collect();
+                        run.iter().chain(head).chain(rest).cloned().collect();
+                    let mut values = one.clone();
                     values.extend(listed.iter().map(|(k, v)| (k.to_string(), v.clone())));
+                    let keys = from_values(values)?;
                     out.push(CellValues {
-                        keys: from_values(values)?,
+                        scenario: keys.scenario_spec(),
+                        keys,
                         listed,
                     });
                 }

@@ -428,7 +428,7 @@ impl Matrix {
                             for &mode in &file.modes {
                                 for &precision in &file.precisions {
                                     for values in &key_cells {
-                                        let scenario = values.keys.scenario_spec();
+                                        let scenario = values.scenario.clone();
                                         let batch_size = match file.batch_sizes {
                                             Some(_) => batch_size,
                                             None => {
