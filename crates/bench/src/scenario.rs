@@ -1,14 +1,18 @@
 //! The harness's timed loop as one of MLPerf LoadGen's scenarios (`run --scenario`):
-//! queries issued to a prepared session as the scenario defines, each query's latency
+//! queries issued to prepared sessions as the scenario defines, each query's latency
 //! recorded (into an HDR histogram for its percentiles, and raw), the verdicts worked
 //! out. The closed loop of passes is the harness's other timed loop.
 //!
-//! The engine serves one query at a time, on the one session: a query that arrives while
-//! another computes waits, and the wait is part of its latency. A server query's latency
-//! runs from its *scheduled* arrival, never from when the issuer got to it, so an issuer
-//! that falls behind shows as latency (no coordinated omission). Drawing a query's input
-//! (the harness's stand-in for LoadGen's preloaded samples) is not the system's work:
-//! the schedule stops while it happens.
+//! One file a load: single-stream and multi-stream issue the next query when the last
+//! completes ([`stream`]), the server releases queries at their Poisson arrivals to one
+//! worker per query in flight, with or without the dynamic batcher (`server`), offline
+//! issues every sample at once (`offline`); `--find-peak` searches the server's loads.
+//! A query that arrives while every session computes waits, and the wait is part of its
+//! latency. A server query's latency runs from its *scheduled* arrival, never from when
+//! the issuer got to it, so an issuer that falls behind shows as latency (no coordinated
+//! omission). Drawing a query's input (the harness's stand-in for LoadGen's preloaded
+//! samples) is not the system's work: the clock, or one server worker's schedule, stops
+//! while it happens.
 
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
@@ -22,8 +26,10 @@ use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-mod batcher;
-mod concurrent;
+#[cfg(test)]
+mod fakes;
+mod offline;
+mod server;
 
 /// Queries of a no-op engine timed to measure the issuer's own cost.
 const OVERHEAD_QUERIES: usize = 1000;
@@ -91,7 +97,7 @@ pub fn drive(
     }
     // Each query in flight is a worker with its sessions by batch size, ascending.
     let mut larger = batch_sessions.into_iter();
-    let mut sessions: Vec<batcher::Worker<'_>> = sessions
+    let mut sessions: Vec<server::Worker<'_>> = sessions
         .into_iter()
         .map(|one| {
             std::iter::once((1, one))
@@ -253,136 +259,151 @@ impl Overload {
 
 /// Issues the load to the sessions and times it.
 fn issue(
-    workers: &mut [batcher::Worker<'_>],
+    workers: &mut [server::Worker<'_>],
     load: &Load,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
 ) -> Result<Timeline> {
-    if let Some(spec) = &load.batcher {
-        return batcher::server(workers, load, spec, check, on_query);
+    // Only the server batches: elsewhere each worker computes one query a call, on its
+    // first session.
+    fn firsts<'w>(workers: &'w mut [server::Worker<'_>]) -> Vec<&'w mut (dyn Session + 'static)> {
+        workers
+            .iter_mut()
+            .filter_map(|worker| worker.first_mut().map(|(_, session)| &mut **session))
+            .collect()
     }
-    // Without the batcher each worker computes one query a call, on its first session.
-    let mut sessions: Vec<&mut (dyn Session + 'static)> = workers
-        .iter_mut()
-        .filter_map(|worker| worker.first_mut().map(|(_, session)| &mut **session))
-        .collect();
-    match sessions.as_mut_slice() {
-        [session] => issue_to_one(&mut **session, load, check, on_query),
-        _ => concurrent::issue(&mut sessions, load, check, on_query),
+    match load.kind {
+        ScenarioKind::Server => server::issue(workers, load, check, on_query),
+        ScenarioKind::Offline => offline::issue(&mut firsts(workers), load, check, on_query),
+        ScenarioKind::SingleStream | ScenarioKind::MultiStream => {
+            match firsts(workers).as_mut_slice() {
+                [session] => stream(&mut **session, load, check, on_query),
+                _ => Err(anyhow!(
+                    "{} issues its next query when the last completes: one query is in flight",
+                    load.kind
+                )),
+            }
+        }
     }
 }
 
-/// Issues the load to one session, which serves one query at a time.
-fn issue_to_one(
+/// Single-stream and multi-stream: the next query is issued when the last completes,
+/// its input drawn outside the run's clock; a query's latency is its compute time.
+fn stream(
     session: &mut dyn Session,
     load: &Load,
     check: &dyn Fn() -> Result<()>,
     on_query: &mut OnQuery<'_>,
 ) -> Result<Timeline> {
+    let planned = planned_queries(load);
     let mut latencies_s = Vec::new();
     let mut compute_s = Vec::new();
-    // The input for the next call, drawn outside the run's clock.
-    let mut paused = Duration::ZERO;
-    let prepare = |session: &mut dyn Session, paused: &mut Duration| -> Result<()> {
-        let t = Instant::now();
+    let mut busy = Duration::ZERO;
+    while latencies_s.len() < load.min_queries || busy < load.min_duration {
+        check()?;
         session.prepare_batch()?;
         session.sync()?;
-        *paused += t.elapsed();
-        Ok(())
-    };
-    let start = Instant::now();
-    let planned = planned_queries(load);
-    match load.kind {
-        ScenarioKind::SingleStream | ScenarioKind::MultiStream => {
-            let mut busy = Duration::ZERO;
-            while latencies_s.len() < load.min_queries || busy < load.min_duration {
-                check()?;
-                prepare(session, &mut paused)?;
-                let took = serve(session)?;
-                busy += took;
-                latencies_s.push(took.as_secs_f64());
-                compute_s.push(took.as_secs_f64());
-                on_query(latencies_s.len(), planned, busy.as_secs_f64());
-            }
-            let queries = latencies_s.len();
-            Ok(Timeline {
-                latencies_s,
-                compute_s,
-                queries,
-                samples: queries * load.batch,
-                duration_s: busy.as_secs_f64(),
-                input_draw_s: None,
-                batcher: None,
-                abandoned: 0,
-                overdue_after_s: None,
-            })
-        }
-        ScenarioKind::Server => {
-            let qps = load
-                .target_qps
-                .ok_or_else(|| anyhow!("the server scenario needs a target QPS"))?;
-            let arrivals = poisson_arrivals(qps, planned, load.seed);
-            let overload = Overload::for_schedule(&arrivals, load);
-            let mut last_done = Duration::ZERO;
-            for (done, arrival) in arrivals.iter().enumerate() {
-                check()?;
-                prepare(session, &mut paused)?;
-                // The schedule, shifted by the time spent drawing inputs.
-                let scheduled = start + *arrival + paused;
-                wait_until(scheduled);
-                if overload.overdue(scheduled) {
-                    break;
-                }
-                let took = serve(session)?;
-                let finished = Instant::now();
-                latencies_s.push(finished.saturating_duration_since(scheduled).as_secs_f64());
-                compute_s.push(took.as_secs_f64());
-                last_done = finished
-                    .saturating_duration_since(start)
-                    .saturating_sub(paused);
-                on_query(done + 1, planned, last_done.as_secs_f64());
-            }
-            let queries = latencies_s.len();
-            Ok(Timeline {
-                latencies_s,
-                compute_s,
-                queries,
-                samples: queries,
-                duration_s: last_done.as_secs_f64(),
-                input_draw_s: None,
-                batcher: None,
-                abandoned: overload.abandoned(planned, queries),
-                overdue_after_s: Some(overload.after.as_secs_f64()),
-            })
-        }
-        ScenarioKind::Offline => {
-            // Every sample issued at once: each batch's latency is its completion since
-            // the issue; the engine computes `batch` samples per call.
-            let mut clock = Duration::ZERO;
-            let mut samples = 0;
-            while samples < load.min_queries || clock < load.min_duration {
-                check()?;
-                prepare(session, &mut paused)?;
-                let took = serve(session)?;
-                clock += took;
-                samples += load.batch;
-                latencies_s.push(clock.as_secs_f64());
-                compute_s.push(took.as_secs_f64());
-                on_query(samples, planned, clock.as_secs_f64());
-            }
-            Ok(Timeline {
-                latencies_s,
-                compute_s,
-                queries: 1,
-                samples,
-                duration_s: clock.as_secs_f64(),
-                input_draw_s: None,
-                batcher: None,
-                abandoned: 0,
-                overdue_after_s: None,
-            })
-        }
+        let took = serve(session)?;
+        busy += took;
+        latencies_s.push(took.as_secs_f64());
+        compute_s.push(took.as_secs_f64());
+        on_query(latencies_s.len(), planned, busy.as_secs_f64());
     }
+    let queries = latencies_s.len();
+    Ok(Timeline {
+        latencies_s,
+        compute_s,
+        queries,
+        samples: queries * load.batch,
+        duration_s: busy.as_secs_f64(),
+        input_draw_s: None,
+        batcher: None,
+        abandoned: 0,
+        overdue_after_s: None,
+    })
+}
+
+/// A query as a session served it.
+struct Served {
+    index: usize,
+    /// When it arrived (server) or the run started (offline).
+    scheduled: Instant,
+    completed: Instant,
+    compute: Duration,
+    /// The session's drawing of this query's input, before it took the query.
+    draw: Duration,
+}
+
+/// Readies the session's next input, untimed by the query's compute clock: a worker
+/// does it as soon as it finishes a call, before it takes the next. A session that
+/// keeps its input (the whole-model engines: ONNX Runtime, OpenVINO, tract) computes
+/// the same one again, as a server computes the samples it holds in memory (LoadGen's
+/// preloaded samples); one whose forward consumes its input draws a fresh one. At a
+/// load that leaves a session idle between queries this costs nothing; a query already
+/// waiting waits for it too, unless the schedule pauses for it (one server worker).
+fn draw(session: &mut dyn Session) -> Result<Duration> {
+    let t = Instant::now();
+    session.prepare_same_batch()?;
+    session.sync()?;
+    Ok(t.elapsed())
+}
+
+/// The sessions' queries, or the first failure among them.
+fn join(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<Vec<Served>>>>,
+) -> Result<Vec<Served>> {
+    let mut all = Vec::new();
+    for worker in workers {
+        let served = worker
+            .join()
+            .map_err(|_| anyhow!("a session serving the scenario's queries panicked"))??;
+        all.extend(served);
+    }
+    Ok(all)
+}
+
+/// The run the workers served, as the timeline of one session: latencies and compute
+/// times in issue order (offline: in order of completion), the duration to the last
+/// completion.
+fn timeline(
+    mut served: Vec<Served>,
+    start: Instant,
+    batch: usize,
+    offline: bool,
+) -> Result<Timeline> {
+    if served.is_empty() {
+        return Err(anyhow!("no query was served"));
+    }
+    if offline {
+        served.sort_by_key(|s| s.completed);
+    } else {
+        served.sort_by_key(|s| s.index);
+    }
+    let last = served.iter().map(|s| s.completed).max().unwrap_or(start);
+    let latencies_s = served
+        .iter()
+        .map(|s| {
+            s.completed
+                .saturating_duration_since(s.scheduled)
+                .as_secs_f64()
+        })
+        .collect();
+    let compute_s = served.iter().map(|s| s.compute.as_secs_f64()).collect();
+    let mut draws: Vec<f64> = served.iter().map(|s| s.draw.as_secs_f64()).collect();
+    draws.sort_by(f64::total_cmp);
+    let calls = served.len();
+    Ok(Timeline {
+        latencies_s,
+        compute_s,
+        // Offline's samples are one query, issued at once.
+        queries: if offline { 1 } else { calls },
+        samples: calls * batch,
+        duration_s: last.saturating_duration_since(start).as_secs_f64(),
+        input_draw_s: Some(draws[draws.len() / 2]),
+        batcher: None,
+        abandoned: 0,
+        overdue_after_s: None,
+    })
 }
 
 /// The queries (offline: samples) a run plans to issue; the duration may ask for more.
@@ -628,7 +649,7 @@ fn percentile_name(q: f64) -> String {
 /// from the start while runs are valid (halved while they are not), then bisected
 /// between the highest valid and lowest invalid load, every probe a full run.
 fn find_peak(
-    sessions: &mut [batcher::Worker<'_>],
+    sessions: &mut [server::Worker<'_>],
     served: &ServedBy,
     spec: &ScenarioSpec,
     seed: u64,
@@ -665,7 +686,7 @@ fn find_peak(
     let mut lightest: Option<(Timeline, Load)> = None;
     let mut lowest_invalid: Option<f64> = None;
     let probe = |qps: f64,
-                 sessions: &mut [batcher::Worker<'_>],
+                 sessions: &mut [server::Worker<'_>],
                  on_query: &mut OnQuery<'_>,
                  probes: &mut Vec<PeakProbe>|
      -> Result<(bool, Timeline, Load)> {
@@ -824,7 +845,7 @@ mod tests {
             };
             let mut load = Load::of(&spec, spec.target_qps, 7, 1);
             load.overdue_at_least = Duration::from_millis(50);
-            let mut workers: Vec<batcher::Worker<'_>> = fixed
+            let mut workers: Vec<server::Worker<'_>> = fixed
                 .iter_mut()
                 .map(|f| vec![(1, f as &mut (dyn Session + 'static))])
                 .collect();
