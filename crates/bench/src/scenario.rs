@@ -287,6 +287,15 @@ fn issue(
     }
 }
 
+/// One call of a closed loop of queries (the streams, offline on one session): asks
+/// `check`, draws a fresh input outside the clock, and times the call.
+fn draw_and_serve(session: &mut dyn Session, check: &dyn Fn() -> Result<()>) -> Result<Duration> {
+    check()?;
+    session.prepare_batch()?;
+    session.sync()?;
+    serve(session)
+}
+
 /// Single-stream and multi-stream: the next query is issued when the last completes,
 /// its input drawn outside the run's clock; a query's latency is its compute time.
 fn stream(
@@ -300,10 +309,7 @@ fn stream(
     let mut compute_s = Vec::new();
     let mut busy = Duration::ZERO;
     while latencies_s.len() < load.min_queries || busy < load.min_duration {
-        check()?;
-        session.prepare_batch()?;
-        session.sync()?;
-        let took = serve(session)?;
+        let took = draw_and_serve(session, check)?;
         busy += took;
         latencies_s.push(took.as_secs_f64());
         compute_s.push(took.as_secs_f64());

@@ -5,7 +5,9 @@
 //! each finishes one, every session drawing its next input before it takes the call
 //! (see [`super::draw`]; its median is recorded beside the compute time).
 
-use super::{draw, join, planned_queries, serve, timeline, Load, OnQuery, Served, Timeline};
+use super::{
+    draw, draw_and_serve, join, planned_queries, serve, timeline, Load, OnQuery, Served, Timeline,
+};
 use anyhow::Result;
 use cnnbench_engine::Session;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -42,10 +44,7 @@ fn one_after_another(
     let mut clock = Duration::ZERO;
     let mut samples = 0;
     while samples < load.min_queries || clock < load.min_duration {
-        check()?;
-        session.prepare_batch()?;
-        session.sync()?;
-        let took = serve(session)?;
+        let took = draw_and_serve(session, check)?;
         clock += took;
         samples += load.batch;
         latencies_s.push(clock.as_secs_f64());

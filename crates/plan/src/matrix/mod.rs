@@ -602,6 +602,9 @@ fn check_query_batch(cell: &Cell) -> Result<(), String> {
 }
 
 /// An axis must list something, and nothing twice (it would run the same cell twice).
+/// A list longer than [`MAX_CELLS`] makes more cells than that alone, and is refused
+/// before its values are compared pair by pair (half a million values, which a
+/// megabyte holds, took minutes).
 fn check_axis<T: PartialEq>(
     key: &'static str,
     values: &[T],
@@ -609,6 +612,11 @@ fn check_axis<T: PartialEq>(
 ) -> Result<(), MatrixError> {
     if values.is_empty() {
         return Err(MatrixError::Empty(key));
+    }
+    if values.len() > MAX_CELLS {
+        return Err(MatrixError::TooManyCells {
+            cells: values.len() as u128,
+        });
     }
     for (i, v) in values.iter().enumerate() {
         if values[..i].contains(v) {

@@ -52,6 +52,26 @@ fn huge_matrices_and_files_that_are_not_matrices_are_refused_at_once() {
     assert!(e.contains("big.toml"), "{e}");
 }
 
+/// A list is counted against the cells a matrix may make before its values are
+/// compared pair by pair: half a million values (a megabyte holds them) took minutes to
+/// refuse. The list here ends with its first value again, so a pair check that ran
+/// first would have said "twice" (after some 5×10⁹ comparisons) instead of the count.
+#[test]
+fn a_list_longer_than_the_cells_a_matrix_may_make_is_refused_before_its_pairs() {
+    let repeats: Vec<String> = (1..=MAX_CELLS + 1)
+        .map(|r| r.to_string())
+        .chain(["1".to_string()])
+        .collect();
+    let e = err(&format!(
+        "models = [\"resnet18\"]\nengines = [\"burn-flex\"]\nrepeat = [{}]",
+        repeats.join(", ")
+    ));
+    assert!(
+        e.contains(&format!("{} cells", MAX_CELLS + 2)) && !e.contains("twice"),
+        "{e}"
+    );
+}
+
 #[test]
 fn cells_are_the_cross_product_in_a_fixed_order() {
     let m = parse(
