@@ -354,18 +354,16 @@ fn draw(session: &mut dyn Session) -> Result<Duration> {
     Ok(t.elapsed())
 }
 
-/// The sessions' queries, or the first failure among them.
-fn join(
-    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<Vec<Served>>>>,
-) -> Result<Vec<Served>> {
-    let mut all = Vec::new();
-    for worker in workers {
-        let served = worker
-            .join()
-            .map_err(|_| anyhow!("a session serving the scenario's queries panicked"))??;
-        all.extend(served);
-    }
-    Ok(all)
+/// What each worker thread served, or the first failure among them.
+fn join<T>(workers: Vec<std::thread::ScopedJoinHandle<'_, Result<T>>>) -> Result<Vec<T>> {
+    workers
+        .into_iter()
+        .map(|worker| {
+            worker
+                .join()
+                .map_err(|_| anyhow!("a session serving the scenario's queries panicked"))?
+        })
+        .collect()
 }
 
 /// The run the workers served, as the timeline of one session: latencies and compute

@@ -126,7 +126,7 @@ fn concurrent(
         (start, outcome, join(workers))
     });
     outcome?;
-    timeline(served?, start, batch, true)
+    timeline(served?.into_iter().flatten().collect(), start, batch, true)
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@
 //! omission).
 
 use super::{
-    draw, planned_queries, poisson_arrivals, serve, timeline, wait_until, Load, OnQuery, Overload,
-    Served, Timeline,
+    draw, join, planned_queries, poisson_arrivals, serve, timeline, wait_until, Load, OnQuery,
+    Overload, Served, Timeline,
 };
 use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
@@ -147,21 +147,12 @@ pub(super) fn issue(
             check,
             on_query,
         );
-        let results: Vec<_> = handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .map_err(|_| anyhow!("a worker serving the scenario's queries panicked"))
-            })
-            .collect();
-        (start, outcome, results)
+        (start, outcome, join(handles))
     });
     outcome?;
     let mut served = Vec::new();
     let mut calls = Vec::new();
-    for result in results {
-        let (their_served, their_calls) = result??;
+    for (their_served, their_calls) in results? {
         served.extend(their_served);
         calls.extend(their_calls);
     }
