@@ -18,9 +18,9 @@ use anyhow::{anyhow, Result};
 use cnnbench_engine::Session;
 use cnnbench_graph::SplitMix64;
 use cnnbench_results::scenario::{
-    early_stopping_bound, fewest_queries_for, BatcherRecord, BatcherSpec, LatencySummary,
-    PeakProbe, ScenarioKind, ScenarioRecord, ScenarioSpec, EARLY_STOPPING_CONFIDENCE,
-    MAX_SCENARIO_QUERIES, MAX_TARGET_QPS,
+    early_stopping_bound, fewest_queries_for, BatcherRecord, BatcherSpec, Counted, Issuing,
+    LatencySummary, PeakProbe, ScenarioKind, ScenarioRecord, ScenarioSpec,
+    EARLY_STOPPING_CONFIDENCE, MAX_SCENARIO_QUERIES, MAX_TARGET_QPS,
 };
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,7 +110,7 @@ pub fn drive(
         in_flight: sessions.len(),
         description,
     };
-    if spec.kind == ScenarioKind::Server && spec.find_peak {
+    if spec.find_peak {
         return find_peak(
             &mut sessions,
             &served,
@@ -272,18 +272,16 @@ fn issue(
             .filter_map(|worker| worker.first_mut().map(|(_, session)| &mut **session))
             .collect()
     }
-    match load.kind {
-        ScenarioKind::Server => server::issue(workers, load, check, on_query),
-        ScenarioKind::Offline => offline::issue(&mut firsts(workers), load, check, on_query),
-        ScenarioKind::SingleStream | ScenarioKind::MultiStream => {
-            match firsts(workers).as_mut_slice() {
-                [session] => stream(&mut **session, load, check, on_query),
-                _ => Err(anyhow!(
-                    "{} issues its next query when the last completes: one query is in flight",
-                    load.kind
-                )),
-            }
-        }
+    match load.kind.rules().issuing {
+        Issuing::PoissonArrivals => server::issue(workers, load, check, on_query),
+        Issuing::AllAtOnce => offline::issue(&mut firsts(workers), load, check, on_query),
+        Issuing::ClosedLoop => match firsts(workers).as_mut_slice() {
+            [session] => stream(&mut **session, load, check, on_query),
+            _ => Err(anyhow!(
+                "{} issues its next query when the last completes: one query is in flight",
+                load.kind
+            )),
+        },
     }
 }
 
@@ -412,15 +410,17 @@ fn timeline(
 
 /// The queries (offline: samples) a run plans to issue; the duration may ask for more.
 fn planned_queries(load: &Load) -> usize {
-    match (load.kind, load.target_qps) {
-        (ScenarioKind::Server, Some(qps)) => {
+    match (load.kind.rules().issuing, load.target_qps) {
+        (Issuing::PoissonArrivals, Some(qps)) => {
             let for_duration = (qps * load.min_duration.as_secs_f64()).ceil();
             // The spec's validation bounds this for a given load; the peak search's
             // probes are held to the same bound here.
             let for_duration = for_duration.min(MAX_SCENARIO_QUERIES as f64) as usize;
             load.min_queries.max(for_duration).min(MAX_SCENARIO_QUERIES)
         }
-        _ => load.min_queries,
+        (Issuing::PoissonArrivals, None) | (Issuing::ClosedLoop | Issuing::AllAtOnce, _) => {
+            load.min_queries
+        }
     }
 }
 
@@ -582,11 +582,9 @@ fn judge(
     {
         invalid_reasons.push(shortfall);
     }
-    let counted = match kind {
-        ScenarioKind::Offline => timeline.samples,
-        ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Server => {
-            timeline.queries
-        }
+    let counted = match kind.rules().counted {
+        Counted::Samples => timeline.samples,
+        Counted::Queries => timeline.queries,
     };
     let rules = kind.mlperf_rules();
     let mut mlperf_shortfalls = Vec::new();
@@ -599,11 +597,7 @@ fn judge(
     if counted < rules.min_queries {
         mlperf_shortfalls.push(format!(
             "{counted} {}, MLPerf requires {}",
-            if kind == ScenarioKind::Offline {
-                "samples"
-            } else {
-                "queries"
-            },
+            kind.rules().counted.noun(),
             rules.min_queries
         ));
     }
@@ -618,7 +612,7 @@ fn judge(
         kind,
         samples_per_query: spec.samples_per_query,
         target_qps: load.target_qps,
-        schedule_seed: (kind == ScenarioKind::Server).then_some(load.seed),
+        schedule_seed: (kind.rules().issuing == Issuing::PoissonArrivals).then_some(load.seed),
         latency_bound_ms: spec.latency_bound_ms,
         queries: timeline.queries,
         samples: timeline.samples,

@@ -185,7 +185,7 @@ impl RunTable {
 /// the reported percentile with LoadGen's early-stopping estimate, the verdict and how
 /// far the run is from MLPerf's rules.
 pub fn scenario_line(result: &BenchResult) -> Option<String> {
-    use cnnbench_results::scenario::ScenarioKind;
+    use cnnbench_results::scenario::Issuing;
     let r = result.scenario.as_ref()?;
     let [h, w] = result.config.image_size;
     let what = format!(
@@ -198,9 +198,10 @@ pub fn scenario_line(result: &BenchResult) -> Option<String> {
             String::new()
         }
     );
-    let load = match (r.kind, r.target_qps) {
-        (ScenarioKind::Server, Some(qps)) => format!(
-            "server at {qps:.1} QPS{} (achieved {:.1}), {} queries",
+    let load = match (r.kind.rules().issuing, r.target_qps) {
+        (Issuing::PoissonArrivals, Some(qps)) => format!(
+            "{} at {qps:.1} QPS{} (achieved {:.1}), {} queries",
+            r.kind,
             match (r.peak_search.len(), r.valid) {
                 (0, _) => String::new(),
                 (probes, true) => format!(", the highest valid of {probes} probes"),
@@ -214,13 +215,13 @@ pub fn scenario_line(result: &BenchResult) -> Option<String> {
                 b.calls, b.mean_batch, b.max_batch, b.timeout_ms, b.padded_samples
             )
         }),
-        (ScenarioKind::Offline, _) => format!(
-            "offline, {} samples {} at a time: {:.1} samples/s",
-            r.samples, result.config.batch_size, r.samples_per_s
+        (Issuing::AllAtOnce, _) => format!(
+            "{}, {} samples {} at a time: {:.1} samples/s",
+            r.kind, r.samples, result.config.batch_size, r.samples_per_s
         ),
-        (kind, _) => format!(
-            "{kind}, {} queries of {}: {:.1} queries/s",
-            r.queries, r.samples_per_query, r.achieved_qps
+        (Issuing::ClosedLoop | Issuing::PoissonArrivals, _) => format!(
+            "{}, {} queries of {}: {:.1} queries/s",
+            r.kind, r.queries, r.samples_per_query, r.achieved_qps
         ),
     };
     let latency = match (r.percentile, r.percentile_latency_s) {

@@ -8,7 +8,9 @@ use crate::aliases::Aliases;
 use crate::catalog::ModelCatalog;
 use crate::fmt::{ms, natural_cmp};
 use crate::record::Record;
-use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioRecord};
+use cnnbench_results::scenario::{
+    BatcherSpec, Counted, Issuing, ScenarioKind, ScenarioRecord, ScenarioSetting,
+};
 use cnnbench_results::{printable, Precision};
 use std::cmp::Ordering;
 
@@ -236,12 +238,10 @@ impl Serving {
         let mut server: Vec<ServingSeries> = Vec::new();
         let mut others = Vec::new();
         for run in runs {
-            match run.record.kind {
-                ScenarioKind::Server => {}
-                ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Offline => {
-                    others.push(run);
-                    continue;
-                }
+            // A scenario of arrivals is a series over its loads; the others are rows.
+            if run.record.kind.rules().issuing != Issuing::PoissonArrivals {
+                others.push(run);
+                continue;
             }
             let r = &run.record;
             let bound_ms = r.latency_bound_ms.filter(|b| b.is_finite());
@@ -324,12 +324,7 @@ impl Serving {
                 .then_with(|| natural_cmp(&a.engine, &b.engine))
                 .then(a.in_flight.cmp(&b.in_flight))
         });
-        let kind_rank = |k: ScenarioKind| match k {
-            ScenarioKind::SingleStream => 0,
-            ScenarioKind::MultiStream => 1,
-            ScenarioKind::Offline => 2,
-            ScenarioKind::Server => 3,
-        };
+        let kind_rank = |k: ScenarioKind| ScenarioKind::ALL.iter().position(|&each| each == k);
         others.sort_by(|a, b| {
             natural_cmp(&a.model, &b.model)
                 .then(a.input.cmp(&b.input))
@@ -446,20 +441,23 @@ impl Serving {
                     Some(at) => format!("{name} {} ms", ms(at)),
                     None => format!("{name} –"),
                 };
-                let (reported, queries) = match r.kind {
-                    ScenarioKind::SingleStream => (percentile("p90"), r.queries),
-                    ScenarioKind::MultiStream => (
-                        format!(
-                            "{} ({} samples a query)",
-                            percentile("p99"),
-                            r.samples_per_query
-                        ),
-                        r.queries,
-                    ),
-                    ScenarioKind::Offline => {
-                        (format!("{:.1} samples/s", r.samples_per_s), r.samples)
+                // What the scenario reports (its percentile of latency, or its
+                // throughput) and the count its rules count.
+                let rules = r.kind.rules();
+                let reported = match rules.percentile {
+                    Some(q) => {
+                        let at = percentile(&format!("p{}", (q * 100.0).round()));
+                        if rules.takes.contains(&ScenarioSetting::SamplesPerQuery) {
+                            format!("{at} ({} samples a query)", r.samples_per_query)
+                        } else {
+                            at
+                        }
                     }
-                    ScenarioKind::Server => (percentile("p99"), r.queries),
+                    None => format!("{:.1} samples/s", r.samples_per_s),
+                };
+                let queries = match rules.counted {
+                    Counted::Queries => r.queries,
+                    Counted::Samples => r.samples,
                 };
                 let valid = if r.valid {
                     "yes".to_string()

@@ -19,57 +19,270 @@ pub enum ScenarioKind {
     Offline,
 }
 
+/// How a scenario issues its queries: the one thing the load's driver dispatches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Issuing {
+    /// One query at a time, the next when the last completes (single- and multi-stream).
+    ClosedLoop,
+    /// Queries at Poisson-distributed arrival times, whatever is in flight (server).
+    PoissonArrivals,
+    /// Every sample at once (offline).
+    AllAtOnce,
+}
+
+/// What a scenario's count of queries (`--min-queries`, MLPerf's minimum) counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    Queries,
+    Samples,
+}
+
+impl Counted {
+    /// The word for the count, plural.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Counted::Queries => "queries",
+            Counted::Samples => "samples",
+        }
+    }
+}
+
+/// A setting of a run that only some scenarios take: each scenario's rules list the ones
+/// it takes, and a spec that sets another is refused, in the flag's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenarioSetting {
+    SamplesPerQuery,
+    TargetQps,
+    LatencyBound,
+    FindPeak,
+    InFlight,
+    Batcher,
+}
+
+impl ScenarioSetting {
+    /// Every setting, in the order `run --help` lists their flags.
+    pub const ALL: [ScenarioSetting; 6] = [
+        ScenarioSetting::SamplesPerQuery,
+        ScenarioSetting::TargetQps,
+        ScenarioSetting::LatencyBound,
+        ScenarioSetting::FindPeak,
+        ScenarioSetting::InFlight,
+        ScenarioSetting::Batcher,
+    ];
+
+    /// The flag that sets it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            ScenarioSetting::SamplesPerQuery => "--samples-per-query",
+            ScenarioSetting::TargetQps => "--qps",
+            ScenarioSetting::LatencyBound => "--latency-bound",
+            ScenarioSetting::FindPeak => "--find-peak",
+            ScenarioSetting::InFlight => "--in-flight",
+            ScenarioSetting::Batcher => "--max-batch",
+        }
+    }
+
+    /// The scenarios that take it, named and joined with `conjunction` ("server or
+    /// offline").
+    pub fn takers(self, conjunction: &str) -> String {
+        let names: Vec<&str> = ScenarioKind::ALL
+            .iter()
+            .filter(|kind| kind.takes(self))
+            .map(|kind| kind.as_str())
+            .collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_string(),
+            Some((last, rest)) => format!("{} {conjunction} {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
+    /// Whether `spec` sets it to other than what a scenario that does not take it holds.
+    fn is_set_in(self, spec: &ScenarioSpec) -> bool {
+        match self {
+            ScenarioSetting::SamplesPerQuery => spec.samples_per_query != 1,
+            ScenarioSetting::TargetQps => spec.target_qps.is_some(),
+            ScenarioSetting::LatencyBound => spec.latency_bound_ms.is_some(),
+            ScenarioSetting::FindPeak => spec.find_peak,
+            ScenarioSetting::InFlight => spec.in_flight != 1,
+            ScenarioSetting::Batcher => spec.batcher.is_some(),
+        }
+    }
+}
+
+/// A scenario's rules, in one row: how it issues, what it reports and counts, its
+/// defaults and MLPerf's minimum, and the settings it takes. Everything that differs
+/// between scenarios is read from here, so a new scenario is a new row (and, where it
+/// issues in a new way, a new [`Issuing`] and its driver).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScenarioRules {
+    pub kind: ScenarioKind,
+    /// The name on the command line and in result files.
+    pub name: &'static str,
+    pub issuing: Issuing,
+    /// What it issues, said after its name in messages.
+    pub issues: &'static str,
+    /// The latency percentile it reports (LoadGen's `target_latency_percentile`); `None`
+    /// for a scenario that reports throughput.
+    pub percentile: Option<f64>,
+    /// Samples in each query when none is asked for (LoadGen's).
+    pub default_samples_per_query: usize,
+    /// The fewest queries (or samples, see `counted`) a run issues when none is asked
+    /// for: short of MLPerf's rules, long enough for the reported percentile to be
+    /// estimated at 99% confidence (LoadGen's early-stopping bound).
+    pub default_min_queries: usize,
+    /// MLPerf Inference's minimum count (mlperf.conf, v4 and later).
+    pub mlperf_min_queries: usize,
+    pub counted: Counted,
+    /// Whether a query's samples are the batch the engine computes (-b must agree).
+    pub batch_is_the_query: bool,
+    /// The settings it takes; any other set is refused.
+    pub takes: &'static [ScenarioSetting],
+}
+
+const SINGLE_STREAM: ScenarioRules = ScenarioRules {
+    kind: ScenarioKind::SingleStream,
+    name: "single-stream",
+    issuing: Issuing::ClosedLoop,
+    issues: "issues one query of one sample at a time, the next when the last completes",
+    percentile: Some(0.90),
+    default_samples_per_query: 1,
+    default_min_queries: 200,
+    mlperf_min_queries: 1024,
+    counted: Counted::Queries,
+    batch_is_the_query: true,
+    takes: &[],
+};
+
+const MULTI_STREAM: ScenarioRules = ScenarioRules {
+    kind: ScenarioKind::MultiStream,
+    name: "multi-stream",
+    issuing: Issuing::ClosedLoop,
+    issues: "issues one query of --samples-per-query samples at a time, the next when the last completes",
+    percentile: Some(0.99),
+    default_samples_per_query: 8,
+    default_min_queries: 1000,
+    mlperf_min_queries: 270_336,
+    counted: Counted::Queries,
+    batch_is_the_query: true,
+    takes: &[ScenarioSetting::SamplesPerQuery],
+};
+
+const SERVER: ScenarioRules = ScenarioRules {
+    kind: ScenarioKind::Server,
+    name: "server",
+    issuing: Issuing::PoissonArrivals,
+    issues: "issues one-sample queries at Poisson-distributed arrival times",
+    percentile: Some(0.99),
+    default_samples_per_query: 1,
+    default_min_queries: 1000,
+    mlperf_min_queries: 270_336,
+    counted: Counted::Queries,
+    batch_is_the_query: true,
+    takes: &[
+        ScenarioSetting::TargetQps,
+        ScenarioSetting::LatencyBound,
+        ScenarioSetting::FindPeak,
+        ScenarioSetting::InFlight,
+        ScenarioSetting::Batcher,
+    ],
+};
+
+const OFFLINE: ScenarioRules = ScenarioRules {
+    kind: ScenarioKind::Offline,
+    name: "offline",
+    issuing: Issuing::AllAtOnce,
+    issues: "issues every sample at once, and the engine computes them -b at a time",
+    percentile: None,
+    default_samples_per_query: 1,
+    default_min_queries: 1024,
+    mlperf_min_queries: 24_576,
+    counted: Counted::Samples,
+    batch_is_the_query: false,
+    takes: &[ScenarioSetting::InFlight],
+};
+
 impl ScenarioKind {
+    /// Every scenario, in the order `--help` lists them.
+    pub const ALL: [ScenarioKind; 4] = [
+        ScenarioKind::SingleStream,
+        ScenarioKind::MultiStream,
+        ScenarioKind::Server,
+        ScenarioKind::Offline,
+    ];
+
+    /// The scenario's row of rules.
+    pub fn rules(self) -> &'static ScenarioRules {
+        match self {
+            ScenarioKind::SingleStream => &SINGLE_STREAM,
+            ScenarioKind::MultiStream => &MULTI_STREAM,
+            ScenarioKind::Server => &SERVER,
+            ScenarioKind::Offline => &OFFLINE,
+        }
+    }
+
+    /// Every scenario's name, for the command line's possible values.
+    pub fn names() -> [&'static str; 4] {
+        ScenarioKind::ALL.map(|kind| kind.rules().name)
+    }
+
     /// The name on the command line and in result files.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ScenarioKind::SingleStream => "single-stream",
-            ScenarioKind::MultiStream => "multi-stream",
-            ScenarioKind::Server => "server",
-            ScenarioKind::Offline => "offline",
-        }
+        self.rules().name
     }
 
-    /// The latency percentile the scenario reports (LoadGen's `target_latency_percentile`);
-    /// `None` for offline, which reports throughput.
+    /// The latency percentile the scenario reports; `None` for throughput.
     pub fn percentile(self) -> Option<f64> {
-        match self {
-            ScenarioKind::SingleStream => Some(0.90),
-            ScenarioKind::MultiStream | ScenarioKind::Server => Some(0.99),
-            ScenarioKind::Offline => None,
-        }
+        self.rules().percentile
     }
 
-    /// Samples in each query when none is asked for: LoadGen's one, and its eight for
-    /// multi-stream.
+    /// Samples in each query when none is asked for.
     pub fn default_samples_per_query(self) -> usize {
-        match self {
-            ScenarioKind::MultiStream => 8,
-            ScenarioKind::SingleStream | ScenarioKind::Server | ScenarioKind::Offline => 1,
-        }
+        self.rules().default_samples_per_query
     }
 
-    /// The fewest queries (offline: samples) a run issues when none is asked for: short
-    /// of MLPerf's rules (see [`MlperfRules`]), long enough for the reported percentile
-    /// to be estimated at 99% confidence (LoadGen's early-stopping bound).
+    /// The fewest queries (offline: samples) a run issues when none is asked for.
     pub fn default_min_queries(self) -> usize {
-        match self {
-            ScenarioKind::SingleStream => 200,
-            ScenarioKind::MultiStream | ScenarioKind::Server => 1000,
-            ScenarioKind::Offline => 1024,
-        }
+        self.rules().default_min_queries
+    }
+
+    /// Whether the scenario takes `setting`.
+    pub fn takes(self, setting: ScenarioSetting) -> bool {
+        self.rules().takes.contains(&setting)
     }
 
     /// MLPerf Inference's run rules for the scenario (mlperf.conf, v4 and later).
     pub fn mlperf_rules(self) -> MlperfRules {
         MlperfRules {
             min_duration_s: 600.0,
-            min_queries: match self {
-                ScenarioKind::SingleStream => 1024,
-                ScenarioKind::MultiStream | ScenarioKind::Server => 270_336,
-                ScenarioKind::Offline => 24_576,
-            },
+            min_queries: self.rules().mlperf_min_queries,
         }
+    }
+
+    /// The refusal of `setting`, which this scenario does not take.
+    fn refuses(self, setting: ScenarioSetting) -> String {
+        let flag = setting.flag();
+        format!(
+            "{flag} is for --scenario {}: {self} {}; leave out {flag}",
+            setting.takers("or"),
+            self.rules().issues
+        )
+    }
+}
+
+impl std::str::FromStr for ScenarioKind {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<ScenarioKind, String> {
+        ScenarioKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+            .ok_or_else(|| {
+                format!(
+                    "no scenario '{name}': one of {}",
+                    ScenarioKind::names().join(", ")
+                )
+            })
     }
 }
 
@@ -245,25 +458,23 @@ impl ScenarioSpec {
         }
     }
 
-    /// What makes the scenario impossible to run as asked, in the flags' words.
+    /// What makes the scenario impossible to run as asked, in the flags' words. What a
+    /// scenario takes is its rules' (a setting it does not take is refused); the bounds
+    /// of each value are checked whichever scenario takes it.
     pub fn validate(&self) -> Result<(), String> {
         let kind = self.kind;
+        let rules = kind.rules();
         if self.samples_per_query == 0 {
             return Err("--samples-per-query must be at least 1".into());
         }
-        match kind {
-            ScenarioKind::SingleStream | ScenarioKind::Server if self.samples_per_query != 1 => {
-                return Err(format!(
-                    "a {kind} query is one sample (LoadGen's definition): leave out --samples-per-query, or use --scenario multi-stream"
-                ));
-            }
-            ScenarioKind::Offline if self.samples_per_query != 1 => {
-                return Err("offline issues every sample at once, and the engine computes them -b at a time: leave out --samples-per-query".into());
-            }
-            ScenarioKind::SingleStream
-            | ScenarioKind::Server
-            | ScenarioKind::Offline
-            | ScenarioKind::MultiStream => {}
+        if self.in_flight == 0 {
+            return Err("--in-flight must be at least 1".into());
+        }
+        if let Some(refused) = ScenarioSetting::ALL
+            .into_iter()
+            .find(|setting| setting.is_set_in(self) && !kind.takes(*setting))
+        {
+            return Err(kind.refuses(refused));
         }
         if !(self.min_duration_s >= 0.0 && self.min_duration_s <= MAX_SCENARIO_SECONDS) {
             return Err(format!(
@@ -277,90 +488,60 @@ impl ScenarioSpec {
                 self.min_queries
             ));
         }
-        let server = kind == ScenarioKind::Server;
-        match (server, self.target_qps) {
-            (true, None) if !self.find_peak => {
-                return Err("--scenario server needs the load: --qps N (queries per second), or --find-peak to search for the highest valid one".into())
-            }
-            (true, Some(qps)) if !(MIN_TARGET_QPS..=MAX_TARGET_QPS).contains(&qps) => {
+        // A scenario of arrivals needs their rate (or the search for it) and the bound
+        // its latency is judged by.
+        let arrivals = rules.issuing == Issuing::PoissonArrivals;
+        if arrivals && self.target_qps.is_none() && !self.find_peak {
+            return Err(format!("--scenario {kind} needs the load: --qps N (queries per second), or --find-peak to search for the highest valid one"));
+        }
+        if arrivals && self.latency_bound_ms.is_none() {
+            return Err(format!("--scenario {kind} needs --latency-bound MS: the p99 latency a valid run stays within (MLPerf's ResNet-50 bound is 15 ms)"));
+        }
+        if let Some(qps) = self.target_qps {
+            if !(MIN_TARGET_QPS..=MAX_TARGET_QPS).contains(&qps) {
                 return Err(format!(
                     "--qps must be from {MIN_TARGET_QPS} to {} queries per second, not {}",
                     crate::number(MAX_TARGET_QPS),
                     crate::number(qps)
-                ))
+                ));
             }
-            (true, Some(qps)) => {
-                // What the run plans before it starts: the queries the duration asks for
-                // at this load, and how long the queries asked for take to arrive.
-                let for_duration = qps * self.min_duration_s;
-                if for_duration > MAX_SCENARIO_QUERIES as f64 {
-                    return Err(format!(
-                        "--qps {} for --scenario-time {} s is {} queries, more than the {MAX_SCENARIO_QUERIES} a run keeps the latency of: a lower --qps or a shorter --scenario-time",
-                        crate::number(qps),
-                        crate::number(self.min_duration_s),
-                        crate::number(for_duration.ceil())
-                    ));
-                }
-                let arriving_s = self.min_queries as f64 / qps;
-                if arriving_s > MAX_SCENARIO_SECONDS {
-                    return Err(format!(
-                        "--min-queries {} at --qps {} take {} s to arrive, more than a day ({MAX_SCENARIO_SECONDS} s): fewer --min-queries or a higher --qps",
-                        self.min_queries,
-                        crate::number(qps),
-                        crate::number(arriving_s.round())
-                    ));
-                }
+            // What the run plans before it starts: the queries the duration asks for at
+            // this load, and how long the queries asked for take to arrive.
+            let for_duration = qps * self.min_duration_s;
+            if for_duration > MAX_SCENARIO_QUERIES as f64 {
+                return Err(format!(
+                    "--qps {} for --scenario-time {} s is {} queries, more than the {MAX_SCENARIO_QUERIES} a run keeps the latency of: a lower --qps or a shorter --scenario-time",
+                    crate::number(qps),
+                    crate::number(self.min_duration_s),
+                    crate::number(for_duration.ceil())
+                ));
             }
-            (false, Some(_)) => return Err(format!("--qps is the server scenario's load; {kind} issues its next query when the last completes")),
-            // The peak search chooses its loads (held to the same bounds as it runs).
-            (true, None) | (false, None) => {}
+            let arriving_s = self.min_queries as f64 / qps;
+            if arriving_s > MAX_SCENARIO_SECONDS {
+                return Err(format!(
+                    "--min-queries {} at --qps {} take {} s to arrive, more than a day ({MAX_SCENARIO_SECONDS} s): fewer --min-queries or a higher --qps",
+                    self.min_queries,
+                    crate::number(qps),
+                    crate::number(arriving_s.round())
+                ));
+            }
         }
-        match (server, self.latency_bound_ms) {
-            (true, None) => {
-                return Err("--scenario server needs --latency-bound MS: the p99 latency a valid run stays within (MLPerf's ResNet-50 bound is 15 ms)".into())
-            }
-            (true, Some(ms)) if !(MIN_LATENCY_BOUND_MS..=MAX_LATENCY_BOUND_MS).contains(&ms) => {
+        if let Some(ms) = self.latency_bound_ms {
+            if !(MIN_LATENCY_BOUND_MS..=MAX_LATENCY_BOUND_MS).contains(&ms) {
                 return Err(format!(
                     "--latency-bound must be from {MIN_LATENCY_BOUND_MS} to {} milliseconds (an hour), not {}",
                     crate::number(MAX_LATENCY_BOUND_MS),
                     crate::number(ms)
-                ))
-            }
-            (false, Some(_)) => return Err(format!("--latency-bound is the server scenario's bound; {kind} reports its latency without one")),
-            _ => {}
-        }
-        match (kind, self.in_flight) {
-            (_, 0) => return Err("--in-flight must be at least 1".into()),
-            (_, n) if n > MAX_IN_FLIGHT => {
-                return Err(format!(
-                    "--in-flight {n} is more than {MAX_IN_FLIGHT}: each query in flight is a session with its own copy of the network"
-                ))
-            }
-            (ScenarioKind::SingleStream | ScenarioKind::MultiStream, n) if n > 1 => {
-                return Err(format!(
-                    "{kind} issues its next query when the last completes (LoadGen's definition), so one is in flight: --in-flight is for --scenario server or offline"
-                ))
-            }
-            (
-                ScenarioKind::SingleStream
-                | ScenarioKind::MultiStream
-                | ScenarioKind::Server
-                | ScenarioKind::Offline,
-                _,
-            ) => {}
-        }
-        if let Some(batcher) = &self.batcher {
-            if !server {
-                return Err(format!(
-                    "--max-batch gathers the server scenario's queries into one call; {kind} {}",
-                    match kind {
-                        ScenarioKind::Offline => "computes -b samples a call: use -b",
-                        ScenarioKind::MultiStream => "computes --samples-per-query samples a call",
-                        ScenarioKind::SingleStream | ScenarioKind::Server =>
-                            "has one query of one sample in flight",
-                    }
                 ));
             }
+        }
+        if self.in_flight > MAX_IN_FLIGHT {
+            return Err(format!(
+                "--in-flight {} is more than {MAX_IN_FLIGHT}: each query in flight is a session with its own copy of the network",
+                self.in_flight
+            ));
+        }
+        if let Some(batcher) = &self.batcher {
             batcher.validate()?;
             let sessions = self
                 .in_flight
@@ -374,13 +555,7 @@ impl ScenarioSpec {
                 ));
             }
         }
-        if self.find_peak && !server {
-            return Err(
-                "--find-peak searches the server scenario's load: use it with --scenario server"
-                    .into(),
-            );
-        }
-        if let Some(q) = kind.percentile() {
+        if let Some(q) = rules.percentile {
             let fewest = fewest_queries_for(q);
             if self.find_peak && self.min_queries < fewest {
                 return Err(format!(
@@ -701,7 +876,10 @@ mod tests {
         server.latency_bound_ms = Some(15.0);
         server.validate().unwrap();
         server.samples_per_query = 2;
-        assert!(server.validate().unwrap_err().contains("one sample"));
+        assert!(server
+            .validate()
+            .unwrap_err()
+            .contains("--samples-per-query is for --scenario multi-stream: server issues"));
         let mut single = ScenarioSpec::new(ScenarioKind::SingleStream);
         single.validate().unwrap();
         single.target_qps = Some(1.0);
@@ -720,6 +898,82 @@ mod tests {
         let mut offline = ScenarioSpec::new(ScenarioKind::Offline);
         offline.min_duration_s = f64::NAN;
         assert!(offline.validate().unwrap_err().contains("--scenario-time"));
+    }
+
+    #[test]
+    fn every_scenario_has_one_row_of_rules_named_as_its_results_name_it() {
+        for kind in ScenarioKind::ALL {
+            let rules = kind.rules();
+            assert_eq!(rules.kind, kind);
+            // The name the command line takes is the one serde writes and reads.
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::from(rules.name)
+            );
+            assert_eq!(rules.name.parse::<ScenarioKind>(), Ok(kind));
+            assert_eq!(
+                ScenarioKind::ALL
+                    .iter()
+                    .filter(|k| k.as_str() == rules.name)
+                    .count(),
+                1
+            );
+            // A scenario's defaults are a spec it takes.
+            let mut spec = ScenarioSpec::new(kind);
+            if rules.issuing == Issuing::PoissonArrivals {
+                spec.target_qps = Some(10.0);
+                spec.latency_bound_ms = Some(15.0);
+            }
+            spec.validate().unwrap();
+            assert!(rules.mlperf_min_queries >= rules.default_min_queries);
+        }
+        assert!("batch"
+            .parse::<ScenarioKind>()
+            .unwrap_err()
+            .contains("single-stream, multi-stream, server, offline"));
+    }
+
+    #[test]
+    fn each_setting_is_taken_by_the_scenarios_whose_rules_list_it_and_refused_by_the_rest() {
+        // Each setting set to a value its takers accept.
+        let set = |spec: &mut ScenarioSpec, setting: ScenarioSetting| match setting {
+            ScenarioSetting::SamplesPerQuery => spec.samples_per_query = 4,
+            ScenarioSetting::TargetQps => spec.target_qps = Some(20.0),
+            ScenarioSetting::LatencyBound => spec.latency_bound_ms = Some(50.0),
+            ScenarioSetting::FindPeak => spec.find_peak = true,
+            ScenarioSetting::InFlight => spec.in_flight = 2,
+            ScenarioSetting::Batcher => {
+                spec.batcher = Some(BatcherSpec {
+                    max_batch: 4,
+                    timeout_ms: 1.0,
+                })
+            }
+        };
+        for kind in ScenarioKind::ALL {
+            for setting in ScenarioSetting::ALL {
+                let mut spec = ScenarioSpec::new(kind);
+                if kind.rules().issuing == Issuing::PoissonArrivals {
+                    spec.target_qps = Some(10.0);
+                    spec.latency_bound_ms = Some(15.0);
+                }
+                set(&mut spec, setting);
+                let verdict = spec.validate();
+                if kind.takes(setting) {
+                    assert_eq!(verdict, Ok(()), "{kind} takes {}", setting.flag());
+                } else {
+                    let refusal = verdict.unwrap_err();
+                    let flag = setting.flag();
+                    assert!(
+                        refusal.starts_with(&format!("{flag} is for --scenario "))
+                            && refusal.contains(kind.rules().issues)
+                            && refusal.ends_with(&format!("leave out {flag}")),
+                        "{kind} refuses {flag}: {refusal}"
+                    );
+                }
+            }
+        }
+        assert_eq!(ScenarioSetting::InFlight.takers("or"), "server or offline");
+        assert_eq!(ScenarioSetting::TargetQps.takers("and"), "server");
     }
 
     #[test]

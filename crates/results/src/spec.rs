@@ -527,7 +527,7 @@ impl RunSpec {
                 "--scenario {kind} runs one batch size (-b N, or --samples-per-query): not a list or max"
             ));
         }
-        if kind != crate::scenario::ScenarioKind::Offline
+        if kind.rules().batch_is_the_query
             && self.batch != Batches::Sizes(vec![scenario.samples_per_query])
         {
             return Err(format!(

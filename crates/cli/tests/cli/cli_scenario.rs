@@ -366,7 +366,7 @@ fn what_a_scenario_cannot_run_is_refused_before_anything_runs() {
         (vec!["--scenario", "single-stream", "-b", "4"], "must agree"),
         (
             vec!["--scenario", "single-stream", "--qps", "5"],
-            "--qps is the server scenario's load",
+            "--qps is for --scenario server: single-stream issues",
         ),
         (vec!["--scenario", "offline", "--find-peak"], "--find-peak"),
         (

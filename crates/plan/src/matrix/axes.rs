@@ -142,7 +142,7 @@ impl KeyAxes {
                 continue;
             }
             let message = if listed.is_empty() {
-                "it is a setting of a serving scenario, and the matrix gives no `scenario`: add one (`scenario = \"server\"`: single-stream, multi-stream, server or offline), or leave the key out".to_string()
+                format!("it is a setting of a serving scenario, and the matrix gives no `scenario`: add one (`scenario = \"server\"`: {}), or leave the key out", ScenarioKind::names().join(", "))
             } else {
                 let takers = g.key.takers();
                 format!(

@@ -4,7 +4,7 @@
 //! [`CellKeys`], so a new key is a field of it, a line of [`KEYS`] and a line of
 //! [`CellKeys::apply`].
 
-use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioSetting, ScenarioSpec};
 use cnnbench_results::RunSpec;
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +15,12 @@ pub(super) enum Reach {
     Every,
     /// The key that names the scenario itself.
     Scenario,
-    /// The cells of these scenarios, so that one matrix can sweep
-    /// `scenario = ["single-stream", "server"]` with a `qps` for its server cells.
-    Scenarios(&'static [ScenarioKind]),
+    /// The cells of every scenario (a scenario's length).
+    EveryScenario,
+    /// The cells of the scenarios that take this setting (their rules say), so that one
+    /// matrix can sweep `scenario = ["single-stream", "server"]` with a `qps` for its
+    /// server cells.
+    Setting(ScenarioSetting),
 }
 
 /// A key of [`CellKeys`]: its name in the file, `run`'s flag for it (a refusal of the
@@ -28,15 +31,6 @@ pub(super) struct Key {
     pub flag: &'static str,
     pub reach: Reach,
 }
-
-const SERVER: &[ScenarioKind] = &[ScenarioKind::Server];
-const SERVER_OFFLINE: &[ScenarioKind] = &[ScenarioKind::Server, ScenarioKind::Offline];
-const EVERY_SCENARIO: &[ScenarioKind] = &[
-    ScenarioKind::SingleStream,
-    ScenarioKind::MultiStream,
-    ScenarioKind::Server,
-    ScenarioKind::Offline,
-];
 
 const fn key(name: &'static str, flag: &'static str, reach: Reach) -> Key {
     Key { name, flag, reach }
@@ -62,29 +56,39 @@ pub(super) const KEYS: &[Key] = &[
     key("tf32", "--tf32", Reach::Every),
     key("channels_last", "--channels-last", Reach::Every),
     key("scenario", "--scenario", Reach::Scenario),
-    // A single-stream or server query is one sample, an offline run's queries the
-    // samples of one (LoadGen's definitions): only multi-stream has a count to set.
     key(
         "samples_per_query",
         "--samples-per-query",
-        Reach::Scenarios(&[ScenarioKind::MultiStream]),
+        Reach::Setting(ScenarioSetting::SamplesPerQuery),
     ),
-    key("qps", "--qps", Reach::Scenarios(SERVER)),
-    key("latency_bound", "--latency-bound", Reach::Scenarios(SERVER)),
+    key("qps", "--qps", Reach::Setting(ScenarioSetting::TargetQps)),
     key(
-        "scenario_time",
-        "--scenario-time",
-        Reach::Scenarios(EVERY_SCENARIO),
+        "latency_bound",
+        "--latency-bound",
+        Reach::Setting(ScenarioSetting::LatencyBound),
+    ),
+    key("scenario_time", "--scenario-time", Reach::EveryScenario),
+    key("min_queries", "--min-queries", Reach::EveryScenario),
+    key(
+        "find_peak",
+        "--find-peak",
+        Reach::Setting(ScenarioSetting::FindPeak),
     ),
     key(
-        "min_queries",
-        "--min-queries",
-        Reach::Scenarios(EVERY_SCENARIO),
+        "in_flight",
+        "--in-flight",
+        Reach::Setting(ScenarioSetting::InFlight),
     ),
-    key("find_peak", "--find-peak", Reach::Scenarios(SERVER)),
-    key("in_flight", "--in-flight", Reach::Scenarios(SERVER_OFFLINE)),
-    key("max_batch", "--max-batch", Reach::Scenarios(SERVER)),
-    key("batch_timeout", "--batch-timeout", Reach::Scenarios(SERVER)),
+    key(
+        "max_batch",
+        "--max-batch",
+        Reach::Setting(ScenarioSetting::Batcher),
+    ),
+    key(
+        "batch_timeout",
+        "--batch-timeout",
+        Reach::Setting(ScenarioSetting::Batcher),
+    ),
 ];
 
 /// The key named `name`, if a cell takes it.
@@ -97,20 +101,16 @@ impl Key {
     pub fn reaches(&self, scenario: Option<ScenarioKind>) -> bool {
         match self.reach {
             Reach::Every => true,
-            Reach::Scenario => scenario.is_some(),
-            Reach::Scenarios(kinds) => scenario.is_some_and(|k| kinds.contains(&k)),
+            Reach::Scenario | Reach::EveryScenario => scenario.is_some(),
+            Reach::Setting(setting) => scenario.is_some_and(|k| k.takes(setting)),
         }
     }
 
     /// The scenarios that take it, for a refusal (`server and offline`).
     pub fn takers(&self) -> String {
         match self.reach {
-            Reach::Every | Reach::Scenario => "every".to_string(),
-            Reach::Scenarios(kinds) => kinds
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(" and "),
+            Reach::Every | Reach::Scenario | Reach::EveryScenario => "every".to_string(),
+            Reach::Setting(setting) => setting.takers("and"),
         }
     }
 }

@@ -78,7 +78,7 @@ use axes::KeyAxes;
 pub use axes::KeyValue;
 pub use cell::Cell;
 use cnnbench_engine::{Mode, Precision};
-use cnnbench_results::scenario::{ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{ScenarioSetting, ScenarioSpec};
 use cnnbench_results::SettingsMap;
 pub use draft::{ExcludeDraft, MatrixDraft};
 use engine_settings::{setting_combinations, SettingValues};
@@ -570,12 +570,11 @@ fn with_matrix_keys(message: String) -> String {
 /// is `run`'s default (offline computes its samples a batch at a time).
 fn query_batch(scenario: Option<&ScenarioSpec>) -> Option<usize> {
     let scenario = scenario?;
-    match scenario.kind {
-        ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Server => {
-            Some(scenario.samples_per_query)
-        }
-        ScenarioKind::Offline => None,
-    }
+    scenario
+        .kind
+        .rules()
+        .batch_is_the_query
+        .then_some(scenario.samples_per_query)
 }
 
 /// A query scenario's batch is its query's samples: a batch size the matrix gives must
@@ -589,11 +588,14 @@ fn check_query_batch(cell: &Cell) -> Result<(), String> {
         return Ok(());
     }
     let kind = cell.scenario.as_ref().map_or("", |s| s.kind.as_str());
-    let or_samples = match cell.scenario.as_ref().map(|s| s.kind) {
-        Some(ScenarioKind::MultiStream) => ", set `samples_per_query` to it",
-        Some(ScenarioKind::SingleStream | ScenarioKind::Server | ScenarioKind::Offline) | None => {
-            ""
-        }
+    let takes_samples = cell
+        .scenario
+        .as_ref()
+        .is_some_and(|s| s.kind.takes(ScenarioSetting::SamplesPerQuery));
+    let or_samples = if takes_samples {
+        ", set `samples_per_query` to it"
+    } else {
+        ""
     };
     Err(format!(
         "a {kind} query's {samples} sample(s) are the batch the engine computes, and `batch_sizes` gives {}: leave out `batch_sizes` (the batch then follows the scenario){or_samples}, or exclude the cell",

@@ -1,5 +1,5 @@
 use super::*;
-use cnnbench_results::scenario::BatcherSpec;
+use cnnbench_results::scenario::{BatcherSpec, ScenarioKind};
 
 const ENGINES: &[&str] = &["burn-flex", "torch-cpu", "torch-cuda"];
 

@@ -20,6 +20,7 @@ mod tests;
 use super::args::{EngineArgs, ModeArg, PrecisionArg};
 use super::sweep::{self, BatchSpec, ImageSizes};
 use anyhow::{anyhow, Context, Result};
+use cnnbench_results::scenario::ScenarioKind;
 use cnnbench_results::RunSpec;
 use job::{Delivery, Job, Role};
 use std::path::PathBuf;
@@ -156,8 +157,8 @@ pub struct RunArgs {
     /// (one-sample queries arriving at --qps, valid while the p99 latency from each
     /// query's scheduled arrival stays within --latency-bound) or offline (every sample
     /// at once; throughput). Needs --mode infer.
-    #[arg(long, value_enum, value_name = "SCENARIO")]
-    pub scenario: Option<ScenarioArg>,
+    #[arg(long, value_name = "SCENARIO", value_parser = scenario_kind())]
+    pub scenario: Option<ScenarioKind>,
     /// Samples in each multi-stream query (default 8): the batch the engine computes
     /// per query.
     #[arg(long, value_name = "N", requires = "scenario")]
@@ -200,25 +201,12 @@ pub struct RunArgs {
     pub calibration: Option<usize>,
 }
 
-/// The scenarios of `--scenario`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScenarioArg {
-    SingleStream,
-    MultiStream,
-    Server,
-    Offline,
-}
-
-impl From<ScenarioArg> for cnnbench_results::scenario::ScenarioKind {
-    fn from(arg: ScenarioArg) -> Self {
-        use cnnbench_results::scenario::ScenarioKind;
-        match arg {
-            ScenarioArg::SingleStream => ScenarioKind::SingleStream,
-            ScenarioArg::MultiStream => ScenarioKind::MultiStream,
-            ScenarioArg::Server => ScenarioKind::Server,
-            ScenarioArg::Offline => ScenarioKind::Offline,
-        }
-    }
+/// `--scenario`'s parser: the possible values are the scenarios' rules' names, so a new
+/// scenario needs no second list here.
+fn scenario_kind() -> impl clap::builder::TypedValueParser<Value = ScenarioKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(ScenarioKind::names())
+        .try_map(|name| name.parse::<ScenarioKind>())
 }
 
 /// The exit status of `run --require-clean` when a result came out disturbed.

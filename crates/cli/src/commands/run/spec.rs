@@ -6,7 +6,7 @@
 use super::RunArgs;
 use crate::commands::sweep::{BatchSpec, ImageSizes};
 use anyhow::{anyhow, bail, Context, Result};
-use cnnbench_results::scenario::{BatcherSpec, ScenarioKind, ScenarioSpec};
+use cnnbench_results::scenario::{BatcherSpec, ScenarioSpec};
 use cnnbench_results::{printable, Batches, BenchResult, DataParallel, ModelRef, RunSpec};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -218,7 +218,7 @@ pub const SPEC_OPTIONS: &[SpecOption] = &[
         take: |s, a| {
             // Another scenario starts from its own defaults; the same one keeps what a
             // rerun recorded.
-            let kind = a.scenario.map(ScenarioKind::from);
+            let kind = a.scenario;
             if s.scenario.as_ref().map(|sc| sc.kind) != kind {
                 s.scenario = kind.map(ScenarioSpec::new);
             }
@@ -406,13 +406,8 @@ pub fn settle_scenario_batch(spec: &mut RunSpec, given: &Given) -> Result<()> {
     let Some(scenario) = &spec.scenario else {
         return Ok(());
     };
-    match scenario.kind {
-        ScenarioKind::Offline => {}
-        ScenarioKind::SingleStream | ScenarioKind::MultiStream | ScenarioKind::Server => {
-            if !given.has("batch_size") {
-                spec.batch = Batches::Sizes(vec![scenario.samples_per_query]);
-            }
-        }
+    if scenario.kind.rules().batch_is_the_query && !given.has("batch_size") {
+        spec.batch = Batches::Sizes(vec![scenario.samples_per_query]);
     }
     Ok(())
 }

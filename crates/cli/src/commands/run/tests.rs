@@ -10,7 +10,8 @@ use super::RunArgs;
 use clap::{Args, FromArgMatches};
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::scenario::{
-    fewest_queries_for, ScenarioKind, ScenarioSpec, MAX_SCENARIO_QUERIES, MAX_SCENARIO_SECONDS,
+    fewest_queries_for, Issuing, ScenarioKind, ScenarioSetting, ScenarioSpec, MAX_SCENARIO_QUERIES,
+    MAX_SCENARIO_SECONDS,
 };
 use cnnbench_results::spec::DEFAULT_PASSES;
 use cnnbench_results::{Batches, DataParallel, EngineSettings, ImageSize, ModelRef, RunSpec};
@@ -111,8 +112,8 @@ prop_compose! {
             data_parallel: data_parallel.map(|(local_ranks, timeout_s)| DataParallel { local_ranks, timeout_s }),
             repeat: 1,
             scenario: scenario.map(|(kind, samples, qps, bound, time, queries, peak)| {
-                let kind = [ScenarioKind::SingleStream, ScenarioKind::MultiStream, ScenarioKind::Server, ScenarioKind::Offline][kind];
-                let server = kind == ScenarioKind::Server;
+                let kind = ScenarioKind::ALL[kind];
+                let server = kind.rules().issuing == Issuing::PoissonArrivals;
                 let find_peak = server && peak;
                 // A server's load asks for no more queries than a run keeps, arriving
                 // within a day (validate refuses more).
@@ -131,7 +132,7 @@ prop_compose! {
                     _ => queries,
                 };
                 ScenarioSpec {
-                    samples_per_query: if kind == ScenarioKind::MultiStream { samples } else { 1 },
+                    samples_per_query: if kind.takes(ScenarioSetting::SamplesPerQuery) { samples } else { 1 },
                     target_qps: server.then_some(qps),
                     latency_bound_ms: server.then_some(bound),
                     min_duration_s: time,
@@ -173,8 +174,8 @@ prop_compose! {
             spec.min_time_s = None;
             spec.max_time_s = None;
             spec.target_ci_pct = None;
-            spec.batch = match (scenario.kind, &spec.batch) {
-                (ScenarioKind::Offline, Batches::Sizes(sizes)) => Batches::Sizes(vec![sizes[0]]),
+            spec.batch = match (scenario.kind.rules().batch_is_the_query, &spec.batch) {
+                (false, Batches::Sizes(sizes)) => Batches::Sizes(vec![sizes[0]]),
                 _ => Batches::Sizes(vec![scenario.samples_per_query]),
             };
         }
@@ -294,7 +295,7 @@ proptest! {
                 "scenario = \"{}\"\nscenario_time = {:?}\nmin_queries = {}\n",
                 sc.kind, sc.min_duration_s, sc.min_queries
             ));
-            if sc.kind == ScenarioKind::MultiStream {
+            if sc.kind.takes(ScenarioSetting::SamplesPerQuery) {
                 text.push_str(&format!("samples_per_query = {}\n", sc.samples_per_query));
             }
             for (key, value) in [("qps", sc.target_qps), ("latency_bound", sc.latency_bound_ms)] {
