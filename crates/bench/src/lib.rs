@@ -2,6 +2,7 @@
 //! and memory, result files and `verify`. The result schema and the statistics are
 //! `cnnbench-results`, re-exported here.
 
+pub mod bandwidth;
 pub mod batch_search;
 pub mod distributed;
 pub mod env;

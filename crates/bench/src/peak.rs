@@ -169,6 +169,22 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
         ));
     }
     let info = engine.info();
+    // The machine's memory levels, for the roofline (a GPU engine's memory is not the
+    // host's): streamed first, before the engine's thread pool has run (its threads spin a while after
+    // their work and would share the cores with the copies); DRAM's working set is the
+    // streaming op's bytes, and at least eight times
+    // the largest cache, so that it streams from DRAM whatever `--elements` asks.
+    let memory_levels = if info.device == "cpu" {
+        let levels = crate::bandwidth::cache_levels(Path::new(SYSFS_CPU), info.threads);
+        let largest = levels.iter().map(|l| l.holds_bytes()).max().unwrap_or(0);
+        let dram_bytes = (request.elements as u64)
+            .saturating_mul(2 * element_bytes(request.precision) as u64)
+            .max(largest.saturating_mul(8));
+        crate::bandwidth::measure_levels(&levels, dram_bytes, info.threads, request.passes, cancel)
+            .context("streaming the memory levels")?
+    } else {
+        Vec::new()
+    };
     let mm_time = median_forward(
         engine,
         &matmul_graph(request.k, request.m)?,
@@ -188,13 +204,14 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
     let elements = (batch * per_map) as u64;
     let bytes = elements as f64 * 2.0 * element_bytes(request.precision);
 
-    let theoretical = if info.device == "cpu" {
-        read_cpuinfo().and_then(|text| {
-            theoretical_peak(&text, cpufreq_max_khz(), info.threads, request.fma_units)
-        })
-    } else {
-        None
-    };
+    let cpuinfo = (info.device == "cpu").then(read_cpuinfo).flatten();
+    let theoretical = cpuinfo.as_deref().and_then(|text| {
+        theoretical_peak(text, cpufreq_max_khz(), info.threads, request.fma_units)
+    });
+    let nominal = cpuinfo
+        .as_deref()
+        .zip(theoretical.as_ref())
+        .and_then(|(text, f32_peak)| nominal_peak(request.precision, f32_peak, text));
     Ok(PeakDoc {
         format: PEAK_FORMAT.into(),
         version: PEAK_VERSION,
@@ -226,7 +243,70 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
             time: bw_time,
         },
         theoretical,
+        nominal,
+        memory_levels,
     })
+}
+
+/// Where Linux describes the CPUs' caches.
+const SYSFS_CPU: &str = "/sys/devices/system/cpu";
+
+/// The nominal rate of `precision`'s instructions, from the f32 figure (its cores,
+/// clock and lanes) and the CPU's flags: AMX tiles compute 1,024 bf16 or f16 FLOPs and
+/// 2,048 int8 ops a cycle a core; without them AVX-512's bf16 and f16 instructions do
+/// twice f32's work a lane, VNNI's int8 dot products four times. `None` where the CPU
+/// has no instructions for the precision (it is then computed in another).
+pub fn nominal_peak(
+    precision: Precision,
+    f32_peak: &TheoreticalPeak,
+    cpuinfo: &str,
+) -> Option<NominalPeak> {
+    let flags = cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        matches!(k.trim(), "flags" | "Features").then_some(v)
+    })?;
+    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    let cores_ghz = f32_peak.cores as f64 * f32_peak.ghz;
+    let amx = |ops_per_cycle: f64, name: &str| NominalPeak {
+        gflops_per_s: ops_per_cycle * cores_ghz,
+        reckoning: format!(
+            "{name}: {ops_per_cycle} ops/cycle/core × {} cores × {:.2} GHz",
+            f32_peak.cores, f32_peak.ghz
+        ),
+    };
+    let times_f32 = |factor: f64, name: &str| NominalPeak {
+        gflops_per_s: factor * f32_peak.gflops_per_s,
+        reckoning: format!(
+            "{name}: {factor}× the f32 rate ({:.1} GFLOP/s, {})",
+            f32_peak.gflops_per_s, f32_peak.isa
+        ),
+    };
+    let f32_rate = || NominalPeak {
+        gflops_per_s: f32_peak.gflops_per_s,
+        reckoning: format!(
+            "{}: {} lanes × {} FMA units × {} cores × {:.2} GHz",
+            f32_peak.isa, f32_peak.lanes, f32_peak.fma_units_assumed, f32_peak.cores, f32_peak.ghz
+        ),
+    };
+    match precision {
+        Precision::F32 => Some(f32_rate()),
+        Precision::Bf16 | Precision::AmpBf16 if has("amx_bf16") => Some(amx(1024.0, "AMX-BF16")),
+        Precision::Bf16 | Precision::AmpBf16 if has("avx512_bf16") => {
+            Some(times_f32(2.0, "AVX512-BF16"))
+        }
+        Precision::F16 | Precision::AmpF16 if has("amx_fp16") => Some(amx(1024.0, "AMX-FP16")),
+        Precision::F16 | Precision::AmpF16 if has("avx512_fp16") => {
+            Some(times_f32(2.0, "AVX512-FP16"))
+        }
+        Precision::Int8 if has("amx_int8") => Some(amx(2048.0, "AMX-INT8")),
+        Precision::Int8 if has("avx512_vnni") || has("avx_vnni") => Some(times_f32(4.0, "VNNI")),
+        Precision::Bf16
+        | Precision::AmpBf16
+        | Precision::F16
+        | Precision::AmpF16
+        | Precision::Int8
+        | Precision::Tf32 => None,
+    }
 }
 
 fn read_cpuinfo() -> Option<String> {
@@ -398,6 +478,31 @@ mod tests {
         let p = theoretical_peak(&avx2, None, 1, 2).unwrap();
         assert_eq!((p.lanes, p.cores), (8, 1));
         assert!(theoretical_peak("processor : 0\n", None, 1, 2).is_none());
+    }
+
+    #[test]
+    fn the_nominal_rate_of_a_precision_is_what_its_instructions_do_per_cycle() {
+        let f32_peak = theoretical_peak(EPYC, Some(2_000_000), 2, 2).unwrap();
+        // 2 cores × 2 GHz × 16 lanes × 2 (FMA) × 2 units.
+        assert!((f32_peak.gflops_per_s - 256.0).abs() < 1e-9);
+        let f32_rate = nominal_peak(Precision::F32, &f32_peak, EPYC).unwrap();
+        assert_eq!(f32_rate.gflops_per_s, f32_peak.gflops_per_s);
+        // No bf16 or int8 instructions in EPYC's flags: nothing nominal to say.
+        assert!(nominal_peak(Precision::Int8, &f32_peak, EPYC).is_none());
+        assert!(nominal_peak(Precision::Bf16, &f32_peak, EPYC).is_none());
+        let vnni = EPYC.replace("avx512dq", "avx512dq avx512_vnni avx512_bf16");
+        let int8 = nominal_peak(Precision::Int8, &f32_peak, &vnni).unwrap();
+        assert!((int8.gflops_per_s - 4.0 * 256.0).abs() < 1e-9);
+        assert!(int8.reckoning.starts_with("VNNI"));
+        let bf16 = nominal_peak(Precision::Bf16, &f32_peak, &vnni).unwrap();
+        assert!((bf16.gflops_per_s - 2.0 * 256.0).abs() < 1e-9);
+        // AMX: 2,048 int8 ops and 1,024 bf16 FLOPs a cycle a core, 2 cores at 2 GHz.
+        let amx = vnni.replace("avx512_bf16", "avx512_bf16 amx_bf16 amx_int8");
+        let int8 = nominal_peak(Precision::Int8, &f32_peak, &amx).unwrap();
+        assert!((int8.gflops_per_s - 2048.0 * 4.0).abs() < 1e-9);
+        let bf16 = nominal_peak(Precision::Bf16, &f32_peak, &amx).unwrap();
+        assert!((bf16.gflops_per_s - 1024.0 * 4.0).abs() < 1e-9);
+        assert!(nominal_peak(Precision::Tf32, &f32_peak, &amx).is_none());
     }
 
     #[test]

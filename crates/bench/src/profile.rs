@@ -29,6 +29,7 @@ use cnnbench_graph::ops::{AdaptiveAvgPool2d, LayerScale, NoParams, SliceChannels
 use cnnbench_graph::{Graph, Hw, ModelInfo, NodeSpec, Op, Shape, Source};
 use cnnbench_results::profile::*;
 use cnnbench_results::result::ToolInfo;
+use cnnbench_results::roofline::LayerWork;
 use cnnbench_results::stats::quantile;
 use cnnbench_results::{Quantity, RunSpec};
 use std::collections::HashMap;
@@ -47,6 +48,9 @@ pub struct ProfileRequest {
     /// The engine's best measured rate in the point's precision, when known, for "% of
     /// peak".
     pub peak: Option<cnnbench_results::peak::BestRate>,
+    /// The machine's limits measured by `cnnbench peak` for this engine and precision,
+    /// when known, for the roofline of the forward pass.
+    pub ceilings: Option<cnnbench_results::roofline::Ceilings>,
 }
 
 /// Progress after each benchmark, for progress bars.
@@ -100,6 +104,27 @@ pub fn category(op: &Op) -> String {
             "reshape/concat".into()
         }
     }
+}
+
+/// Bytes a node's forward pass moves for a batch of `batch` at `precision`: its
+/// weights and buffers once, its inputs and output for every example (an engine that
+/// fuses the node with its neighbours moves less; the roofline takes what the node
+/// alone must).
+pub fn forward_bytes(
+    graph: &Graph,
+    node: &cnnbench_graph::Node,
+    batch: usize,
+    precision: Precision,
+) -> f64 {
+    let per_value = crate::peak::element_bytes(precision);
+    let weights = node.op.params().saturating_add(node.op.buffers()) as f64;
+    let activations: f64 = node
+        .inputs
+        .iter()
+        .map(|s| graph.source_shape(*s).elements() as f64)
+        .sum::<f64>()
+        + node.shape.elements() as f64;
+    per_value * (weights + activations * batch as f64)
 }
 
 /// The layers that turn the isolated graph's input `x` into an input of shape `want`
@@ -451,6 +476,10 @@ pub fn profile(
         let input_needs_grad = node.inputs.iter().any(|s| *s != Source::Input);
         let backward_flops = (point.mode == Mode::Train)
             .then_some(forward_flops * if input_needs_grad { 2.0 } else { 1.0 });
+        let bytes = forward_bytes(graph, node, batch_size, point.precision);
+        let roofline = request.ceilings.as_ref().and_then(|c| {
+            cnnbench_results::roofline::layer(c, forward_flops, bytes, forward.median)
+        });
         profiles.push(NodeProfile {
             index: i,
             name: node.name.clone(),
@@ -469,8 +498,21 @@ pub fn profile(
             forward,
             backward,
             same_as: same_as[i],
+            roofline,
+            forward_bytes: Some(bytes),
         });
     }
+    let roofline = request.ceilings.as_ref().and_then(|c| {
+        let layers: Vec<LayerWork> = profiles
+            .iter()
+            .map(|n| LayerWork {
+                flops: n.forward_flops,
+                bytes: n.forward_bytes.unwrap_or(0.0),
+                seconds: n.forward.median,
+            })
+            .collect();
+        cnnbench_results::roofline::network(c, &layers, end_to_end.forward.median)
+    });
     let forward_sum: f64 = profiles.iter().map(|n| n.forward.median).sum();
     let backward_sum = (point.mode == Mode::Train).then(|| {
         profiles
@@ -508,6 +550,8 @@ pub fn profile(
         duration_s: clock.elapsed().as_secs_f64(),
         method: METHOD.into(),
         peak: request.peak.clone().into(),
+        ceilings: request.ceilings.clone(),
+        roofline,
         end_to_end,
         sum_of_nodes: PhaseSums {
             forward: forward_sum,
@@ -686,6 +730,7 @@ mod tests {
                 git_commit: None,
             },
             peak: None,
+            ceilings: None,
         };
         let doc = profile(
             &SleepingOps,
@@ -715,5 +760,97 @@ mod tests {
                 n.name
             );
         }
+    }
+
+    /// With ceilings, every convolution's forward pass is set against the roof of its
+    /// bytes' level and the network against the sum of the roofs' least times: a 6 ms
+    /// sleep is far below any roof, so overhead-bound, and the share is the least time
+    /// over the measured one.
+    #[test]
+    fn with_ceilings_each_node_and_the_network_are_set_against_the_roofs() {
+        use cnnbench_results::roofline::{Bound, Ceilings, MemoryCeiling};
+        let mut b = GraphBuilder::new("two-convs", [8, 8, 8]);
+        let x = b.input();
+        let c1 = b.conv("c1", &x, Conv2d::new(8, 3).padding(1));
+        let r1 = b.relu("r1", &c1);
+        let c2 = b.conv("c2", &r1, Conv2d::new(4, 1));
+        let g = b.finish(&c2).unwrap();
+        let mut point = RunSpec::new(
+            vec![cnnbench_results::ModelRef::Zoo {
+                name: "two-convs".into(),
+            }],
+            "sleeping-ops",
+        );
+        point.mode = Mode::Infer;
+        point.batch = cnnbench_results::Batches::Sizes(vec![2]);
+        point.warmup = 0;
+        point.passes = 2;
+        let ceilings = Ceilings {
+            compute_gflops_per_s: 100.0,
+            compute_primitive: "matrix product".into(),
+            memory: vec![MemoryCeiling {
+                level: "DRAM".into(),
+                holds_bytes: None,
+                gb_per_s: 10.0,
+            }],
+            nominal_gflops_per_s: None,
+        };
+        let request = ProfileRequest {
+            point,
+            model_source: "test".into(),
+            tool: ToolInfo {
+                name: "cnnbench".into(),
+                version: "test".into(),
+                git_commit: None,
+            },
+            peak: None,
+            ceilings: Some(ceilings.clone()),
+        };
+        let doc = profile(
+            &SleepingOps,
+            &g,
+            &request,
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(doc.ceilings.as_ref(), Some(&ceilings));
+        // c2, a 1×1 convolution 8 → 4 on 8×8 maps: its weights and bias once, its input
+        // (512 values) and output (256) for each of 2 examples, 4 bytes each in f32.
+        let c2 = &doc.nodes[2];
+        let weights = g.nodes()[2].op.params() as f64;
+        assert_eq!(
+            c2.forward_bytes,
+            Some(4.0 * (weights + 2.0 * (512.0 + 256.0)))
+        );
+        for n in &doc.nodes {
+            match (&n.roofline, n.forward_flops > 0.0) {
+                (Some(roof), true) => {
+                    assert_eq!(roof.bound, Bound::Overhead, "{}: {roof:?}", n.name);
+                    assert_eq!(roof.memory_level, "DRAM");
+                    let achieved = n.forward_flops / n.forward.median / 1e9;
+                    assert!((roof.achieved_gflops_per_s - achieved).abs() <= 1e-9 * achieved);
+                }
+                (None, false) => {}
+                (roof, computes) => panic!("{}: computes {computes}, roof {roof:?}", n.name),
+            }
+        }
+        let net = doc.roofline.as_ref().expect("the network's roofline");
+        let least: f64 = doc
+            .nodes
+            .iter()
+            .map(|n| {
+                let bytes = n.forward_bytes.unwrap();
+                (n.forward_flops / 100e9).max(bytes / 10e9)
+            })
+            .sum();
+        assert!((net.roof_time_s - least).abs() <= 1e-12, "{net:?}");
+        assert_eq!(net.measured_s, doc.end_to_end.forward.median);
+        assert!((net.of_roof - least / net.measured_s).abs() <= 1e-12);
+        let judged = net.compute_bound_s + net.memory_bound_s + net.overhead_bound_s;
+        assert_eq!(
+            net.overhead_bound_s, judged,
+            "every sleep is overhead: {net:?}"
+        );
     }
 }

@@ -42,6 +42,7 @@ fn request(mode: Mode, batch: usize, passes: usize) -> ProfileRequest {
             gflops_per_s: 100.0,
             primitive: "matrix product",
         }),
+        ceilings: None,
     }
 }
 

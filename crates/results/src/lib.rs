@@ -13,6 +13,7 @@ pub mod profile;
 pub mod quantity;
 pub mod quantization;
 pub mod result;
+pub mod roofline;
 pub mod scenario;
 pub mod spec;
 pub mod stats;

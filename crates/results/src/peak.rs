@@ -36,6 +36,40 @@ pub struct PeakDoc {
     /// read (CPU engines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theoretical: Option<TheoreticalPeak>,
+    /// The ISA's nominal rate in the doc's precision, where it is known (CPU engines:
+    /// f32's theoretical rate, or what bf16, f16 and int8 instructions do per cycle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal: Option<NominalPeak>,
+    /// The machine's bandwidth at each cache level and at DRAM, streamed by a copy on
+    /// the engine's thread count (files from before it was measured have none: their
+    /// roofline takes the streaming op's bandwidth as DRAM's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_levels: Vec<MemoryLevelPeak>,
+}
+
+/// What the instructions for a precision compute per cycle on every core counted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NominalPeak {
+    pub gflops_per_s: f64,
+    /// How it was reckoned, e.g. `AMX-INT8: 2,048 ops/cycle/core × 2 cores × 3.1 GHz`.
+    pub reckoning: String,
+}
+
+/// One memory level's streamed bandwidth.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryLevelPeak {
+    /// `L2`, `L3`, `DRAM`.
+    pub level: String,
+    /// The bytes the level holds over the instances the threads use; `None` for DRAM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds_bytes: Option<u64>,
+    /// The source and destination buffers together (half of what the level holds).
+    pub working_set_bytes: u64,
+    /// Bytes read plus written per timed pass.
+    pub bytes: f64,
+    pub time: Summary,
+    /// Bytes over the fastest pass: the level's ceiling.
+    pub gb_per_s: f64,
 }
 
 /// A dense f32 product `[n, k] × [k, m]` run through the engine as a Linear layer.
@@ -90,6 +124,36 @@ impl PeakDoc {
                 primitive: "3×3 convolution",
             },
             Some(_) | None => matmul,
+        }
+    }
+
+    /// The roofline's ceilings: the best compute rate, each memory level's bandwidth
+    /// (files from before the levels were measured: the streaming op's, as DRAM's), and
+    /// the nominal rate where known.
+    pub fn ceilings(&self) -> crate::roofline::Ceilings {
+        use crate::roofline::{Ceilings, MemoryCeiling};
+        let best = self.best();
+        let memory = if self.memory_levels.is_empty() {
+            vec![MemoryCeiling {
+                level: "DRAM".into(),
+                holds_bytes: None,
+                gb_per_s: self.bandwidth.gb_per_s,
+            }]
+        } else {
+            self.memory_levels
+                .iter()
+                .map(|m| MemoryCeiling {
+                    level: m.level.clone(),
+                    holds_bytes: m.holds_bytes,
+                    gb_per_s: m.gb_per_s,
+                })
+                .collect()
+        };
+        Ceilings {
+            compute_gflops_per_s: best.gflops_per_s,
+            compute_primitive: best.primitive.to_string(),
+            memory,
+            nominal_gflops_per_s: self.nominal.as_ref().map(|n| n.gflops_per_s),
         }
     }
 }

@@ -33,6 +33,13 @@ pub struct ProfileDoc {
     /// The denominator of every "% of peak".
     #[serde(flatten)]
     pub peak: crate::peak::PeakUsed,
+    /// The machine's limits the roofline judges the forward pass by, when `cnnbench
+    /// peak` had measured them for this engine and precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<crate::roofline::Ceilings>,
+    /// The network's forward pass against the ceilings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<crate::roofline::NetworkRoof>,
     /// The whole network timed by the harness, apart from the per-node benchmarks.
     pub end_to_end: PhaseTimes,
     /// The sum of the per-node medians, per phase, to set beside `end_to_end`.
@@ -115,6 +122,14 @@ pub struct NodeProfile {
     /// earlier node has the same op and input shapes (the figure is attributed to both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_as: Option<usize>,
+    /// The node's forward pass against the profile's ceilings (nodes that compute
+    /// FLOPs, when the ceilings are known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<crate::roofline::LayerRoof>,
+    /// Bytes the forward pass moves at the precision: weights and buffers, inputs and
+    /// output, for the whole batch (absent before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_bytes: Option<f64>,
 }
 
 impl NodeProfile {

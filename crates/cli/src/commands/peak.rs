@@ -169,6 +169,21 @@ fn print_peak(doc: &PeakDoc) {
         format!("{:.2}", bw.time.median * 1e3),
         format!("{:.1} GB/s", bw.gb_per_s),
     ]);
+    for m in &doc.memory_levels {
+        table.add_row(vec![
+            format!("{} bandwidth, copy (measured)", m.level),
+            format!(
+                "{:.1} MiB working set{}",
+                m.working_set_bytes as f64 / (1u64 << 20) as f64,
+                m.holds_bytes.map_or(String::new(), |h| format!(
+                    " of {:.1} MiB",
+                    h as f64 / (1u64 << 20) as f64
+                ))
+            ),
+            format!("{:.2}", m.time.median * 1e3),
+            format!("{:.1} GB/s", m.gb_per_s),
+        ]);
+    }
     if let Some(t) = &doc.theoretical {
         table.add_row(vec![
             "f32 theoretical (CPU)".to_string(),
@@ -185,8 +200,31 @@ fn print_peak(doc: &PeakDoc) {
             format!("{:.1} GFLOP/s", t.gflops_per_s),
         ]);
     }
+    if let Some(n) = doc
+        .nominal
+        .as_ref()
+        .filter(|_| doc.precision != Precision::F32)
+    {
+        table.add_row(vec![
+            format!("{precision} nominal (CPU)"),
+            n.reckoning.clone(),
+            "–".to_string(),
+            format!("{:.1} GFLOP/s", n.gflops_per_s),
+        ]);
+    }
     align_right(&mut table, &[2, 3]);
     outln!("{table}");
+    let ceilings = doc.ceilings();
+    let ridges: Vec<String> = ceilings
+        .memory
+        .iter()
+        .map(|m| format!("{} {:.1}", m.level, ceilings.ridge(m)))
+        .collect();
+    outln!(
+        "roofline in `profile` ({precision}): compute {:.1} GFLOP/s; the memory roofs meet it at {} FLOP/byte",
+        ceilings.compute_gflops_per_s,
+        ridges.join(", ")
+    );
     let best = doc.best();
     outln!(
         "% of peak in `run` and `profile` ({precision}): against the {}, {:.1} GFLOP/s",

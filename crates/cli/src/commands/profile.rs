@@ -127,9 +127,13 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         .capabilities()
         .check(&args.engine, mode, precision)
         .map_err(|e| anyhow!("{e}: choose another --mode, --precision or engine"))?;
-    let peak = peak::default_cache_dir()
-        .and_then(|dir| peak::load(&dir, &engine.info(), precision))
-        .map(|doc| doc.best());
+    let measured_peak =
+        peak::default_cache_dir().and_then(|dir| peak::load(&dir, &engine.info(), precision));
+    let peak = measured_peak.as_ref().map(|doc| doc.best());
+    let ceilings = measured_peak
+        .as_ref()
+        .map(|doc| doc.ceilings())
+        .filter(|c| c.usable());
     let cancel = super::common::stop_on_ctrl_c();
     let request = ProfileRequest {
         point,
@@ -140,6 +144,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
             git_commit: Some(env!("CNNBENCH_GIT_COMMIT").to_string()).filter(|s| !s.is_empty()),
         },
         peak,
+        ceilings,
     };
     let bar = progress_bar(args.quiet, graph.name());
     let outcome = profile::profile(engine.as_ref(), &graph, &request, &cancel, &mut |p| {
@@ -387,6 +392,7 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
             doc.engine.name
         ),
     }
+    out.push_str(&roofline_text(doc, top));
     wln!(
         out,
         "method: {} ({} benchmarks for {} nodes)",
@@ -394,5 +400,104 @@ pub fn profile_text(doc: &ProfileDoc, top: usize) -> String {
         doc.benchmarks,
         doc.nodes.len()
     );
+    out
+}
+
+/// A byte count in the unit that reads best.
+fn bytes(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.0} kB", b / 1e3)
+    }
+}
+
+/// The roofline of the forward pass: the slowest nodes that compute, each against the
+/// roof of the memory level its bytes stream from, and the network's share of the
+/// least time the roofs allow.
+fn roofline_text(doc: &ProfileDoc, top: usize) -> String {
+    let mut out = String::new();
+    let precision = doc.config.precision.as_str();
+    let Some(ceilings) = &doc.ceilings else {
+        wln!(
+            out,
+            "roofline: unknown until `cnnbench peak --engine {} --precision {precision}` has measured this machine's ceilings",
+            doc.engine.name
+        );
+        return out;
+    };
+    let mut judged: Vec<&NodeProfile> = doc.nodes.iter().filter(|n| n.roofline.is_some()).collect();
+    judged.sort_by(|a, b| b.forward.median.total_cmp(&a.forward.median));
+    let mut table = new_table(&[
+        "#",
+        "Node",
+        "Op",
+        "Forward ms",
+        "Moved",
+        "FLOP/B",
+        "GFLOP/s",
+        "Roof",
+        "% of roof",
+        "% of nominal",
+        "Bound",
+    ]);
+    for n in judged.iter().take(top) {
+        let Some(r) = &n.roofline else { continue };
+        table.add_row(vec![
+            n.index.to_string(),
+            n.name.clone(),
+            n.description.clone(),
+            format!("{:.3}", n.forward.median * 1e3),
+            bytes(r.bytes),
+            format!("{:.1}", r.intensity),
+            format!("{:.1}", r.achieved_gflops_per_s),
+            format!("{:.0} ({})", r.roof_gflops_per_s, r.memory_level),
+            format!("{:.0}%", r.of_roof * 100.0),
+            r.of_nominal
+                .map_or("–".into(), |x| format!("{:.0}%", x * 100.0)),
+            r.bound.as_str().to_string(),
+        ]);
+    }
+    align_right(&mut table, &[0, 3, 4, 5, 6, 7, 8, 9]);
+    let levels: Vec<String> = ceilings
+        .memory
+        .iter()
+        .map(|m| format!("{} {:.1} GB/s", m.level, m.gb_per_s))
+        .collect();
+    wln!(
+        out,
+        "Roofline of the forward pass, slowest {} of {} computing nodes: against {:.1} GFLOP/s ({} in {precision}) and {} (`cnnbench peak`); a node's roof is that of the smallest level holding the bytes it moves",
+        top.min(judged.len()),
+        judged.len(),
+        ceilings.compute_gflops_per_s,
+        ceilings.compute_primitive,
+        levels.join(", ")
+    );
+    wln!(out, "{table}");
+    if let Some(net) = &doc.roofline {
+        let share = |s: f64| {
+            let whole = net.compute_bound_s + net.memory_bound_s + net.overhead_bound_s;
+            if whole > 0.0 {
+                s / whole * 100.0
+            } else {
+                0.0
+            }
+        };
+        wln!(
+            out,
+            "the network: {:.0}% of the measured roof (the roofs allow {:.2} ms for the forward pass, {:.2} ms measured end to end; {:.1} GFLOP/s{}); the nodes' time is {:.0}% compute-bound, {:.0}% memory-bound, {:.0}% overhead",
+            net.of_roof * 100.0,
+            net.roof_time_s * 1e3,
+            net.measured_s * 1e3,
+            net.achieved_gflops_per_s,
+            net.of_nominal
+                .map_or(String::new(), |x| format!(", {:.0}% of nominal", x * 100.0)),
+            share(net.compute_bound_s),
+            share(net.memory_bound_s),
+            share(net.overhead_bound_s)
+        );
+    }
     out
 }

@@ -54,7 +54,9 @@ fn profile_lists_every_node_once_and_writes_json() {
 
 #[test]
 fn profile_tables_say_how_they_were_measured() {
+    let cache = tempfile::tempdir().unwrap();
     one_pass("profile", "alexnet", "64")
+        .env("XDG_CACHE_HOME", cache.path())
         .args(["-q", "--mode", "infer", "--top", "3"])
         .assert()
         .success()
@@ -63,7 +65,10 @@ fn profile_tables_say_how_they_were_measured() {
         .stdout(predicate::str::contains("sum of nodes: forward"))
         .stdout(predicate::str::contains("end to end (same run)"))
         .stdout(predicate::str::contains("each node benchmarked alone"))
-        .stdout(predicate::str::contains("Backward ms").not());
+        .stdout(predicate::str::contains("Backward ms").not())
+        .stdout(predicate::str::contains(
+            "roofline: unknown until `cnnbench peak --engine burn-flex --precision f32`",
+        ));
 }
 
 #[test]
@@ -100,6 +105,83 @@ fn peak_is_cached_and_profile_then_shows_percent_of_peak() {
             .args(["-q", "--json"]),
     );
     assert_eq!(p["peak_gflops_per_s"].as_f64().unwrap(), peak);
+}
+
+/// With the ceilings measured, a profile judges every computing node's forward pass
+/// against the roof of the memory level its bytes stream from, and the network against
+/// the least time the roofs allow; the report draws the roofline beside the bars.
+#[test]
+fn a_measured_peak_gives_the_profile_its_roofline_and_the_report_its_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let v: Value = json_stdout(tiny_peak(dir.path()).args(["-n", "2", "--json"]));
+    let levels = v["memory_levels"].as_array().unwrap();
+    assert_eq!(levels.last().unwrap()["level"], "DRAM", "{levels:?}");
+    for level in levels {
+        assert!(level["gb_per_s"].as_f64().unwrap() > 0.0, "{level}");
+    }
+    let file = dir.path().join("results").join("alexnet.profile.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let p: Value = json_stdout(
+        one_pass("profile", "alexnet", "64")
+            .env("XDG_CACHE_HOME", dir.path())
+            .args(["-q", "--mode", "infer", "--json", "-o"])
+            .arg(&file),
+    );
+    assert_eq!(
+        p["ceilings"]["memory"].as_array().unwrap().len(),
+        levels.len()
+    );
+    let network = &p["roofline"];
+    let of_roof = network["of_roof"].as_f64().unwrap();
+    assert!(of_roof > 0.0 && of_roof.is_finite(), "{network}");
+    let nodes = p["nodes"].as_array().unwrap();
+    for node in nodes {
+        let bytes = node["forward_bytes"].as_f64().unwrap();
+        assert!(bytes > 0.0, "{node}");
+        // Every node that computes is judged; a ReLU or a pool only in the sum.
+        let computes = node["forward_flops"].as_f64().unwrap() > 0.0;
+        assert_eq!(node.get("roofline").is_some(), computes, "{node}");
+        if let Some(roof) = node.get("roofline") {
+            let bound = roof["bound"].as_str().unwrap();
+            assert!(["compute", "memory", "overhead"].contains(&bound), "{roof}");
+            let intensity = roof["intensity"].as_f64().unwrap();
+            let flops = node["forward_flops"].as_f64().unwrap();
+            assert!(
+                (intensity - flops / bytes).abs() <= 1e-9 * intensity,
+                "{roof}"
+            );
+        }
+    }
+    one_pass("profile", "alexnet", "64")
+        .env("XDG_CACHE_HOME", dir.path())
+        .args(["-q", "--mode", "infer", "--top", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Roofline of the forward pass, slowest 3 of",
+        ))
+        .stdout(predicate::str::contains("the network: "))
+        .stdout(predicate::str::contains("of the measured roof"));
+    let charts = dir.path().join("charts");
+    cnnbench()
+        .args(["report"])
+        .arg(file.parent().unwrap())
+        .arg("--charts")
+        .arg(&charts)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote 6 profile charts"));
+    for ext in ["svg", "png"] {
+        let f = charts.join(format!(
+            "profile-alexnet-burn-flex-b1-64x64-infer-roofline.{ext}"
+        ));
+        assert!(f.is_file(), "{}", f.display());
+    }
+    let svg = std::fs::read_to_string(
+        charts.join("profile-alexnet-burn-flex-b1-64x64-infer-roofline.svg"),
+    )
+    .unwrap();
+    assert!(svg.contains("DRAM") && svg.contains("-bound"), "{svg}");
 }
 
 #[test]
@@ -151,7 +233,9 @@ fn report_draws_profiles_beside_results() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     std::fs::create_dir_all(&results).unwrap();
+    // No peak in this cache: the profile has no ceilings, and no roofline to draw.
     one_pass("profile", "alexnet", "64")
+        .env("XDG_CACHE_HOME", dir.path())
         .args(["-q", "-o"])
         .arg(results.join("alexnet.profile.json"))
         .assert()

@@ -8,7 +8,8 @@
 //!   across models and the speed-up overview;
 //! - [`sweep`]: throughput and latency against batch size ([`crate::sweep`]);
 //! - [`scaling`]: data-parallel scaling ([`crate::scaling`]);
-//! - [`profile`]: where a profile's time goes ([`crate::profile`]);
+//! - [`profile`]: where a profile's time goes ([`crate::profile`]), and `roofline`: its
+//!   nodes against the machine's measured ceilings;
 //! - [`serving`]: latency against offered load of server-scenario runs
 //!   ([`crate::serving`]);
 //! - `pareto`: `cnnbench choose`'s speed against accuracy ([`crate::choose`]).
@@ -20,6 +21,7 @@ pub mod model;
 mod pareto;
 mod plot;
 pub mod profile;
+mod roofline;
 pub mod scaling;
 pub mod serving;
 pub mod sweep;

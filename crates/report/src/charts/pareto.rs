@@ -265,7 +265,7 @@ pub fn write_serving_pareto_chart(
 /// ten between them; the powers alone over more than four decades (their labels would
 /// crowd), every whole mantissa where 1-2-5 leaves fewer than three (a range within one
 /// decade, which plotters labels at a single tick, or at so many the labels overlap).
-fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+pub(super) fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
         return Vec::new();
     }

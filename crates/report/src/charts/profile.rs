@@ -232,6 +232,11 @@ fn charts_of(doc: &ProfileDoc) -> [(&'static str, BarChart); 2] {
     ]
 }
 
+/// The roofline chart of a profile whose ceilings were measured.
+fn roofline_of(doc: &ProfileDoc) -> Option<super::roofline::RooflineChart> {
+    super::roofline::RooflineChart::of(doc, title(doc, "roofline of the forward pass"))
+}
+
 /// The file stem of a profile's charts, e.g. `profile-resnet50-burn-flex-b16-224x224-train`.
 pub fn stem(doc: &ProfileDoc) -> String {
     let [h, w] = doc.config.image_size;
@@ -257,6 +262,9 @@ pub fn write_profile_charts(
         let base = plot::unique_stem(stem(&p.doc), &mut stems);
         for (suffix, chart) in charts_of(&p.doc) {
             plot::write_svg_and_png(&chart, dir, &format!("{base}-{suffix}"), &mut written)?;
+        }
+        if let Some(chart) = roofline_of(&p.doc) {
+            plot::write_svg_and_png(&chart, dir, &format!("{base}-roofline"), &mut written)?;
         }
     }
     Ok(written)
@@ -293,6 +301,11 @@ pub fn html_section(profiles: &[LoadedProfile]) -> anyhow::Result<String> {
             escape(&d.method)
         )?;
         for (_, chart) in charts_of(d) {
+            let svg = plot::svg(&chart)?;
+            let inline = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
+            writeln!(out, "<figure>{inline}</figure>")?;
+        }
+        if let Some(chart) = roofline_of(d) {
             let svg = plot::svg(&chart)?;
             let inline = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
             writeln!(out, "<figure>{inline}</figure>")?;
