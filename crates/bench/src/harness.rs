@@ -39,6 +39,9 @@ pub struct RunRequest {
     pub batch_search: Option<BatchSearch>,
     /// The engine's best rate from `cnnbench peak` in this precision, for "% of peak".
     pub peak: Option<BestRate>,
+    /// This machine's ceilings from `cnnbench peak` in this precision, for the forward
+    /// pass's "% of roof".
+    pub ceilings: Option<cnnbench_results::roofline::Ceilings>,
     /// Which of `run --repeat N`'s runs this process is, recorded with the result.
     pub round: Option<Round>,
     /// An int8 run's activation ranges, measured on the weights the engine starts from
@@ -62,6 +65,7 @@ impl RunRequest {
             process_tree_root: None,
             batch_search: None,
             peak: None,
+            ceilings: None,
             round: None,
             calibration: None,
             serving: None,

@@ -124,12 +124,13 @@ const STREAM_MAP: [usize; 3] = [64, 256, 256];
 
 /// Median seconds of `graph`'s forward pass at `batch_size` in the request's precision.
 fn median_forward(
-    engine: &dyn Engine,
+    engines: (&dyn Engine, Option<&dyn Engine>),
     graph: &Graph,
     batch_size: usize,
     request: &PeakRequest,
     cancel: &AtomicBool,
 ) -> Result<Summary> {
+    let (engine, int8_reference) = engines;
     let samples = time_graph(
         engine,
         graph,
@@ -140,6 +141,7 @@ fn median_forward(
             warmup: request.warmup,
             passes: request.passes,
             precision: request.precision,
+            int8_reference,
         },
         cancel,
     )
@@ -159,7 +161,14 @@ pub fn element_bytes(precision: Precision) -> f64 {
 
 /// Measures the engine's matrix-product and convolution rates and memory bandwidth on
 /// this machine.
-pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) -> Result<PeakDoc> {
+/// An int8 measurement calibrates each graph on `int8_reference` first (an f32 engine),
+/// as `run` does.
+pub fn measure(
+    engine: &dyn Engine,
+    int8_reference: Option<&dyn Engine>,
+    request: &PeakRequest,
+    cancel: &AtomicBool,
+) -> Result<PeakDoc> {
     if request.passes == 0
         || [request.n, request.k, request.m].contains(&0)
         || [request.conv_batch, request.conv_channels, request.conv_size].contains(&0)
@@ -185,8 +194,9 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
     } else {
         Vec::new()
     };
+    let engines = (engine, int8_reference);
     let mm_time = median_forward(
-        engine,
+        engines,
         &matmul_graph(request.k, request.m)?,
         request.n,
         request,
@@ -195,12 +205,12 @@ pub fn measure(engine: &dyn Engine, request: &PeakRequest, cancel: &AtomicBool) 
     let flops = 2.0 * request.n as f64 * request.k as f64 * request.m as f64;
 
     let conv = conv_graph(request.conv_channels, request.conv_size)?;
-    let conv_time = median_forward(engine, &conv, request.conv_batch, request, cancel)?;
+    let conv_time = median_forward(engines, &conv, request.conv_batch, request, cancel)?;
     let conv_flops = 2.0 * conv.macs() as f64 * request.conv_batch as f64;
 
     let per_map: usize = STREAM_MAP.iter().product();
     let batch = request.elements.div_ceil(per_map).max(1);
-    let bw_time = median_forward(engine, &stream_graph()?, batch, request, cancel)?;
+    let bw_time = median_forward(engines, &stream_graph()?, batch, request, cancel)?;
     let elements = (batch * per_map) as u64;
     let bytes = elements as f64 * 2.0 * element_bytes(request.precision);
 

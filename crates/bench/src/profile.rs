@@ -127,6 +127,27 @@ pub fn forward_bytes(
     per_value * (weights + activations * batch as f64)
 }
 
+/// The least time the ceilings allow one forward pass of `graph` at `batch` in
+/// `precision` (every node's FLOPs and [`forward_bytes`]), seconds; `None` when the
+/// ceilings cannot judge.
+pub fn forward_roof_time(
+    graph: &Graph,
+    batch: usize,
+    precision: Precision,
+    ceilings: &cnnbench_results::roofline::Ceilings,
+) -> Option<f64> {
+    let layers: Vec<LayerWork> = graph
+        .nodes()
+        .iter()
+        .map(|node| LayerWork {
+            flops: 2.0 * node.op.macs(&node.shape) as f64 * batch as f64,
+            bytes: forward_bytes(graph, node, batch, precision),
+            seconds: 0.0,
+        })
+        .collect();
+    cnnbench_results::roofline::least_time(ceilings, &layers)
+}
+
 /// The layers that turn the isolated graph's input `x` into an input of shape `want`
 /// that needs a gradient, or an error when no such construction exists.
 fn feeder_ops(x: &Shape, want: &Shape) -> Result<Vec<Op>> {
@@ -257,14 +278,42 @@ pub struct Samples {
 }
 
 /// How an isolated graph is timed.
-#[derive(Clone, Copy, Debug)]
-pub struct Timing {
+#[derive(Clone, Copy)]
+pub struct Timing<'e> {
     pub mode: Mode,
     pub batch_size: usize,
     pub seed: u64,
     pub warmup: usize,
     pub passes: usize,
     pub precision: Precision,
+    /// The f32 engine an int8 graph is calibrated on first (its activation ranges over
+    /// [`INT8_CALIBRATION_IMAGES`] random images, on the weights the session starts
+    /// from), as `run` calibrates; `None` outside int8.
+    pub int8_reference: Option<&'e dyn Engine>,
+}
+
+/// Random images an isolated graph is calibrated on for int8: its ranges are the
+/// timing's, not an accuracy's, so fewer than a run's.
+pub const INT8_CALIBRATION_IMAGES: usize = 8;
+
+/// The calibration an int8 timing of `graph` needs (`None` in other precisions).
+pub fn int8_calibration(
+    graph: &Graph,
+    seed: u64,
+    precision: Precision,
+    reference: Option<&dyn Engine>,
+) -> Result<Option<crate::quantize::Calibration>> {
+    if precision != Precision::Int8 {
+        return Ok(None);
+    }
+    let reference = reference.ok_or_else(|| {
+        anyhow!(
+            "an int8 timing needs an f32 engine to calibrate {} on",
+            graph.name()
+        )
+    })?;
+    let weights = cnnbench_graph::Weights::initial(graph, seed);
+    crate::quantize::calibrate(reference, graph, &weights, seed, INT8_CALIBRATION_IMAGES).map(Some)
 }
 
 /// Times `graph` with the harness's pass, outside any result file.
@@ -281,6 +330,7 @@ pub fn time_graph(
         warmup,
         passes,
         precision,
+        int8_reference,
     } = timing;
     let config = SessionConfig {
         mode,
@@ -288,7 +338,8 @@ pub fn time_graph(
         seed,
         precision,
         deterministic: false,
-        calibration: None,
+        calibration: int8_calibration(graph, seed, precision, int8_reference)?
+            .map(|calibration| calibration.int8),
     };
     let mut session = crate::measure::ready(engine, graph, &config)?.session;
     let mut forward = Vec::with_capacity(passes);
@@ -339,6 +390,7 @@ fn node_time(samples: &[f64], subtracted: f64) -> Result<NodeTime> {
 /// Profiles `graph` on `engine`: every node alone, then the whole network end to end.
 pub fn profile(
     engine: &dyn Engine,
+    int8_reference: Option<&dyn Engine>,
     graph: &Graph,
     request: &ProfileRequest,
     cancel: &AtomicBool,
@@ -387,6 +439,7 @@ pub fn profile(
             warmup: point.warmup,
             passes: point.passes,
             precision: point.precision,
+            int8_reference,
         };
         time_graph(engine, g, timing, cancel)
     };
@@ -448,6 +501,7 @@ pub fn profile(
     // The end-to-end figure is a fixed number of passes, like the nodes'.
     let run_request = RunRequest {
         model_source: request.model_source.clone(),
+        calibration: int8_calibration(graph, point.seed, point.precision, int8_reference)?,
         ..RunRequest::new(point.clone(), request.tool.clone())
     };
     let whole = harness::run(engine, graph, &run_request, cancel, &mut |_| {})?;
@@ -734,6 +788,7 @@ mod tests {
         };
         let doc = profile(
             &SleepingOps,
+            None,
             &g,
             &request,
             &AtomicBool::new(false),
@@ -808,6 +863,7 @@ mod tests {
         };
         let doc = profile(
             &SleepingOps,
+            None,
             &g,
             &request,
             &AtomicBool::new(false),

@@ -6,7 +6,7 @@
 use cnnbench_bench::peak::{self, PeakRequest};
 use cnnbench_bench::profile::{profile, ProfileRequest};
 use cnnbench_bench::result::ToolInfo;
-use cnnbench_engine::Mode;
+use cnnbench_engine::{Mode, Precision};
 use cnnbench_engine_burn::BurnFlexEngine;
 use cnnbench_graph::ops::Conv2d;
 use cnnbench_graph::{Graph, GraphBuilder};
@@ -52,7 +52,15 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 fn run(graph: &Graph, req: &ProfileRequest) -> ProfileDoc {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let engine = BurnFlexEngine::new(None).unwrap();
-    profile(&engine, graph, req, &AtomicBool::new(false), &mut |_| {}).unwrap()
+    profile(
+        &engine,
+        None,
+        graph,
+        req,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap()
 }
 
 /// Every op family the isolation has to build around: the image fed directly, two
@@ -146,6 +154,37 @@ fn the_heavy_layer_comes_first() {
     assert_eq!(doc.by_category()[0].category, "conv 5×5");
 }
 
+/// An int8 timing calibrates its graph first on the f32 engine it is given, and cannot
+/// go without one; no other precision calibrates.
+#[test]
+fn an_int8_timing_is_calibrated_on_its_reference_and_no_other_precision_is() {
+    use cnnbench_bench::profile::int8_calibration;
+    let engine = BurnFlexEngine::new(None).unwrap();
+    let mut b = GraphBuilder::new("one-conv", [3, 8, 8]);
+    let x = b.input();
+    let c = b.conv("c", &x, Conv2d::new(4, 3).padding(1));
+    let g = b.finish(&c).unwrap();
+    let calibration = int8_calibration(&g, 0, Precision::Int8, Some(&engine))
+        .unwrap()
+        .expect("int8 calibrates");
+    assert_eq!(
+        calibration.ranges().images(),
+        cnnbench_bench::profile::INT8_CALIBRATION_IMAGES
+    );
+    assert!(
+        calibration.ranges().range("c").is_some(),
+        "the convolution's output range"
+    );
+    assert!(int8_calibration(&g, 0, Precision::F32, Some(&engine))
+        .unwrap()
+        .is_none());
+    let without = int8_calibration(&g, 0, Precision::Int8, None).unwrap_err();
+    assert!(
+        without.to_string().contains("an f32 engine to calibrate"),
+        "{without}"
+    );
+}
+
 #[test]
 fn peak_measures_and_reads_back() {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,7 +192,7 @@ fn peak_measures_and_reads_back() {
     let mut req = PeakRequest::new(tool());
     (req.n, req.k, req.m, req.elements, req.passes, req.warmup) = (64, 128, 96, 1 << 20, 2, 1);
     (req.conv_batch, req.conv_channels, req.conv_size) = (2, 16, 8);
-    let doc = peak::measure(&engine, &req, &AtomicBool::new(false)).unwrap();
+    let doc = peak::measure(&engine, None, &req, &AtomicBool::new(false)).unwrap();
     assert_eq!(doc.matmul.flops, 2.0 * 64.0 * 128.0 * 96.0);
     let conv = doc.conv.as_ref().unwrap();
     assert_eq!(conv.flops, 2.0 * 2.0 * 16.0 * 16.0 * 9.0 * 64.0);

@@ -75,6 +75,9 @@ pub struct Ranked {
     pub latency_ms: Option<f64>,
     /// Images per second at the large batch.
     pub images_per_s: Option<f64>,
+    /// The small batch's forward pass over the least time this machine's ceilings allow
+    /// it ("% of roof"), when its runs recorded a roofline.
+    pub of_roof: Option<f64>,
     pub accuracy: Option<AccuracyCost>,
     /// Why its numbers are not what was asked: the stack's own record of layers left in
     /// another precision.
@@ -136,6 +139,7 @@ pub fn choose(
                         precision: engine.precision,
                         latency_ms: None,
                         images_per_s: None,
+                        of_roof: None,
                         accuracy,
                         not_as_asked: Vec::new(),
                         disturbed: Vec::new(),
@@ -151,6 +155,11 @@ pub fn choose(
         let batch = entry.table.batch_size;
         if batch == small_batch {
             row.latency_ms = entry.value(Quantity::Total, Stat::Median).map(|s| s * 1e3);
+            row.of_roof = entry
+                .forward_roof_s
+                .zip(entry.value(Quantity::Forward, Stat::Median))
+                .filter(|(_, forward)| *forward > 0.0)
+                .map(|(roof, forward)| roof / forward);
             row.runs[0] = entry.runs;
             *small = Some(entry);
         }

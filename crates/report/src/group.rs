@@ -109,6 +109,9 @@ pub struct Entry {
     pub depth: Option<usize>,
     pub peak_rss_bytes: Option<u64>,
     pub device_peak_bytes: Option<u64>,
+    /// The least time this machine's ceilings allow the forward pass (its runs'), for
+    /// "% of roof".
+    pub forward_roof_s: Option<f64>,
     pub warnings: Vec<String>,
     /// The largest run-to-run noise its runs recorded (percent), when every run recorded
     /// one (`cnnbench noise`).
@@ -409,6 +412,7 @@ fn make_entry(
             .find_map(|r| r.depth)
             .or(facts.as_ref().map(|f| f.depth)),
         peak_rss_bytes: runs.iter().filter_map(|r| r.peak_rss_bytes).max(),
+        forward_roof_s: runs.iter().find_map(|r| r.forward_roof_s),
         device_peak_bytes: runs.iter().filter_map(|r| r.device_peak_bytes).max(),
         warnings,
         judged: runs.iter().any(|r| r.disturbed.is_some()),

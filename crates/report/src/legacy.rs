@@ -208,6 +208,7 @@ pub fn parse(path: &Path, v: &Value) -> Result<Record, String> {
         macs: None,
         depth: None,
         peak_rss_bytes: None,
+        forward_roof_s: None,
         device_peak_bytes: None,
         warnings: Vec::new(),
         disturbed: None,

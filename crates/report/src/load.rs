@@ -461,6 +461,7 @@ fn from_result(path: &Path, r: BenchResult) -> Result<Record, NotAResult> {
         macs: Some(r.model.macs),
         depth: Some(r.model.depth),
         peak_rss_bytes: r.memory.host_peak_bytes(),
+        forward_roof_s: r.roofline.as_ref().map(|roof| roof.forward_roof_s),
         device_peak_bytes: r.memory.device_peak_bytes,
         warnings: r.warnings,
         disturbed: r.validity.map(|v| match v.verdict {

@@ -211,6 +211,9 @@ pub struct Record {
     pub depth: Option<usize>,
     pub peak_rss_bytes: Option<u64>,
     pub device_peak_bytes: Option<u64>,
+    /// The least time this machine's ceilings allow its forward pass, seconds, when the
+    /// run recorded its roofline.
+    pub forward_roof_s: Option<f64>,
     /// Warnings the harness wrote into the file.
     pub warnings: Vec<String>,
     /// Why the machine was judged disturbed during the timed passes: `None` where the

@@ -160,6 +160,23 @@ impl RunTable {
                 ));
             }
         }
+        let roofs: Vec<String> = results
+            .iter()
+            .filter_map(|r| {
+                let roof = r.roofline.as_ref()?;
+                Some(format!(
+                    "{} {:.0}%",
+                    r.model.name,
+                    roof.forward_of_roof * 100.0
+                ))
+            })
+            .collect();
+        if !roofs.is_empty() {
+            notes.push(format!(
+                "% of roof (the least time this machine's ceilings from `cnnbench peak` allow the forward pass, over its median; per layer: `cnnbench profile`): {}",
+                roofs.join(", ")
+            ));
+        }
         Some(RunTable {
             head: head.into_iter().map(String::from).collect(),
             rows,

@@ -758,6 +758,7 @@ mod tests {
             macs: None,
             depth: None,
             peak_rss_bytes: None,
+            forward_roof_s: None,
             device_peak_bytes: None,
             warnings: Vec::new(),
             disturbed: None,

@@ -61,6 +61,10 @@ pub struct BenchResult {
     /// The peak "% of peak" is against: `throughput.gflops_per_s` over it.
     #[serde(flatten)]
     pub peak: PeakUsed,
+    /// The forward pass against this machine's ceilings, when `cnnbench peak` had
+    /// measured them for the engine and precision (absent before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<crate::roofline::RunRoofline>,
     /// Things the reader should know about these numbers (wide spread, timer resolution…).
     #[serde(default)]
     pub warnings: Vec<String>,

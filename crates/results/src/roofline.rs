@@ -165,6 +165,48 @@ pub fn layer(ceilings: &Ceilings, flops: f64, bytes: f64, seconds: f64) -> Optio
     })
 }
 
+/// A run's forward pass against the ceilings `cnnbench peak` cached for its engine and
+/// precision: what `choose` and the run's table show as "% of roof".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRoofline {
+    /// The least time the roofs allow one forward pass of the batch, seconds: every
+    /// node's longer of its FLOPs at the compute roof and its bytes at the bandwidth of
+    /// the smallest memory level holding them.
+    pub forward_roof_s: f64,
+    /// `forward_roof_s` over the run's median forward time.
+    pub forward_of_roof: f64,
+}
+
+impl RunRoofline {
+    /// The roofline of a forward pass whose least time is `roof_s`, measured at
+    /// `forward_s`; `None` when either is not a positive time.
+    pub fn of(roof_s: f64, forward_s: f64) -> Option<RunRoofline> {
+        (roof_s > 0.0 && forward_s > 0.0 && roof_s.is_finite() && forward_s.is_finite()).then(
+            || RunRoofline {
+                forward_roof_s: roof_s,
+                forward_of_roof: roof_s / forward_s,
+            },
+        )
+    }
+}
+
+/// The least time `layers` (FLOPs and bytes; their seconds unread) take under
+/// `ceilings`, or `None` when the ceilings cannot judge.
+pub fn least_time(ceilings: &Ceilings, layers: &[LayerWork]) -> Option<f64> {
+    if !ceilings.usable() {
+        return None;
+    }
+    Some(
+        layers
+            .iter()
+            .filter_map(|w| {
+                let level = ceilings.level_for(w.bytes)?;
+                Some(roof_time(ceilings, w.flops, w.bytes, level))
+            })
+            .sum(),
+    )
+}
+
 /// One layer's work and time, as [`network`] sums them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayerWork {
@@ -214,12 +256,10 @@ pub fn network(ceilings: &Ceilings, layers: &[LayerWork], measured_s: f64) -> Op
         memory_bound_s: 0.0,
         overhead_bound_s: 0.0,
     };
+    roof.roof_time_s = least_time(ceilings, layers)?;
     for work in layers {
         roof.flops += work.flops;
         roof.bytes += work.bytes;
-        if let Some(level) = ceilings.level_for(work.bytes) {
-            roof.roof_time_s += roof_time(ceilings, work.flops, work.bytes, level);
-        }
         // A layer without FLOPs is bound by memory while it runs near its bandwidth.
         let bound = match layer(ceilings, work.flops, work.bytes, work.seconds) {
             Some(judged) => judged.bound,

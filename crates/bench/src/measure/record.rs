@@ -162,6 +162,13 @@ pub(crate) fn record(
             samples: by_quantity.clone(),
         }],
     });
+    // The forward pass against the cached ceilings: its least time over its median.
+    let roofline = request.ceilings.as_ref().and_then(|ceilings| {
+        let roof_s =
+            crate::profile::forward_roof_time(graph, batch_size, point.precision, ceilings)?;
+        let forward_s = summary.get(&Quantity::Forward)?.median;
+        cnnbench_results::roofline::RunRoofline::of(roof_s, forward_s)
+    });
     Ok(BenchResult {
         format: RESULT_FORMAT.into(),
         version: RESULT_VERSION,
@@ -219,6 +226,7 @@ pub(crate) fn record(
             ),
         },
         peak: request.peak.clone().into(),
+        roofline,
         warnings,
         distributed,
         validity: Some(validity),

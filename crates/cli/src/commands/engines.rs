@@ -202,6 +202,22 @@ pub fn declared_keys(name: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The f32 engine an int8 measurement calibrates on (burn-flex, on `threads`), as `run`
+/// calibrates; `None` outside int8.
+pub fn int8_reference(
+    precision: cnnbench_engine::Precision,
+    threads: Option<usize>,
+) -> Result<Option<Box<dyn Engine>>> {
+    if precision != cnnbench_engine::Precision::Int8 {
+        return Ok(None);
+    }
+    let options = EngineOptions {
+        threads,
+        ..EngineOptions::default()
+    };
+    create(cnnbench_engine_burn::ENGINE_NAME, &options).map(Some)
+}
+
 /// Creates the engine named `name`, or says why it cannot run here.
 pub fn create(name: &str, options: &EngineOptions) -> Result<Box<dyn Engine>> {
     let provider = find(name)?;

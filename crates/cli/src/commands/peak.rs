@@ -111,7 +111,8 @@ pub fn run(args: PeakArgs) -> Result<ExitCode> {
     request.precision = precision;
     request.passes = args.passes;
     request.fma_units = args.fma_units;
-    let doc = match peak::measure(engine.as_ref(), &request, &cancel) {
+    let reference = engines::int8_reference(precision, args.threads)?;
+    let doc = match peak::measure(engine.as_ref(), reference.as_deref(), &request, &cancel) {
         Ok(doc) => doc,
         Err(e) if e.downcast_ref::<HarnessError>().is_some() => {
             errln!("interrupted: nothing measured");

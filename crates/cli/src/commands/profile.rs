@@ -147,11 +147,19 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         ceilings,
     };
     let bar = progress_bar(args.quiet, graph.name());
-    let outcome = profile::profile(engine.as_ref(), &graph, &request, &cancel, &mut |p| {
-        bar.set_length(p.of as u64);
-        bar.set_position(p.done as u64);
-        bar.set_message(cnnbench_results::printable(&p.next));
-    });
+    let reference = engines::int8_reference(precision, args.threads)?;
+    let outcome = profile::profile(
+        engine.as_ref(),
+        reference.as_deref(),
+        &graph,
+        &request,
+        &cancel,
+        &mut |p| {
+            bar.set_length(p.of as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(cnnbench_results::printable(&p.next));
+        },
+    );
     bar.finish_and_clear();
     let doc = match outcome {
         Ok(doc) => doc,

@@ -31,8 +31,31 @@ fn choose(out: &std::path::Path, extra: &[&str]) -> assert_cmd::Command {
 fn choose_ranks_what_ran_keeps_its_costs_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("choice");
-    let first = run_ok(&mut choose(&out, &["-b", "1,2"]));
+    // This machine's ceilings, measured small, in a cache of the test's own: the runs
+    // record their forward pass's share of the roof, and the ranking shows it.
+    let cache = dir.path().join("cache");
+    let peak = [
+        "peak",
+        "--size",
+        "64",
+        "--stream-mi",
+        "1",
+        "--conv-channels",
+        "8",
+        "--conv-size",
+        "8",
+        "--conv-batch",
+        "1",
+        "-n",
+        "1",
+    ];
+    run_ok(cnnbench().env("XDG_CACHE_HOME", &cache).args(peak));
+    let first = run_ok(choose(&out, &["-b", "1,2"]).env("XDG_CACHE_HOME", &cache));
     let text = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        text.contains("% of roof b1") && text.contains("% of roof: the least time"),
+        "{text}"
+    );
     assert!(text.contains("| burn-flex 0.22.1, f32"), "{text}");
     assert!(
         text.contains("Latency b1 (ms)") && text.contains("Images/s b2"),
@@ -54,7 +77,7 @@ fn choose_ranks_what_ran_keeps_its_costs_and_resumes() {
     assert_eq!(runs.len(), 2, "{runs:?}");
 
     // Again: every cell already has its result, and no run is added.
-    let again = run_ok(&mut choose(&out, &["-b", "1,2"]));
+    let again = run_ok(choose(&out, &["-b", "1,2"]).env("XDG_CACHE_HOME", &cache));
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("already has a result"), "{stderr}");
     assert_eq!(result_files(&out.join("runs")).len(), 2);

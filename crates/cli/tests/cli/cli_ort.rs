@@ -99,6 +99,76 @@ fn an_inference_profile_times_every_node() {
     assert!(nodes.len() > 20, "{} nodes", nodes.len());
 }
 
+/// int8 through the QDQ export: `peak` measures its ceilings and `profile` its layers,
+/// each graph calibrated on burn-flex first as `run` calibrates, and the profile sets
+/// them against the int8 roofs.
+#[test]
+fn an_int8_peak_and_profile_calibrate_each_graph_and_draw_the_int8_roofline() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak: serde_json::Value = json_stdout(
+        cnnbench()
+            .env("XDG_CACHE_HOME", dir.path())
+            .args([
+                "peak",
+                "--engine",
+                "ort-cpu",
+                "--precision",
+                "int8",
+                "--json",
+                "-n",
+                "1",
+            ])
+            .args(["--size", "64", "--stream-mi", "1", "--conv-channels", "8"])
+            .args(["--conv-size", "8", "--conv-batch", "1"]),
+    );
+    assert_eq!(peak["precision"], "int8", "{peak}");
+    assert!(
+        peak["matmul"]["gflops_per_s"].as_f64().unwrap() > 0.0,
+        "{peak}"
+    );
+    let doc: serde_json::Value = json_stdout(
+        cnnbench()
+            .env("XDG_CACHE_HOME", dir.path())
+            .args([
+                "profile", "resnet18", "--engine", "ort-cpu", "--mode", "infer",
+            ])
+            .args([
+                "--precision",
+                "int8",
+                "--image-size",
+                "32",
+                "-b",
+                "1",
+                "--passes",
+                "1",
+            ])
+            .args(["-q", "--json"]),
+    );
+    assert_eq!(doc["config"]["precision"], "int8", "{}", doc["config"]);
+    assert!(
+        doc["roofline"]["of_roof"].as_f64().unwrap() > 0.0,
+        "{}",
+        doc["roofline"]
+    );
+    // A 3×3 convolution of 64 channels moves its weights as int8: one byte each.
+    let conv = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "layer1.0.conv1")
+        .expect("layer1.0.conv1");
+    let weights = 64.0 * 64.0 * 9.0;
+    let activations = 2.0 * 64.0 * 8.0 * 8.0;
+    assert!(
+        conv["forward_bytes"].as_f64().unwrap() >= weights + activations,
+        "{conv}"
+    );
+    assert!(
+        conv["forward_bytes"].as_f64().unwrap() < 2.0 * (weights + activations),
+        "{conv}"
+    );
+}
+
 #[test]
 fn training_is_refused_with_what_ort_cpu_runs() {
     assert_training_refused("ort-cpu");

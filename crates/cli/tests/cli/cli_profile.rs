@@ -220,12 +220,20 @@ fn run_records_the_cached_peak() {
     let first = result_files(&results);
     let v: Value = read_json(&first[0]);
     assert!(v.get("peak_gflops_per_s").is_none());
+    assert!(v.get("roofline").is_none());
     tiny_peak(dir.path()).args(["-n", "1"]).assert().success();
-    run().stdout(predicate::str::contains("% of peak ("));
+    run()
+        .stdout(predicate::str::contains("% of peak ("))
+        .stdout(predicate::str::contains("% of roof (the least time"));
     let files = result_files(&results);
     let newest = files.iter().find(|f| !first.contains(f)).unwrap();
     let r: cnnbench_bench::BenchResult = read_json(newest);
     assert!(r.peak.gflops_per_s.unwrap() > 0.0);
+    // The forward pass against the cached ceilings: its least time over its median.
+    let roof = r.roofline.expect("a roofline with the ceilings cached");
+    let forward = r.summary[&cnnbench_bench::Quantity::Forward].median;
+    assert!(roof.forward_roof_s > 0.0, "{roof:?}");
+    assert!((roof.forward_of_roof - roof.forward_roof_s / forward).abs() < 1e-12);
 }
 
 #[test]

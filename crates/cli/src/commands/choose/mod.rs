@@ -770,7 +770,13 @@ fn print_choice(choice: &Choice, random_weights: bool) {
     let latency = format!("Latency b{small} (ms)");
     let throughput = format!("Images/s b{large}");
     let agree = choice.ranked.iter().any(|r| agreed(r.accuracy.as_ref()));
+    // "% of roof" only where a run knew this machine's ceilings (`cnnbench peak`).
+    let roofed = choice.ranked.iter().any(|r| r.of_roof.is_some());
+    let of_roof = format!("% of roof b{small}");
     let mut headers = vec!["Configuration", latency.as_str(), throughput.as_str()];
+    if roofed {
+        headers.push(of_roof.as_str());
+    }
     headers.extend(cost_headers(agree));
     headers.push("Flags");
     let mut table = new_table(&headers);
@@ -781,6 +787,12 @@ fn print_choice(choice: &Choice, random_weights: bool) {
             r.latency_ms.map_or("–".into(), |v| format!("{v:.2}")),
             r.images_per_s.map_or("–".into(), |v| format!("{v:.1}")),
         ];
+        if roofed {
+            row.push(
+                r.of_roof
+                    .map_or("–".into(), |x| format!("{:.0}%", x * 100.0)),
+            );
+        }
         row.extend(cost_cells(cost, choice.pareto.contains(&r.config), agree));
         row.push(
             [
@@ -794,15 +806,14 @@ fn print_choice(choice: &Choice, random_weights: bool) {
         );
         table.add_row(row);
     }
-    align_right(
-        &mut table,
-        if agree {
-            &[1, 2, 3, 4, 5]
-        } else {
-            &[1, 2, 3, 4]
-        },
-    );
+    let numbers = 2 + usize::from(roofed) + if agree { 3 } else { 2 };
+    align_right(&mut table, &(1..=numbers).collect::<Vec<_>>());
     outln!("{table}");
+    if roofed {
+        outln!(
+            "% of roof: the least time this machine's ceilings (`cnnbench peak`) allow the forward pass at batch {small}, over its median; per layer: `cnnbench profile`"
+        );
+    }
     outln!(
         "error: the inference output's largest difference from burn-flex's f32, relative to its largest magnitude (verify, batch 2, {}); Pareto: no other configuration is both faster at batch {small} and closer to f32",
         weights_words(random_weights)

@@ -250,9 +250,14 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
     let tool = tool();
     // The best rate `cnnbench peak` cached for this engine in this precision, for "% of
     // peak".
-    let peak = cnnbench_bench::peak::default_cache_dir()
-        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info(), spec.precision))
-        .map(|doc| doc.best());
+    let measured_peak = cnnbench_bench::peak::default_cache_dir()
+        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info(), spec.precision));
+    let peak = measured_peak.as_ref().map(|doc| doc.best());
+    // And its ceilings, for the forward pass's "% of roof".
+    let ceilings = measured_peak
+        .as_ref()
+        .map(|doc| doc.ceilings())
+        .filter(|c| c.usable());
     // This machine's run-to-run noise, when `cnnbench noise` has measured it: recorded in
     // every result, for `compare` of one run a side.
     let run_noise = cnnbench_bench::noise::default_cache_dir()
@@ -318,6 +323,7 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
             let request = RunRequest {
                 batch_search: search.clone(),
                 peak: peak.clone(),
+                ceilings: ceilings.clone(),
                 calibration: calibration.clone(),
                 ..point_request(&job, p, batch_size, tool.clone())
             };
@@ -501,14 +507,9 @@ pub fn point_request(job: &Job, p: &Planned, batch_size: usize, tool: ToolInfo) 
 /// seed's). `None` for every other precision.
 pub fn calibration_for(job: &Job, p: &Planned) -> Result<Option<Calibration>> {
     let spec = &job.spec;
-    if spec.precision != Precision::Int8 {
+    let Some(reference) = engines::int8_reference(spec.precision, spec.threads)? else {
         return Ok(None);
-    }
-    let options = EngineOptions {
-        threads: spec.threads,
-        ..EngineOptions::default()
     };
-    let reference = engines::create(cnnbench_engine_burn::ENGINE_NAME, &options)?;
     let weights = Weights::initial(&p.graph, spec.seed);
     calibrate(
         reference.as_ref(),
