@@ -470,6 +470,7 @@ mod tests {
             precision: Precision::F32,
             latency_ms: Some(latency),
             images_per_s: None,
+            of_roof: None,
             accuracy: error.map(|e| AccuracyCost {
                 engine: config.into(),
                 precision: Precision::F32,

@@ -268,6 +268,7 @@ mod tests {
             depth: None,
             peak_rss_bytes: None,
             device_peak_bytes: None,
+            forward_roof_s: None,
             warnings: vec![format!("warned {why}")],
             disturbed: Some(vec![format!("disturbed {why}")]),
             cold_start: None,
