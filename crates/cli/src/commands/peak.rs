@@ -232,7 +232,17 @@ fn print_peak(doc: &PeakDoc) {
         best.primitive,
         best.gflops_per_s
     );
-    if let Some(t) = &doc.theoretical {
+    if let Some(n) = doc
+        .nominal
+        .as_ref()
+        .filter(|_| doc.precision != Precision::F32)
+    {
+        outln!(
+            "measured / {precision} nominal: {:.0}% ({})",
+            best.gflops_per_s / n.gflops_per_s * 100.0,
+            n.reckoning
+        );
+    } else if let Some(t) = &doc.theoretical {
         let share = best.gflops_per_s / t.gflops_per_s * 100.0;
         outln!(
             "measured / f32 theoretical: {share:.0}% (clock from {}; {} FMA units per core is an assumption, set it with --fma-units)",

@@ -18,7 +18,7 @@ const ROOF: RGBColor = RGBColor(0x55, 0x55, 0x55);
 /// The slowest nodes named beside their dots.
 const NAMED: usize = 4;
 const WIDTH: u32 = 960;
-const HEIGHT: u32 = 620;
+const HEIGHT: u32 = 640;
 
 fn bound_colour(bound: Bound) -> RGBColor {
     match bound {
@@ -91,7 +91,7 @@ impl Chart for RooflineChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         draw!(root.fill(&WHITE));
-        let (plot, legend) = root.split_vertically(HEIGHT - 84);
+        let (plot, legend) = root.split_vertically(HEIGHT - 101);
         let c = &self.ceilings;
         let ridges = c.memory.iter().map(|m| c.ridge(m));
         let x = plot::log_range(
@@ -137,17 +137,23 @@ impl Chart for RooflineChart {
             let at = |v: f64| (v, plot::clamp_to(&y, c.roof(v, level)));
             let style = ROOF.stroke_width(if i + 1 == c.memory.len() { 2 } else { 1 });
             draw!(chart.draw_series(LineSeries::new([at(x.start), at(ridge), at(x.end)], style)));
-            let label_x = (x.start * ridge).sqrt().max(x.start * 1.2);
-            // Levels of about one bandwidth draw one slope: their labels stack.
-            draw!(chart.draw_series(std::iter::once(
-                EmptyElement::at(at(label_x))
-                    + Text::new(
-                        format!("{} {:.0} GB/s", level.level, level.gb_per_s),
-                        (10, 2 + 15 * i as i32),
-                        (FONT_NAME, 12).into_font().color(&ROOF),
-                    )
-            )));
         }
+        // One key for the slopes, left to right (the fastest level's is leftmost): labels
+        // beside slopes of close bandwidths overlap.
+        let mut by_speed: Vec<_> = c.memory.iter().collect();
+        by_speed.sort_by(|a, b| b.gb_per_s.total_cmp(&a.gb_per_s));
+        let slopes: Vec<String> = by_speed
+            .iter()
+            .map(|m| format!("{} {:.0} GB/s", m.level, m.gb_per_s))
+            .collect();
+        draw!(chart.draw_series(std::iter::once(
+            EmptyElement::at((x.start, y.end))
+                + Text::new(
+                    format!("memory roofs, left to right: {}", slopes.join(", ")),
+                    (10, 8),
+                    (FONT_NAME, 12).into_font().color(&ROOF),
+                )
+        )));
         draw!(chart.draw_series(std::iter::once(
             EmptyElement::at((x.end, plot::clamp_to(&y, c.compute_gflops_per_s)))
                 + Text::new(
@@ -175,6 +181,7 @@ impl Chart for RooflineChart {
         // Nodes of one op and shapes share a benchmark and so a dot: named once, with
         // how many there are.
         let mut named: Vec<(f64, f64)> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         for dot in slowest.iter() {
             if named.len() == NAMED {
                 break;
@@ -193,12 +200,8 @@ impl Chart for RooflineChart {
                 plot::clamp_to(&x, dot.intensity),
                 plot::clamp_to(&y, dot.gflops_per_s),
             );
-            // Above and below by turns, so that two close dots' names do not overlap.
-            let offset = if named.len() % 2 == 1 {
-                (6, 4)
-            } else {
-                (6, -16)
-            };
+            // A number beside the dot, its name in the key below: names of close dots
+            // would overlap.
             let name = if alike > 1 {
                 format!("{} (and {} alike)", dot.name, alike - 1)
             } else {
@@ -207,11 +210,12 @@ impl Chart for RooflineChart {
             draw!(chart.draw_series(std::iter::once(
                 EmptyElement::at(at)
                     + Text::new(
-                        name,
-                        offset,
-                        (FONT_NAME, 11).into_font().color(&bound_colour(dot.bound)),
+                        named.len().to_string(),
+                        (6, -14),
+                        (FONT_NAME, 13).into_font().color(&bound_colour(dot.bound)),
                     )
             )));
+            names.push(format!("{} {name}", named.len()));
         }
         let mut key_x = 80;
         for bound in [Bound::Compute, Bound::Memory, Bound::Overhead] {
@@ -229,9 +233,11 @@ impl Chart for RooflineChart {
             )));
             key_x += 30 + 8 * text.len() as i32;
         }
-        let mut notes = vec![format!(
-            "named: the {NAMED} slowest; nodes without FLOPs (activations, pooling, adds) count in the network's share, not here"
-        )];
+        let mut notes = vec![
+            format!("the {NAMED} slowest: {}", names.join(", ")),
+            "nodes without FLOPs (activations, pooling, adds) count in the network's share, not here"
+                .to_string(),
+        ];
         notes.extend(self.network.clone());
         for (row, note) in notes.iter().rev().enumerate() {
             draw!(legend.draw(&Text::new(
