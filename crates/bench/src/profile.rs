@@ -754,6 +754,35 @@ mod tests {
         }
     }
 
+    /// A profile of the slept engine at batch 2: `warmup` and `passes` of each benchmark.
+    fn slept_request(
+        model: &str,
+        mode: Mode,
+        warmup: usize,
+        passes: usize,
+        ceilings: Option<cnnbench_results::roofline::Ceilings>,
+    ) -> ProfileRequest {
+        let mut point = RunSpec::new(
+            vec![cnnbench_results::ModelRef::Zoo { name: model.into() }],
+            "sleeping-ops",
+        );
+        point.mode = mode;
+        point.batch = cnnbench_results::Batches::Sizes(vec![2]);
+        point.warmup = warmup;
+        point.passes = passes;
+        ProfileRequest {
+            point,
+            model_source: "test".into(),
+            tool: ToolInfo {
+                name: "cnnbench".into(),
+                version: "test".into(),
+                git_commit: None,
+            },
+            peak: None,
+            ceilings,
+        }
+    }
+
     /// The nodes add up to the whole network, and each node is its own time, not its
     /// feeders': a phase counted twice (nested timers, Caffe's bug #4453) would double
     /// the sum, a lost backward cut it to a third, a feeder not subtracted add to it.
@@ -765,27 +794,7 @@ mod tests {
         let c2 = b.conv("c2", &c1, Conv2d::new(8, 3).padding(1));
         let c3 = b.conv("c3", &c2, Conv2d::new(8, 1));
         let g = b.finish(&c3).unwrap();
-        let mut point = RunSpec::new(
-            vec![cnnbench_results::ModelRef::Zoo {
-                name: "three-convs".into(),
-            }],
-            "sleeping-ops",
-        );
-        point.mode = Mode::Train;
-        point.batch = cnnbench_results::Batches::Sizes(vec![2]);
-        point.warmup = 1;
-        point.passes = 5;
-        let request = ProfileRequest {
-            point,
-            model_source: "test".into(),
-            tool: ToolInfo {
-                name: "cnnbench".into(),
-                version: "test".into(),
-                git_commit: None,
-            },
-            peak: None,
-            ceilings: None,
-        };
+        let request = slept_request("three-convs", Mode::Train, 1, 5, None);
         let doc = profile(
             &SleepingOps,
             None,
@@ -830,16 +839,6 @@ mod tests {
         let r1 = b.relu("r1", &c1);
         let c2 = b.conv("c2", &r1, Conv2d::new(4, 1));
         let g = b.finish(&c2).unwrap();
-        let mut point = RunSpec::new(
-            vec![cnnbench_results::ModelRef::Zoo {
-                name: "two-convs".into(),
-            }],
-            "sleeping-ops",
-        );
-        point.mode = Mode::Infer;
-        point.batch = cnnbench_results::Batches::Sizes(vec![2]);
-        point.warmup = 0;
-        point.passes = 2;
         let ceilings = Ceilings {
             compute_gflops_per_s: 100.0,
             compute_primitive: "matrix product".into(),
@@ -850,17 +849,7 @@ mod tests {
             }],
             nominal_gflops_per_s: None,
         };
-        let request = ProfileRequest {
-            point,
-            model_source: "test".into(),
-            tool: ToolInfo {
-                name: "cnnbench".into(),
-                version: "test".into(),
-                git_commit: None,
-            },
-            peak: None,
-            ceilings: Some(ceilings.clone()),
-        };
+        let request = slept_request("two-convs", Mode::Infer, 0, 2, Some(ceilings.clone()));
         let doc = profile(
             &SleepingOps,
             None,

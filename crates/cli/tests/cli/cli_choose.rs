@@ -34,22 +34,7 @@ fn choose_ranks_what_ran_keeps_its_costs_and_resumes() {
     // This machine's ceilings, measured small, in a cache of the test's own: the runs
     // record their forward pass's share of the roof, and the ranking shows it.
     let cache = dir.path().join("cache");
-    let peak = [
-        "peak",
-        "--size",
-        "64",
-        "--stream-mi",
-        "1",
-        "--conv-channels",
-        "8",
-        "--conv-size",
-        "8",
-        "--conv-batch",
-        "1",
-        "-n",
-        "1",
-    ];
-    run_ok(cnnbench().env("XDG_CACHE_HOME", &cache).args(peak));
+    run_ok(tiny_peak(&cache).args(["-n", "1"]));
     let first = run_ok(choose(&out, &["-b", "1,2"]).env("XDG_CACHE_HOME", &cache));
     let text = String::from_utf8_lossy(&first.stdout);
     assert!(

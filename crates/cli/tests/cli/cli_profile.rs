@@ -3,27 +3,6 @@
 use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::Path;
-
-/// `cnnbench peak` on sizes that take milliseconds (a 64² matrix product, an 8-channel
-/// 8×8 convolution, 1 Mi values streamed), cached in `cache`.
-fn tiny_peak(cache: &Path) -> assert_cmd::Command {
-    let mut command = cnnbench();
-    command.env("XDG_CACHE_HOME", cache).args([
-        "peak",
-        "--size",
-        "64",
-        "--stream-mi",
-        "1",
-        "--conv-channels",
-        "8",
-        "--conv-size",
-        "8",
-        "--conv-batch",
-        "1",
-    ]);
-    command
-}
 
 #[test]
 fn profile_lists_every_node_once_and_writes_json() {

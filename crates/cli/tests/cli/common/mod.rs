@@ -13,6 +13,26 @@ pub fn cnnbench() -> Command {
     Command::cargo_bin("cnnbench").expect("the cnnbench binary is built")
 }
 
+/// `cnnbench peak` on sizes that take milliseconds (a 64² matrix product, an 8-channel
+/// 8×8 convolution, 1 Mi values streamed), cached in `cache`.
+pub fn tiny_peak(cache: &Path) -> Command {
+    let mut command = cnnbench();
+    command.env("XDG_CACHE_HOME", cache).args([
+        "peak",
+        "--size",
+        "64",
+        "--stream-mi",
+        "1",
+        "--conv-channels",
+        "8",
+        "--conv-size",
+        "8",
+        "--conv-batch",
+        "1",
+    ]);
+    command
+}
+
 /// Every `*.json` file below `dir`, sorted.
 pub fn result_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
