@@ -8,9 +8,7 @@ use crate::aliases::Aliases;
 use crate::catalog::ModelCatalog;
 use crate::fmt::{ms, natural_cmp};
 use crate::record::Record;
-use cnnbench_results::scenario::{
-    BatcherSpec, Counted, Issuing, ScenarioKind, ScenarioRecord, ScenarioSetting,
-};
+use cnnbench_results::scenario::{BatcherSpec, Counted, Issuing, ScenarioRecord, ScenarioSetting};
 use cnnbench_results::{printable, Precision};
 use std::cmp::Ordering;
 
@@ -324,11 +322,10 @@ impl Serving {
                 .then_with(|| natural_cmp(&a.engine, &b.engine))
                 .then(a.in_flight.cmp(&b.in_flight))
         });
-        let kind_rank = |k: ScenarioKind| ScenarioKind::ALL.iter().position(|&each| each == k);
         others.sort_by(|a, b| {
             natural_cmp(&a.model, &b.model)
                 .then(a.input.cmp(&b.input))
-                .then(kind_rank(a.record.kind).cmp(&kind_rank(b.record.kind)))
+                .then(a.record.kind.cmp(&b.record.kind))
                 .then_with(|| natural_cmp(&a.engine, &b.engine))
                 .then(a.record.in_flight.cmp(&b.record.in_flight))
         });
@@ -501,7 +498,7 @@ pub const OTHERS_NOTE: &str = "Single-stream reports its p90 latency, multi-stre
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cnnbench_results::scenario::{LatencySummary, PeakProbe};
+    use cnnbench_results::scenario::{LatencySummary, PeakProbe, ScenarioKind};
 
     fn record(kind: ScenarioKind, qps: Option<f64>, p99_ms: f64, bound: f64) -> ScenarioRecord {
         let s = p99_ms / 1e3;

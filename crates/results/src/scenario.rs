@@ -9,8 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One of LoadGen's scenarios.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One of LoadGen's scenarios, ordered as `--help` lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScenarioKind {
     SingleStream,

@@ -128,7 +128,7 @@ impl KeyAxes {
             Some(g) => g
                 .values
                 .iter()
-                .map(|v| ScenarioKind::deserialize(v).ok())
+                .map(|v| v.as_str().and_then(|name| name.parse().ok()))
                 .collect(),
         }
     }
