@@ -124,13 +124,13 @@ const STREAM_MAP: [usize; 3] = [64, 256, 256];
 
 /// Median seconds of `graph`'s forward pass at `batch_size` in the request's precision.
 fn median_forward(
-    engines: (&dyn Engine, Option<&dyn Engine>),
+    engine: &dyn Engine,
+    int8_reference: Option<&dyn Engine>,
     graph: &Graph,
     batch_size: usize,
     request: &PeakRequest,
     cancel: &AtomicBool,
 ) -> Result<Summary> {
-    let (engine, int8_reference) = engines;
     let samples = time_graph(
         engine,
         graph,
@@ -179,10 +179,10 @@ pub fn measure(
     }
     let info = engine.info();
     // The machine's memory levels, for the roofline (a GPU engine's memory is not the
-    // host's): streamed first, before the engine's thread pool has run (its threads spin a while after
-    // their work and would share the cores with the copies); DRAM's working set is the
-    // streaming op's bytes, and at least eight times
-    // the largest cache, so that it streams from DRAM whatever `--elements` asks.
+    // host's): streamed first, before the engine's thread pool has run (its threads spin
+    // a while after their work and would share the cores with the copies). DRAM's
+    // working set is the streaming op's bytes and at least eight times the largest
+    // cache, so that it streams from DRAM whatever `--elements` asks.
     let memory_levels = if info.device == "cpu" {
         let levels = crate::bandwidth::cache_levels(Path::new(SYSFS_CPU), info.threads);
         let largest = levels.iter().map(|l| l.holds_bytes()).max().unwrap_or(0);
@@ -194,9 +194,9 @@ pub fn measure(
     } else {
         Vec::new()
     };
-    let engines = (engine, int8_reference);
     let mm_time = median_forward(
-        engines,
+        engine,
+        int8_reference,
         &matmul_graph(request.k, request.m)?,
         request.n,
         request,
@@ -205,12 +205,26 @@ pub fn measure(
     let flops = 2.0 * request.n as f64 * request.k as f64 * request.m as f64;
 
     let conv = conv_graph(request.conv_channels, request.conv_size)?;
-    let conv_time = median_forward(engines, &conv, request.conv_batch, request, cancel)?;
+    let conv_time = median_forward(
+        engine,
+        int8_reference,
+        &conv,
+        request.conv_batch,
+        request,
+        cancel,
+    )?;
     let conv_flops = 2.0 * conv.macs() as f64 * request.conv_batch as f64;
 
     let per_map: usize = STREAM_MAP.iter().product();
     let batch = request.elements.div_ceil(per_map).max(1);
-    let bw_time = median_forward(engines, &stream_graph()?, batch, request, cancel)?;
+    let bw_time = median_forward(
+        engine,
+        int8_reference,
+        &stream_graph()?,
+        batch,
+        request,
+        cancel,
+    )?;
     let elements = (batch * per_map) as u64;
     let bytes = elements as f64 * 2.0 * element_bytes(request.precision);
 
@@ -450,6 +464,23 @@ pub fn save(dir: &Path, doc: &PeakDoc) -> Result<PathBuf> {
 
 /// The largest peak cache file read: a real one is a few kilobytes.
 const MAX_PEAK_FILE_BYTES: u64 = 1 << 20;
+
+/// What `run` and `profile` set their measurements against, from the cached peak of
+/// this engine in this precision: its best compute rate ("% of peak") and its ceilings
+/// (the roofline, where they can judge); neither before `cnnbench peak` has run.
+pub fn cached_yardsticks(
+    info: &EngineInfo,
+    precision: Precision,
+) -> (
+    Option<BestRate>,
+    Option<cnnbench_results::roofline::Ceilings>,
+) {
+    let Some(doc) = default_cache_dir().and_then(|dir| load(&dir, info, precision)) else {
+        return (None, None);
+    };
+    let ceilings = Some(doc.ceilings()).filter(|c| c.usable());
+    (Some(doc.best()), ceilings)
+}
 
 /// The cached measurement for this engine, device, thread count and precision, if any
 /// (a file that does not parse as a peak, or of another precision, counts as none).

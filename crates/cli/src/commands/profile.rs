@@ -12,6 +12,7 @@ use cnnbench_bench::result::ToolInfo;
 use cnnbench_bench::HarnessError;
 use cnnbench_engine::{Mode, Precision};
 use cnnbench_results::profile::{NodeProfile, NodeTime, ProfileDoc};
+use cnnbench_results::roofline::LayerRoof;
 use cnnbench_results::{Batches, ModelRef, RunSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -127,13 +128,7 @@ pub fn run(args: ProfileArgs) -> Result<ExitCode> {
         .capabilities()
         .check(&args.engine, mode, precision)
         .map_err(|e| anyhow!("{e}: choose another --mode, --precision or engine"))?;
-    let measured_peak =
-        peak::default_cache_dir().and_then(|dir| peak::load(&dir, &engine.info(), precision));
-    let peak = measured_peak.as_ref().map(|doc| doc.best());
-    let ceilings = measured_peak
-        .as_ref()
-        .map(|doc| doc.ceilings())
-        .filter(|c| c.usable());
+    let (peak, ceilings) = peak::cached_yardsticks(&engine.info(), precision);
     let cancel = super::common::stop_on_ctrl_c();
     let request = ProfileRequest {
         point,
@@ -436,8 +431,12 @@ fn roofline_text(doc: &ProfileDoc, top: usize) -> String {
         );
         return out;
     };
-    let mut judged: Vec<&NodeProfile> = doc.nodes.iter().filter(|n| n.roofline.is_some()).collect();
-    judged.sort_by(|a, b| b.forward.median.total_cmp(&a.forward.median));
+    let mut judged: Vec<(&NodeProfile, &LayerRoof)> = doc
+        .nodes
+        .iter()
+        .filter_map(|n| Some((n, n.roofline.as_ref()?)))
+        .collect();
+    judged.sort_by(|(a, _), (b, _)| b.forward.median.total_cmp(&a.forward.median));
     let mut table = new_table(&[
         "#",
         "Node",
@@ -451,8 +450,7 @@ fn roofline_text(doc: &ProfileDoc, top: usize) -> String {
         "% of nominal",
         "Bound",
     ]);
-    for n in judged.iter().take(top) {
-        let Some(r) = &n.roofline else { continue };
+    for (n, r) in judged.iter().take(top) {
         table.add_row(vec![
             n.index.to_string(),
             n.name.clone(),

@@ -247,16 +247,9 @@ pub fn execute(mut job: Job) -> Result<ExitCode> {
 
     let cancel = crate::commands::common::stop_on_ctrl_c();
     let tool = tool();
-    // The best rate `cnnbench peak` cached for this engine in this precision, for "% of
-    // peak".
-    let measured_peak = cnnbench_bench::peak::default_cache_dir()
-        .and_then(|dir| cnnbench_bench::peak::load(&dir, &engine.info(), spec.precision));
-    let peak = measured_peak.as_ref().map(|doc| doc.best());
-    // And its ceilings, for the forward pass's "% of roof".
-    let ceilings = measured_peak
-        .as_ref()
-        .map(|doc| doc.ceilings())
-        .filter(|c| c.usable());
+    // The best rate and the ceilings `cnnbench peak` cached for this engine in this
+    // precision, for "% of peak" and "% of roof".
+    let (peak, ceilings) = cnnbench_bench::peak::cached_yardsticks(&engine.info(), spec.precision);
     // This machine's run-to-run noise, when `cnnbench noise` has measured it: recorded in
     // every result, for `compare` of one run a side.
     let run_noise = cnnbench_bench::noise::default_cache_dir()
